@@ -1,0 +1,274 @@
+"""Provides the `agency` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from runtime.errors import AgencyError, AgencySyntaxError, CheckpointFormatError
+from runtime.machine.machine import FAILED, HALTED, INTERRUPTED, Machine
+from runtime.machine.values import stringify
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 3
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    click.echo(f"agency: {message}", err=True)
+    sys.exit(code)
+
+
+def report(exc: AgencyError) -> None:
+    """Print an error the way a person wants to read it and exit with its code."""
+    if isinstance(exc, AgencySyntaxError):
+        click.echo(exc.render(), err=True)
+        n = len(exc.diagnostics)
+        click.echo(f"{n} error{'s' if n != 1 else ''}", err=True)
+    else:
+        click.echo(f"agency: {exc}", err=True)
+    sys.exit(getattr(exc, "exit_code", 1))
+
+
+class AgencyGroup(click.Group):
+    """Turns every AgencyError escaping a command into a clear message, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AgencyError as exc:
+            report(exc)
+
+
+@click.group(cls=AgencyGroup, context_settings=CONTEXT)
+@click.version_option(package_name="agency-debugger", prog_name="agency")
+def cli() -> None:
+    """Run, test and time-travel-debug Agency agent programs.
+
+    \b
+    Start with:
+      agency run examples/dice.agency --mock examples/dice.mocks.json
+      agency debugger examples/dice.agency
+    """
+
+
+def main() -> None:
+    cli(prog_name="agency")
+
+
+# -- shared options ------------------------------------------------------------------------------
+
+def model_options(fn: Any) -> Any:
+    fn = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the offline `sim` model.")(fn)
+    fn = click.option(
+        "--mock",
+        "mock",
+        type=click.Path(dir_okay=False),
+        help="Scripted LLM answers: a JSON list of {\"return\": v} / {\"toolCall\": …} (or set AGENCY_LLM_MOCKS).",
+    )(fn)
+    fn = click.option("--base-url", help="Base URL of an OpenAI-compatible or Anthropic endpoint.")(fn)
+    fn = click.option(
+        "--model",
+        "model_spec",
+        metavar="PROVIDER/NAME",
+        help="Model to call, e.g. openai/gpt-4o-mini, anthropic/claude-…, ollama/llama3, sim (or set AGENCY_MODEL).",
+    )(fn)
+    return fn
+
+
+def entry_options(fn: Any) -> Any:
+    fn = click.option("--args", "args_json", metavar="JSON", help="Arguments: a JSON array (positional) or object (named).")(fn)
+    fn = click.option("--node", default="main", show_default=True, help="The node to start at.")(fn)
+    return fn
+
+
+def make_config(node: str, args_json: str | None, model_spec: str | None, base_url: str | None, mock: str | None, seed: int) -> Any:
+    from runtime.runner import RunConfig, env_mocks, parse_args_json
+
+    args, named = parse_args_json(args_json)
+    mocks = None
+    if mock:
+        from runtime.llm.mock import load_mocks
+
+        mocks = load_mocks(mock)
+    elif model_spec is None:
+        mocks = env_mocks()
+    return RunConfig(node=node, args=args, named=named, model_spec=model_spec, mocks=mocks, seed=seed, base_url=base_url)
+
+
+def announce_model(model: Any) -> None:
+    if getattr(model, "provider", "") == "sim":
+        click.echo(model.announce() if hasattr(model, "announce") else "agency: using the simulated model (sim)", err=True)
+
+
+def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
+    from runtime.runner import decision_from
+
+    def answer(pending: Any) -> Any:
+        if approve_all:
+            return decision_from("approve")
+        if reject_all:
+            return decision_from("reject", "rejected on the command line")
+        if not sys.stdin.isatty():
+            return None
+        message = pending.get("message") if isinstance(pending, dict) else pending
+        data = pending.get("data") if isinstance(pending, dict) else None
+        click.echo(f"\ninterrupt: {message}", err=True)
+        if data is not None:
+            click.echo(f"  data: {json.dumps(data)}", err=True)
+        while True:
+            choice = click.prompt("  [a]pprove, [r]eject or [v]alue", default="a", err=True).strip().lower()
+            if choice in ("a", "approve"):
+                return decision_from("approve")
+            if choice in ("r", "reject"):
+                return decision_from("reject", "rejected by the user")
+            if choice in ("v", "value"):
+                text = click.prompt("  value (JSON)", err=True)
+                try:
+                    return decision_from("resolve", json.loads(text))
+                except json.JSONDecodeError:
+                    click.echo("  not JSON; try again", err=True)
+
+    return answer
+
+
+def finish(machine: Machine, as_json: bool) -> None:
+    """Print the outcome of a run and exit with the right code."""
+    if machine.status == HALTED:
+        if as_json:
+            click.echo(stringify(machine.result))
+        return
+    if machine.status == FAILED:
+        err = machine.error
+        if err is not None:
+            click.echo(err.render(machine.program.source), err=True)
+        sys.exit(EXIT_RUNTIME)
+    if machine.status == INTERRUPTED:
+        pending = machine.pending
+        message = pending.get("message") if isinstance(pending, dict) else pending
+        hint = "rerun with --approve-all or --reject-all"
+        if machine.run_id:
+            hint += f", or answer it with `agency resume {machine.run_id} --approve` (or --reject / --resolve JSON)"
+        click.echo(f"agency: the run is waiting on an interrupt: {message}\n  {hint}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("file", type=click.Path(dir_okay=False))
+@entry_options
+@model_options
+@click.option("--json", "as_json", is_flag=True, help="Also print the result as JSON on the last line.")
+@click.option("--checkpoint", "checkpoint_file", type=click.Path(dir_okay=False), help="Continue from a checkpoint file of this program.")
+@click.option("--approve-all", is_flag=True, help="Approve every interrupt nobody else answers.")
+@click.option("--reject-all", is_flag=True, help="Reject every interrupt nobody else answers.")
+def run(
+    file: str,
+    node: str,
+    args_json: str | None,
+    model_spec: str | None,
+    base_url: str | None,
+    mock: str | None,
+    seed: int,
+    as_json: bool,
+    checkpoint_file: str | None,
+    approve_all: bool,
+    reject_all: bool,
+) -> None:
+    """Run an Agency program and print what it prints.
+
+    \b
+    Examples:
+      agency run examples/dice.agency --mock examples/dice.mocks.json
+      agency run agent.agency --node greet --args '["Ada"]' --json
+      agency run agent.agency --model openai/gpt-4o-mini
+      agency run agent.agency --checkpoint cp.json
+    """
+    from runtime.program import load_program
+    from runtime.runner import drive, new_machine
+
+    if approve_all and reject_all:
+        fail("choose one of --approve-all and --reject-all")
+    program = load_program(file)
+    config = make_config(node, args_json, model_spec, base_url, mock, seed)
+    model = config.make_model()
+    announce_model(model)
+    if checkpoint_file:
+        from runtime.checkpoints import load_file, rebuild
+        from runtime.machine.builtins import World
+
+        data = load_file(checkpoint_file, program)
+        machine = rebuild(program, data, model=model, world=World())
+    else:
+        machine = new_machine(program, config, model=model)
+    drive(machine, interactive_answer(approve_all, reject_all))
+    finish(machine, as_json)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def check(files: tuple[str, ...]) -> None:
+    """Parse and compile programs without running them; report every error found.
+
+    \b
+    Example:
+      agency check examples/*.agency
+    """
+    from runtime.program import load_program
+
+    failed = 0
+    for file in files:
+        try:
+            program = load_program(file)
+        except AgencySyntaxError as exc:
+            click.echo(exc.render(), err=True)
+            failed += 1
+            continue
+        nodes = program.nodes()
+        defs = [c.name for c in program.functions.values() if c.kind == "def" and c.file == program.path]
+        click.echo(f"{file}: ok ({len(nodes)} node{'s' if len(nodes) != 1 else ''}, {len(defs)} def{'s' if len(defs) != 1 else ''})")
+    if failed:
+        sys.exit(AgencySyntaxError.exit_code)
+
+
+@cli.command("test", context_settings=CONTEXT)
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
+def test_cmd(paths: tuple[str, ...], quiet: bool) -> None:
+    """Run *.test.json suites and compare each node's result with the expected output.
+
+    \b
+    A suite is {"sourceFile"?, "tests": [{"nodeName", "input", "expectedOutput",
+    "llmMocks"?, "interruptHandlers"?, "skip"?}]}; the source defaults to the test file's name.
+    Example:
+      agency test tests/programs/
+    """
+    from runtime.testing import find_suites, run_suite
+
+    passed = failed = skipped = 0
+    for suite in find_suites(list(paths)):
+        for outcome in run_suite(suite):
+            if outcome.skipped:
+                skipped += 1
+                if not quiet:
+                    click.echo(f"SKIP {outcome.suite} › {outcome.name}")
+            elif outcome.passed:
+                passed += 1
+                if not quiet:
+                    click.echo(f"PASS {outcome.suite} › {outcome.name}")
+            else:
+                failed += 1
+                click.echo(f"FAIL {outcome.suite} › {outcome.name}\n     {outcome.detail}")
+    tail = f", {skipped} skipped" if skipped else ""
+    click.echo(f"{passed} passed, {failed} failed{tail}")
+    if failed:
+        sys.exit(EXIT_RUNTIME)
+
+
+__all__ = ["cli", "main", "CheckpointFormatError"]

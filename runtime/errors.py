@@ -1,0 +1,87 @@
+"""Provides the errors the runtime reports to people, and how they are printed.
+
+Every error that points into a program carries a span; `Diagnostic.render` prints
+`file:line:col: message`, the source line and a caret under the offending text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.syntax.ast import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem at one place in one file."""
+
+    message: str
+    span: Span
+    path: str = "<input>"
+
+    def render(self, source: str | None = None) -> str:
+        """`path:line:col: message`, then the line and a caret, when the source is known."""
+        head = f"{self.path}:{self.span.line}:{self.span.col}: {self.message}"
+        if source is None or self.span.line <= 0:
+            return head
+        lines = source.splitlines()
+        if self.span.line > len(lines):
+            return head
+        text = lines[self.span.line - 1].expandtabs(4)
+        start = max(self.span.col - 1, 0)
+        if self.span.end_line == self.span.line and self.span.end_col > self.span.col:
+            width = self.span.end_col - self.span.col
+        else:
+            width = 1
+        width = max(1, min(width, max(1, len(text) - start)))
+        gutter = f"{self.span.line:>4} | "
+        return f"{head}\n{gutter}{text}\n{' ' * len(gutter)}{' ' * start}{'^' * width}"
+
+
+class AgencyError(Exception):
+    """Base of every error the runtime raises on purpose (never a bug)."""
+
+    exit_code = 1
+
+
+class AgencySyntaxError(AgencyError):
+    """One or more syntax errors in one file; `diagnostics` lists them in source order."""
+
+    exit_code = 65  # EX_DATAERR: the input was wrong, distinct from a runtime failure
+
+    def __init__(self, diagnostics: list[Diagnostic], source: str | None = None) -> None:
+        self.diagnostics = diagnostics
+        self.source = source
+        super().__init__(diagnostics[0].message if diagnostics else "syntax error")
+
+    def render(self) -> str:
+        return "\n".join(d.render(self.source) for d in self.diagnostics)
+
+
+class AgencyRuntimeError(AgencyError):
+    """An error raised while a program runs (a type error in a builtin, a bad restore, ...).
+
+    `span` and `path` locate the statement that was running when it happened; the machine fills
+    them in as the error passes through a frame.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, span: Span | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.path = path
+
+    def render(self, source: str | None = None) -> str:
+        if self.span is None:
+            return f"error: {self.message}"
+        return Diagnostic(f"error: {self.message}", self.span, self.path or "<input>").render(
+            source
+        )
+
+
+class CheckpointFormatError(AgencyError):
+    """A checkpoint file or object that cannot be used: malformed, wrong version, foreign."""
+
+    exit_code = 2

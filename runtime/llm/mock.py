@@ -1,0 +1,162 @@
+"""Provides the scripted model: answers come from a queue written by the test author.
+
+Each entry answers one request (each tool round is a request)::
+
+    [{"return": 2}, {"toolCall": {"name": "add", "args": {"a": 4}}}, {"return": "done"}]
+
+`{"return": value}` answers with `value` (as text: strings as they are, anything else as JSON);
+`{"toolCall": {...}}` (or `{"toolCalls": [...]}`) asks for tool calls. The queue's `position`
+belongs to the run, not to the program: a restore does not rewind it, but checkpoints save it
+so a machine rebuilt from one continues with the right answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from runtime.llm.base import Completion, LLMError, Message, ToolCall, ToolSpec, Usage
+from runtime.llm.schema import unwrap_schema
+
+ENV_MOCKS = "AGENCY_LLM_MOCKS"
+_SHAPE = 'each entry must be {"return": value} or {"toolCall": {"name": ..., "args": {...}}}'
+
+
+class MockModel:
+    """A `ChatModel` that serves scripted answers in order."""
+
+    provider = "mock"
+    model = "mock"
+
+    def __init__(self, entries: list[Any]) -> None:
+        if not isinstance(entries, list):
+            raise LLMError(f"mock answers must be a JSON list; {_SHAPE}", provider="mock")
+        self.entries: list[dict[str, Any]] = [_check_entry(e, i) for i, e in enumerate(entries)]
+        self.position = 0
+
+    def __repr__(self) -> str:
+        return f"MockModel({len(self.entries)} entries, position={self.position})"
+
+    @property
+    def remaining(self) -> int:
+        """How many answers are left."""
+        return max(0, len(self.entries) - self.position)
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        response_schema: dict[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Completion:
+        """The next scripted answer; raises `LLMError` when the queue is exhausted."""
+        if self.position >= len(self.entries):
+            n = len(self.entries)
+            raise LLMError(
+                f"the mock queue is exhausted after {n} answer{'' if n == 1 else 's'}; "
+                "add more entries to the mock file",
+                provider="mock",
+            )
+        index = self.position
+        entry = self.entries[index]
+        self.position += 1
+        if "return" in entry:
+            value = entry["return"]
+            # A mock written as {"response": v} for a typed llm() means v, like a real reply.
+            if (
+                response_schema is not None
+                and unwrap_schema(response_schema) is not None
+                and isinstance(value, dict)
+                and list(value) == ["response"]
+            ):
+                value = value["response"]
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            return Completion(
+                text=text,
+                value=value,
+                usage=Usage(0, 0, 0.0),
+                model=self.model,
+                provider=self.provider,
+                raw={"mock_index": index},
+            )
+        calls = entry["toolCalls"] if "toolCalls" in entry else [entry["toolCall"]]
+        return Completion(
+            text="",
+            tool_calls=tuple(
+                ToolCall(
+                    id=str(c.get("id") or f"mock_{index}_{i}"),
+                    name=c["name"],
+                    args=dict(c.get("args") or {}),
+                )
+                for i, c in enumerate(calls)
+            ),
+            usage=Usage(0, 0, 0.0),
+            model=self.model,
+            provider=self.provider,
+            raw={"mock_index": index},
+        )
+
+    def config(self) -> dict[str, Any]:
+        """What identifies this model in a run's stored config (no secrets)."""
+        return {"provider": "mock", "model": "mock", "spec": "mock", "base_url_host": None}
+
+
+def _check_entry(entry: Any, index: int) -> dict[str, Any]:
+    where = f"mock entry {index + 1}"
+    if not isinstance(entry, dict):
+        raise LLMError(f"{where} is {json.dumps(entry)[:60]}; {_SHAPE}", provider="mock")
+    kinds = [k for k in ("return", "toolCall", "toolCalls") if k in entry]
+    if len(kinds) != 1:
+        raise LLMError(f"{where} has keys {sorted(entry)}; {_SHAPE}", provider="mock")
+    if kinds[0] == "return":
+        return entry
+    calls = entry["toolCalls"] if kinds[0] == "toolCalls" else [entry["toolCall"]]
+    if not isinstance(calls, list) or not calls:
+        raise LLMError(f'{where}: "toolCalls" must be a non-empty list', provider="mock")
+    for call in calls:
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("name"), str)
+            or not isinstance(call.get("args", {}), dict)
+        ):
+            raise LLMError(
+                f'{where}: a tool call must be {{"name": "tool", "args": {{...}}}}, '
+                f"got {json.dumps(call)[:60]}",
+                provider="mock",
+            )
+    return entry
+
+
+def load_mocks(source: str | Path) -> list[Any]:
+    """The mock entries in a file (`--mock FILE`) or in JSON text (`AGENCY_LLM_MOCKS`).
+
+    A string that starts with `[` or `{` is JSON text, anything else a path. The JSON is a list
+    of entries, or an object with an `llmMocks` list (as in a test suite).
+    """
+    if isinstance(source, Path) or not source.lstrip().startswith(("[", "{")):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise LLMError(
+                f"cannot read the mock file {path}: {exc.strerror or exc}", provider="mock"
+            ) from None
+        origin = f"the mock file {path}"
+    else:
+        text = source
+        origin = "the mock answers"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMError(
+            f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            provider="mock",
+        ) from None
+    if isinstance(data, dict) and isinstance(data.get("llmMocks"), list):
+        data = data["llmMocks"]
+    if not isinstance(data, list):
+        raise LLMError(f"{origin} must be a JSON list of entries; {_SHAPE}", provider="mock")
+    for i, entry in enumerate(data):
+        _check_entry(entry, i)
+    return data

@@ -1,0 +1,205 @@
+"""Provides the runtime side of `llm()`: building requests, calling the model, tool rounds.
+
+The loop itself is in the prelude (`llm` in prelude.agency); these primitives do one piece each
+and keep their state in a request object held by the prelude frame, so a snapshot taken during
+a tool round resumes exactly. Every call is reported as an "llm" event carrying the whole
+request and answer, which the recorder stores on its step (stepping back never calls a model).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyError, AgencyRuntimeError
+from runtime.machine.frames import TailCall
+from runtime.machine.machine import W_USAGE
+from runtime.machine.values import (
+    FuncRef,
+    JSArray,
+    JSObject,
+    Result,
+    from_plain,
+    stringify,
+    to_plain,
+    to_str,
+)
+
+if TYPE_CHECKING:
+    from runtime.machine.machine import Machine
+
+MAX_TOOL_ROUNDS = 10
+
+
+def open_request(m: Machine, args: list[Any]) -> JSObject:
+    prompt, options, schema, named = (list(args) + [None] * 4)[:4]
+    opts = JSObject()
+    if type(options) is JSObject:
+        opts.update(options)
+    elif options is not None:
+        raise AgencyRuntimeError("llm: the second argument must be an options object")
+    if type(named) is JSObject:
+        opts.update(named)
+    tools = opts.get("tools")
+    tool_names = JSArray()
+    if tools is not None:
+        if type(tools) is not JSArray:
+            raise AgencyRuntimeError("llm: `tools` must be an array of defs")
+        for t in tools:
+            if type(t) is not FuncRef or m.functions.get(t.name) is None:
+                raise AgencyRuntimeError(f"llm: tool {to_str(t)} is not a def")
+            tool_names.append(t.name)
+    params = JSObject()
+    for key in ("model", "temperature", "maxTokens"):
+        if opts.get(key) is not None:
+            params[key] = opts[key]
+    extra = opts.get("messages")
+    thread = m.active_thread()
+    m.append_message(thread, {"role": "user", "content": to_str(prompt)})
+    return JSObject(
+        {
+            "thread": thread,
+            "schema": schema,
+            "tools": tool_names,
+            "params": params,
+            "messages": extra if type(extra) is JSArray else None,
+            "round": 0,
+        }
+    )
+
+
+def tool_specs(m: Machine, names: list[str]) -> list[Any]:
+    from runtime.llm.base import ToolSpec
+    from runtime.llm.schema import type_to_schema
+
+    specs = []
+    for name in names:
+        code = m.functions[name]
+        props: dict[str, Any] = {}
+        required = []
+        for p in code.params:
+            props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
+            if not p.has_default and not p.rest:
+                required.append(p.name)
+        specs.append(
+            ToolSpec(
+                name=name,
+                description=code.doc or f"Call {name}",
+                parameters={"type": "object", "properties": props, "required": required},
+            )
+        )
+    return specs
+
+
+def call_model(m: Machine, req: JSObject) -> JSObject:
+    from runtime.llm.base import MISSING
+    from runtime.llm.schema import parse_structured
+
+    if m.model is None:
+        raise AgencyRuntimeError("llm: no model is configured")
+    rnd = int(req.get("round") or 0)
+    if rnd >= MAX_TOOL_ROUNDS:
+        raise AgencyRuntimeError(f"llm: the model was still calling tools after {MAX_TOOL_ROUNDS} rounds")
+    m.set_key(req, "round", rnd + 1)
+    thread = to_str(req["thread"])
+    messages: list[dict[str, Any]] = []
+    extra = req.get("messages")
+    if type(extra) is JSArray:
+        messages.extend({k: to_plain(v) for k, v in msg.items()} for msg in extra if type(msg) is JSObject)
+    messages.extend(dict(msg) for msg in m.threads.get(thread, []))
+    schema = to_plain(req.get("schema"))
+    tools = tool_specs(m, list(req.get("tools") or []))
+    params = to_plain(req.get("params") or JSObject())
+    started = time.perf_counter()
+    try:
+        completion = m.model.complete(messages, tools, schema, params)
+    except AgencyError as exc:
+        raise AgencyRuntimeError(str(exc)) from None
+    latency = completion.latency_ms or (time.perf_counter() - started) * 1000
+    m.llm_calls += 1
+    usage = completion.usage
+    cost = usage.cost or 0.0
+    m.usage["input_tokens"] += usage.input_tokens
+    m.usage["output_tokens"] += usage.output_tokens
+    m.usage["cost"] += cost
+    m.log((W_USAGE, m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]))
+    calls = JSArray()
+    value: Any = None
+    if completion.tool_calls:
+        for tc in completion.tool_calls:
+            calls.append(JSObject({"id": tc.id, "name": tc.name, "args": from_plain(tc.args)}))
+        m.append_message(
+            thread,
+            {
+                "role": "assistant",
+                "content": completion.text or "",
+                "tool_calls": [{"id": tc.id, "name": tc.name, "args": to_plain(tc.args)} for tc in completion.tool_calls],
+            },
+        )
+    else:
+        if completion.value is not MISSING:
+            value = from_plain(completion.value)
+            if schema is not None and type(value) is str and _wants_non_string(schema):
+                value = from_plain(parse_structured(value, schema))
+        elif schema is not None:
+            try:
+                value = from_plain(parse_structured(completion.text, schema))
+            except AgencyError as exc:
+                raise AgencyRuntimeError(str(exc)) from None
+        else:
+            value = completion.text
+        m.append_message(thread, {"role": "assistant", "content": completion.text if completion.text is not None else to_str(value)})
+    summary = _summary(completion, value)
+    m.event(
+        "llm",
+        summary,
+        {
+            "provider": completion.provider,
+            "model": completion.model,
+            "request": {"messages": messages, "tools": [t.name for t in tools], "schema": schema, "params": params},
+            "response": completion.to_json() if hasattr(completion, "to_json") else {"text": completion.text},
+            "value": to_plain(value),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost": usage.cost,
+            "latency_ms": latency,
+            "round": rnd + 1,
+        },
+    )
+    return JSObject({"done": not calls, "value": value, "calls": calls})
+
+
+def _wants_non_string(schema: Any) -> bool:
+    inner = schema.get("properties", {}).get("response", schema) if isinstance(schema, dict) else {}
+    return isinstance(inner, dict) and inner.get("type") not in (None, "string")
+
+
+def _summary(completion: Any, value: Any) -> str:
+    if completion.tool_calls:
+        return "calls " + ", ".join(tc.name for tc in completion.tool_calls)
+    text = stringify(value) if type(value) is not str else value
+    text = " ".join(text.split())
+    return text[:80] + ("…" if len(text) > 80 else "")
+
+
+def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
+    name = to_str(tc.get("name"))
+    if name not in (req.get("tools") or []):
+        return f"error: there is no tool named {name}"
+    code = m.functions[name]
+    raw_args = tc.get("args")
+    args = raw_args if type(raw_args) is JSObject else JSObject()
+    known = set(code.param_names)
+    named = {k: v for k, v in args.items() if k in known}
+    return TailCall(name, [], named)
+
+
+def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
+    content = out if type(out) is str else stringify(out)
+    if type(out) is Result and not out.ok:
+        content = f"error: {to_str(out.error)}"
+    m.append_message(
+        to_str(req["thread"]),
+        {"role": "tool", "tool_call_id": to_str(tc.get("id")), "name": to_str(tc.get("name")), "content": content},
+    )
+    m.event("tool", f"{to_str(tc.get('name'))} → {content[:60]}", {"name": to_str(tc.get("name")), "args": to_plain(tc.get("args")), "result": to_plain(out)})

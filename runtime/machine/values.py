@@ -1,0 +1,403 @@
+"""Provides Agency's run-time values and their JavaScript semantics.
+
+Values are plain Python objects chosen for speed:
+
+- `null`/`undefined` is `None`; booleans are `bool`; strings are `str`.
+- Numbers are `int` while integral arithmetic keeps them so, else `float` (JS has one number
+  type; integral floats print and serialise without `.0`, so the split never shows).
+- Arrays and objects are `JSArray` / `JSObject`: list and dict subclasses, owned by the
+  machine, compared by identity. Their `oid` slot is filled lazily by whoever needs a stable
+  name for them (the recorder, the checkpoint encoder).
+- `Result` is `success(v)` / `failure(e)`; `FuncRef` names a def, node or builtin.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from runtime.errors import AgencyRuntimeError
+
+
+class JSArray(list):  # type: ignore[type-arg]
+    """An Agency array: a list with identity semantics."""
+
+    __slots__ = ("oid",)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+class JSObject(dict):  # type: ignore[type-arg]
+    """An Agency object: an insertion-ordered dict with identity semantics."""
+
+    __slots__ = ("oid",)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+class Result:
+    """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`."""
+
+    __slots__ = ("ok", "value", "error", "checkpoint")
+
+    def __init__(
+        self, ok: bool, value: Any = None, error: Any = None, checkpoint: Any = None
+    ) -> None:
+        self.ok = ok
+        self.value = value
+        self.error = error
+        self.checkpoint = checkpoint
+
+    def __repr__(self) -> str:
+        return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
+
+
+class FuncRef:
+    """A reference to a def, node or builtin by name (a value you can pass as a tool)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FuncRef) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("FuncRef", self.name))
+
+    def __repr__(self) -> str:
+        return f"<function {self.name}>"
+
+
+NUMBER_TYPES = (int, float)
+CONTAINERS = (JSArray, JSObject)
+
+
+def is_number(v: Any) -> bool:
+    t = type(v)
+    return t is int or t is float
+
+
+def type_name(v: Any) -> str:
+    """The JavaScript-ish name of a value's type, for error messages."""
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is bool:
+        return "boolean"
+    if t is int or t is float:
+        return "number"
+    if t is str:
+        return "string"
+    if t is JSArray:
+        return "array"
+    if t is JSObject:
+        return "object"
+    if t is Result:
+        return "result"
+    if t is FuncRef:
+        return "function"
+    return t.__name__
+
+
+def truthy(v: Any) -> bool:
+    """JavaScript truthiness: null, false, 0, NaN and "" are false; every container is true."""
+    if v is None or v is False:
+        return False
+    t = type(v)
+    if t is int or t is float:
+        return v == v and v != 0
+    if t is str:
+        return v != ""
+    return True
+
+
+def format_number(v: int | float) -> str:
+    """A number as JavaScript prints it: `85`, not `85.0`; `Infinity`, `NaN`."""
+    if type(v) is int:
+        return str(v)
+    if v != v:
+        return "NaN"
+    if v in (math.inf, -math.inf):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v.is_integer() and abs(v) < 1e21:
+        return str(int(v))
+    text = repr(v)
+    if "e" in text:
+        mantissa, exp = text.split("e")
+        sign = "-" if exp.startswith("-") else "+"
+        text = f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
+    return text
+
+
+def to_str(v: Any) -> str:
+    """String conversion as in a JavaScript template or `+` with a string."""
+    t = type(v)
+    if t is str:
+        return v  # type: ignore[no-any-return]
+    if v is None:
+        return "null"
+    if t is bool:
+        return "true" if v else "false"
+    if t is int or t is float:
+        return format_number(v)
+    if t is JSArray:
+        return ",".join("" if x is None else to_str(x) for x in v)
+    if t is JSObject:
+        return "[object Object]"
+    if t is Result or t is FuncRef:
+        return stringify(v)
+    return str(v)
+
+
+def display(v: Any) -> str:
+    """How `print` shows a value: strings raw, everything else like console.log (JSON)."""
+    if type(v) is str:
+        return v  # type: ignore[no-any-return]
+    if type(v) in (JSArray, JSObject, Result):
+        return stringify(v)
+    return to_str(v)
+
+
+def to_number(v: Any) -> int | float:
+    t = type(v)
+    if t is int or t is float:
+        return v  # type: ignore[no-any-return]
+    if v is None:
+        return 0
+    if t is bool:
+        return 1 if v else 0
+    if t is str:
+        s = v.strip()
+        if s == "":
+            return 0
+        try:
+            f = float(s.replace("_", "x"))  # JS Number() does not accept underscores
+        except ValueError:
+            return math.nan
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
+    if t is JSArray:
+        if len(v) == 0:
+            return 0
+        if len(v) == 1:
+            return to_number(v[0])
+    return math.nan
+
+
+def num(f: float) -> int | float:
+    """Normalise a float result: integral finite values become int (keeps ints fast)."""
+    if f.is_integer() and abs(f) < 2**53:
+        return int(f)
+    return f
+
+
+def js_add(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return a + b
+    if ta is str or tb is str or ta in CONTAINERS or tb in CONTAINERS or ta is Result:
+        return to_str(a) + to_str(b)
+    return to_number(a) + to_number(b)
+
+
+def js_sub(a: Any, b: Any) -> Any:
+    return to_number(a) - to_number(b)
+
+
+def js_mul(a: Any, b: Any) -> Any:
+    return to_number(a) * to_number(b)
+
+
+def js_div(a: Any, b: Any) -> Any:
+    x, y = to_number(a), to_number(b)
+    if y == 0:
+        if x == 0 or x != x:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    r = x / y
+    return num(r) if type(r) is float and r == r and r not in (math.inf, -math.inf) else r
+
+
+def js_mod(a: Any, b: Any) -> Any:
+    x, y = to_number(a), to_number(b)
+    if y == 0 or x != x or y != y or x in (math.inf, -math.inf):
+        return math.nan
+    if type(x) is int and type(y) is int:
+        r = abs(x) % abs(y)
+        return -r if x < 0 else r
+    return num(math.fmod(x, y))
+
+
+def js_pow(a: Any, b: Any) -> Any:
+    x, y = to_number(a), to_number(b)
+    try:
+        r = x**y
+    except ZeroDivisionError:
+        return math.inf
+    except OverflowError:
+        return math.inf
+    if type(r) is complex:
+        return math.nan
+    return r
+
+
+def js_eq(a: Any, b: Any) -> bool:
+    """Strict equality: same type and value; arrays and objects by identity."""
+    if a is b:
+        return not (type(a) is float and a != a)
+    ta, tb = type(a), type(b)
+    if ta is tb:
+        if ta in CONTAINERS or ta is Result:
+            return False
+        return bool(a == b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return bool(a == b)
+    return False
+
+
+def js_ne(a: Any, b: Any) -> bool:
+    return not js_eq(a, b)
+
+
+def _compare_operands(a: Any, b: Any) -> tuple[Any, Any]:
+    if type(a) is str and type(b) is str:
+        return a, b
+    return to_number(a), to_number(b)
+
+
+def js_lt(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    return bool(x < y)
+
+
+def js_gt(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    return bool(x > y)
+
+
+def js_le(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    if x != x or y != y:
+        return False
+    return bool(x <= y)
+
+
+def js_ge(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    if x != x or y != y:
+        return False
+    return bool(x >= y)
+
+
+def js_neg(a: Any) -> Any:
+    n = to_number(a)
+    return -n if n != 0 else (0 if type(n) is int else -0.0)
+
+
+def js_not(a: Any) -> bool:
+    return not truthy(a)
+
+
+def js_pos(a: Any) -> Any:
+    return to_number(a)
+
+
+def js_typeof(a: Any) -> str:
+    name = type_name(a)
+    if name in ("array", "result", "null"):
+        return "object"
+    return name
+
+
+BINARY_OPS = {
+    "+": js_add,
+    "-": js_sub,
+    "*": js_mul,
+    "/": js_div,
+    "%": js_mod,
+    "**": js_pow,
+    "==": js_eq,
+    "===": js_eq,
+    "!=": js_ne,
+    "!==": js_ne,
+    "<": js_lt,
+    ">": js_gt,
+    "<=": js_le,
+    ">=": js_ge,
+}
+
+UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+
+
+def to_plain(v: Any, _depth: int = 0) -> Any:
+    """A value as plain JSON data (JavaScript JSON.stringify rules): integral numbers as int,
+    non-finite numbers as None, Results as {success, value|error}, functions dropped (None)."""
+    if _depth > 500:
+        raise AgencyRuntimeError("value is too deeply nested (or cyclic) to convert to JSON")
+    t = type(v)
+    if v is None or t is bool or t is str or t is int:
+        return v
+    if t is float:
+        if v != v or v in (math.inf, -math.inf):
+            return None
+        return num(v)
+    if t is JSArray or t is list or t is tuple:
+        return [to_plain(x, _depth + 1) for x in v]
+    if t is JSObject or t is dict:
+        return {
+            str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) is not FuncRef
+        }
+    if t is Result:
+        if v.ok:
+            return {"success": True, "value": to_plain(v.value, _depth + 1)}
+        return {"success": False, "error": to_plain(v.error, _depth + 1)}
+    if t is FuncRef:
+        return None
+    return str(v)
+
+
+def stringify(v: Any, indent: int | str | None = None) -> str:
+    """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
+    if type(v) is FuncRef:
+        return "undefined"
+    plain = to_plain(v)
+    if indent in (None, 0, ""):
+        return json.dumps(plain, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(plain, indent=indent, ensure_ascii=False)  # type: ignore[arg-type]
+
+
+def from_plain(v: Any) -> Any:
+    """Plain JSON data (from json.loads, a provider, a mock file) as Agency values."""
+    t = type(v)
+    if t is dict:
+        return JSObject((k, from_plain(x)) for k, x in v.items())
+    if t is list:
+        return JSArray(from_plain(x) for x in v)
+    if t is float:
+        return num(v)
+    return v
+
+
+def parse_json(text: str) -> Any:
+    try:
+        return from_plain(json.loads(text))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise AgencyRuntimeError(f"JSON.parse: invalid JSON ({exc})") from None

@@ -1,0 +1,76 @@
+"""Provides loading a program: read, parse, check imports, compile (with the prelude)."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from runtime.compile import CompiledProgram, ProgramCompiler
+from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
+from runtime.machine import builtins as _builtins  # noqa: F401 - registers builtin names
+from runtime.syntax import ast as A
+from runtime.syntax import parse
+
+PRELUDE_PATH = Path(__file__).with_name("prelude.agency")
+
+
+class ProgramLoadError(AgencyError):
+    """The program file cannot be read."""
+
+    exit_code = 66  # EX_NOINPUT
+
+
+@lru_cache(maxsize=1)
+def prelude() -> A.Program:
+    return parse(PRELUDE_PATH.read_text(encoding="utf-8"), "<prelude>")
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def check_imports(program: A.Program, source: str) -> None:
+    """Imports of builtins (e.g. getMutable from a .js helper) are satisfied by the builtins;
+    any other import is reported as not supported, with its location."""
+    from runtime.compile import BUILTIN_NAMES
+
+    problems = []
+    for item in program.items:
+        if type(item) is not A.Import:
+            continue
+        missing = [n for n in item.names if n not in BUILTIN_NAMES]
+        if item.names and not missing:
+            continue
+        if item.module.endswith(".agency"):
+            what = f"importing from another .agency file ({item.module}) is not supported yet"
+        else:
+            names = ", ".join(missing) if missing else "the module"
+            what = (
+                f"importing {names} from {item.module!r} is not supported: only builtins "
+                "can be imported from JavaScript/TypeScript modules"
+            )
+        problems.append(Diagnostic(what, item.span, program.path))
+    if problems:
+        raise AgencySyntaxError(problems, source)
+
+
+def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
+    tree = parse(source, path)
+    check_imports(tree, source)
+    return ProgramCompiler(tree, source, source_hash(source)).compile(prelude())
+
+
+def load_program(path: str | Path) -> CompiledProgram:
+    p = Path(path)
+    try:
+        source = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProgramLoadError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProgramLoadError(f"{path}: is a directory, expected an .agency file") from None
+    except UnicodeDecodeError:
+        raise ProgramLoadError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ProgramLoadError(f"{path}: cannot read ({exc.strerror})") from None
+    return compile_source(source, str(path))

@@ -1,0 +1,39 @@
+"""Provides the Agency front end: source text to the AST (`runtime.syntax.ast`).
+
+`parse` reads a whole file; `parse_expression` one expression (the debugger's `:set x = <expr>`);
+`parse_arguments` a comma-separated argument list (a test's `input`, such as `"Ada", 3`). Each
+raises AgencySyntaxError, listing every problem found, and nothing else.
+
+The parser is imported on first use: `runtime.errors` imports `runtime.syntax.ast`, which runs
+this file, and the parser in turn needs `runtime.errors`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runtime.syntax.ast import Arg, Expr, Program
+
+__all__ = ["parse", "parse_arguments", "parse_expression"]
+
+
+def parse(source: str, path: str = "<input>") -> Program:
+    """Parse a whole Agency file; `Program.path` is `path`."""
+    from runtime.syntax import parser
+
+    return parser.parse(source, path)
+
+
+def parse_expression(source: str) -> Expr:
+    """Parse one expression (surrounding whitespace and newlines are allowed)."""
+    from runtime.syntax import parser
+
+    return parser.parse_expression(source)
+
+
+def parse_arguments(source: str) -> tuple[Arg, ...]:
+    """Parse `a, name: b, ...rest` as call arguments; empty text is no arguments."""
+    from runtime.syntax import parser
+
+    return parser.parse_arguments(source)

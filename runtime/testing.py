@@ -1,0 +1,117 @@
+"""Provides `agency test`: running `*.test.json` suites (LANGUAGE.md §8)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import AgencyError, AgencySyntaxError
+from runtime.machine.machine import HALTED, INTERRUPTED
+from runtime.machine.values import stringify
+from runtime.program import load_program
+from runtime.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
+
+
+@dataclass
+class TestOutcome:
+    suite: str
+    name: str
+    passed: bool
+    skipped: bool = False
+    detail: str = ""
+
+
+def find_suites(paths: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out.extend(sorted(path.rglob("*.test.json")))
+        elif path.suffix == ".agency":
+            candidate = path.with_suffix(".test.json")
+            if candidate.exists():
+                out.append(candidate)
+            else:
+                raise AgencyError(f"{p}: no test file {candidate.name} beside it")
+        elif path.exists():
+            out.append(path)
+        else:
+            raise AgencyError(f"{p}: no such file or directory")
+    return out
+
+
+def _canonical(expected: Any) -> str:
+    if isinstance(expected, str):
+        try:
+            return json.dumps(json.loads(expected), separators=(",", ":"), ensure_ascii=False)
+        except json.JSONDecodeError:
+            return json.dumps(expected, ensure_ascii=False)
+    return json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
+
+
+def run_suite(path: Path) -> Iterator[TestOutcome]:
+    label = str(path)
+    try:
+        suite = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        yield TestOutcome(label, "<suite>", False, detail=f"cannot read test file: {exc}")
+        return
+    if not isinstance(suite, dict) or not isinstance(suite.get("tests"), list):
+        yield TestOutcome(label, "<suite>", False, detail='expected {"tests": [...]}')
+        return
+    name = path.name[: -len(".test.json")] if path.name.endswith(".test.json") else path.stem
+    source = path.parent / (suite.get("sourceFile") or f"{name}.agency")
+    try:
+        program = load_program(source)
+    except AgencySyntaxError as exc:
+        yield TestOutcome(label, "<suite>", False, detail=exc.render())
+        return
+    except AgencyError as exc:
+        yield TestOutcome(label, "<suite>", False, detail=str(exc))
+        return
+    for i, test in enumerate(suite["tests"]):
+        yield run_test(label, program, test, i)
+
+
+def run_test(label: str, program: Any, test: dict[str, Any], index: int) -> TestOutcome:
+    node = test.get("nodeName", "main")
+    text = test.get("input", "") or ""
+    title = f"{node}({text})" if len(text) < 40 else f"{node}(…)"
+    title = test.get("description") or title
+    if test.get("skip"):
+        return TestOutcome(label, title, True, skipped=True)
+    try:
+        args, named = evaluate_input(text)
+    except AgencyError as exc:
+        return TestOutcome(label, title, False, detail=f"bad input: {exc}")
+    handlers = list(test.get("interruptHandlers") or [])
+
+    def answer(pending: Any) -> Any:
+        if not handlers:
+            return None
+        h = handlers.pop(0)
+        return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
+
+    with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
+        config = RunConfig(node=node, args=args, named=named, mocks=test.get("llmMocks"), root=tmp, quiet=True)
+        if config.mocks is None:
+            config.model_spec = "sim"
+        try:
+            machine = new_machine(program, config)
+            drive(machine, answer)
+        except AgencyError as exc:
+            return TestOutcome(label, title, False, detail=str(exc))
+    if machine.status == INTERRUPTED:
+        return TestOutcome(label, title, False, detail=f"unanswered interrupt: {machine.pending}")
+    if machine.status != HALTED:
+        err = machine.error.render(program.source) if machine.error else machine.status
+        return TestOutcome(label, title, False, detail=f"run failed: {err}")
+    got = stringify(machine.result)
+    expected = _canonical(test.get("expectedOutput"))
+    if got == expected:
+        return TestOutcome(label, title, True)
+    return TestOutcome(label, title, False, detail=f"expected {expected}\n     got {got}")

@@ -1,0 +1,1 @@
+"""Tests of the LLM layer (runtime/llm)."""
