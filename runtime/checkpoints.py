@@ -202,23 +202,24 @@ def encode_state(
     frames = list(m.frames[: len(m.frames) - drop_top] if drop_top else m.frames)
     if top_override is not None:
         frames[-1] = top_override
+    # The module frame sits under the entry node, waiting to HALT; it is rebuilt on decode,
+    # so a checkpoint's stack starts at the node, as people expect.
+    if len(frames) > 1 and frames[0].code.kind == "module":
+        frames = frames[1:]
     enc = Encoder()
+    roots: list[Any] = []
     for f in frames:
-        enc.count(f.locals)
-        for v in f.stack:
-            enc.count(v)
+        roots.extend(f.locals.values())
+        roots.extend(f.stack)
         if f.entry:
-            enc.count(f.entry)
-    enc.count(m.globals)
+            roots.extend(f.entry.values())
+    roots.extend(m.globals.values())
     if not user:
-        enc.count(m.shared)
-        enc.count(m.mutable)
-    # The locals dicts themselves are not shared values; count only their contents.
-    for f in frames:
-        enc.counts[id(f.locals)] = 1
-        if f.entry:
-            enc.counts[id(f.entry)] = 1
-    enc.counts[id(m.globals)] = 1
+        roots.extend(m.shared.values())
+        roots.extend(m.mutable.values())
+        roots.append(m.result)
+    for v in roots:
+        enc.count(v)
     out_frames = []
     for i, f in enumerate(frames):
         top = i == len(frames) - 1
@@ -446,6 +447,9 @@ def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, An
 
 def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) -> list[Frame]:
     frames = []
+    if data["stack"] and data["stack"][0]["scope"] != "<module>":
+        module = program.module
+        frames.append(Frame(module, {}, len(module.ops) - 1))  # at its HALT
     for f in data["stack"]:
         scope = f["scope"]
         code = program.module if scope == "<module>" else program.functions[scope]

@@ -153,10 +153,17 @@ class _Scope:
         self.locals = locals_
 
 
-def _declared_names(body: A.Block | A.Stmt | A.Expr | None, out: set[str]) -> None:
-    """Collect every name a function body declares (function-scoped, JS `var`-like)."""
+def _declared_names(
+    body: A.Block | A.Stmt | A.Expr | None, out: set[str], assigned: set[str] | None = None
+) -> None:
+    """Collect every name a function body declares (function-scoped, JS `var`-like).
+
+    Names only assigned (`x = e`, `x++`) go to `assigned` when given: they are locals only
+    if no module variable of that name exists."""
     if body is None:
         return
+    if assigned is None:
+        assigned = out
     stack: list[Any] = [body]
     while stack:
         n = stack.pop()
@@ -168,7 +175,7 @@ def _declared_names(body: A.Block | A.Stmt | A.Expr | None, out: set[str]) -> No
             stack.append(n.value)
         elif t is A.Assign:
             if type(n.target) is A.Name:
-                out.add(n.target.id)
+                assigned.add(n.target.id)
             stack.append(n.value)
         elif t is A.If:
             stack.extend([n.cond, n.then, n.orelse])
@@ -212,7 +219,7 @@ def _declared_names(body: A.Block | A.Stmt | A.Expr | None, out: set[str]) -> No
             stack.extend([n.left, n.right])
         elif t is A.Update:
             if type(n.target) is A.Name:
-                out.add(n.target.id)
+                assigned.add(n.target.id)
 
 
 def _pattern_names(p: A.Pattern, out: set[str]) -> None:
@@ -317,9 +324,7 @@ class FunctionCompiler:
             # Unknown at compile time: resolved (or reported) when it runs.
             self.emit(LOAD_NAME, name)
 
-    def store_name(self, name: str, span: A.Span) -> None:
-        if name in self.unit.statics and name in self.unit.initialised:
-            self.error(f"cannot assign to `{name}`: it is a static constant", span)
+    def store_name(self, name: str, span: A.Span, declaring: bool = False) -> None:
         if name in self.locals and not self.is_module:
             self.emit(STORE_LOCAL, name)
         elif name in self.unit.shared_names:
@@ -490,21 +495,19 @@ class FunctionCompiler:
             self.patch(b)
 
     def var_decl(self, s: A.VarDecl) -> None:
-        if s.kind == "static":
-            self.unit.initialised.add(s.target.name if type(s.target) is A.PBind else "")  # type: ignore[union-attr]
         if s.value is None:
             self.emit(CONST, None)
         else:
             self.expr(s.value, type_hint=s.type)
         if type(s.target) is A.PBind:
-            self.store_name(s.target.name, s.span)
+            self.store_name(s.target.name, s.span, declaring=True)
         else:
             names: set[str] = set()
             _pattern_names(s.target, names)
             order = sorted(names)
             self.emit(DESTRUCTURE, (s.target, tuple(order)))
             for name in reversed(order):
-                self.store_name(name, s.span)
+                self.store_name(name, s.span, declaring=True)
 
     def assign(self, s: A.Assign) -> None:
         target, op = s.target, s.op
@@ -854,8 +857,15 @@ class FunctionCompiler:
 class ProgramCompiler:
     """Compiles a whole Program (plus the prelude) to a CompiledProgram."""
 
-    def __init__(self, program: A.Program, source: str, sha256: str) -> None:
+    def __init__(
+        self,
+        program: A.Program,
+        source: str,
+        sha256: str,
+        imported: list[A.Program] | None = None,
+    ) -> None:
         self.program = program
+        self.imported = imported or []
         self.source = source
         self.sha256 = sha256
         self.diagnostics: list[Diagnostic] = []
@@ -869,7 +879,10 @@ class ProgramCompiler:
         self.handlers = 0
 
     def compile(self, prelude: A.Program | None = None) -> CompiledProgram:
-        items = list(self.program.items)
+        items = [
+            i for sub in self.imported for i in sub.items if type(i) in (A.FuncDecl, A.TypeAlias, A.VarDecl)
+        ] + list(self.program.items)
+        decl_file = {id(i): sub.path for sub in self.imported for i in sub.items}
         decls = [i for i in items if type(i) is A.FuncDecl]
         prelude_decls = [i for i in prelude.items if type(i) is A.FuncDecl] if prelude else []
         globals_order: list[str] = []
@@ -895,13 +908,16 @@ class ProgramCompiler:
         for d in decls:
             if d.name in self.function_names and d.name not in {p.name for p in prelude_decls}:
                 self.diagnostics.append(
-                    Diagnostic(f"`{d.name}` is defined twice", d.span, self.program.path)
+                    Diagnostic(
+                        f"`{d.name}` is defined twice", d.span, decl_file.get(id(d), self.program.path)
+                    )
                 )
             self.function_names.add(d.name)
         for d in prelude_decls:
             self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
         for d in decls:
-            self.functions[d.name] = self.compile_function(d, self.program.path, kind=d.kind)
+            file = decl_file.get(id(d), self.program.path)
+            self.functions[d.name] = self.compile_function(d, file, kind=d.kind)
         module = Code("<module>", "module", self.program.path, [])
         fc = FunctionCompiler(self, module, set())
         for i, item in enumerate(items):
@@ -938,7 +954,7 @@ class ProgramCompiler:
             span=d.span,
         )
         names = {p.name for p in d.params}
-        _declared_names(d.body, names)
+        names |= self._locals_of(d.body, names)
         fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
         for p in d.params:
             if p.default is not None:
@@ -955,6 +971,12 @@ class ProgramCompiler:
         fc.emit(CONST, None)
         fc.emit(RETURN)
         return code
+
+    def _locals_of(self, body: A.Block | None, declared: set[str]) -> set[str]:
+        assigned: set[str] = set()
+        _declared_names(body, declared, assigned)
+        module = self.global_names | self.shared_names
+        return declared | {n for n in assigned if n not in module}
 
     def schema_for(self, t: A.TypeExpr) -> Any:
         """The JSON schema asked of the model for `const x: T = llm(…)`, as an Agency value."""
@@ -974,7 +996,7 @@ class ProgramCompiler:
         params = [ParamInfo(h.param, None, False, False)] if h.param else []
         code = Code(name, "handler", owner.file, params, span=h.span)
         names = {h.param} if h.param else set()
-        _declared_names(h.body, names)
+        names |= self._locals_of(h.body, names)
         fc = FunctionCompiler(self, code, names)
         if h.body is not None:
             fc.block(h.body, "")

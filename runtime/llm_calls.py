@@ -137,17 +137,17 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
             },
         )
     else:
-        if completion.value is not MISSING:
-            value = from_plain(completion.value)
-            if schema is not None and type(value) is str and _wants_non_string(schema):
-                value = from_plain(parse_structured(value, schema))
-        elif schema is not None:
-            try:
+        try:
+            if completion.value is not MISSING:
+                value = from_plain(completion.value)
+                if schema is not None and type(value) is str and _wants_non_string(schema):
+                    value = from_plain(parse_structured(value, schema))
+            elif schema is not None:
                 value = from_plain(parse_structured(completion.text, schema))
-            except AgencyError as exc:
-                raise AgencyRuntimeError(str(exc)) from None
-        else:
-            value = completion.text
+            else:
+                value = completion.text
+        except AgencyError as exc:
+            raise AgencyRuntimeError(str(exc)) from None
         m.append_message(thread, {"role": "assistant", "content": completion.text if completion.text is not None else to_str(value)})
     summary = _summary(completion, value)
     m.event(

@@ -30,6 +30,42 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+def gather_imports(
+    program: A.Program, source: str, seen: set[str] | None = None
+) -> list[tuple[A.Program, str]]:
+    """The `.agency` files `program` imports (transitively), parsed, with their sources."""
+    seen = seen if seen is not None else {str(Path(program.path).resolve())}
+    out: list[tuple[A.Program, str]] = []
+    problems = []
+    for item in program.items:
+        if type(item) is not A.Import or not item.module.endswith(".agency"):
+            continue
+        target = (Path(program.path).parent / item.module).resolve()
+        key = str(target)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            text = target.read_text(encoding="utf-8")
+        except OSError:
+            problems.append(Diagnostic(f"cannot import {item.module!r}: no such file", item.span, program.path))
+            continue
+        tree = parse(text, str(Path(program.path).parent / item.module))
+        out.extend(gather_imports(tree, text, seen))
+        out.append((tree, text))
+        if item.names:
+            defined = {i.name for i in tree.items if type(i) in (A.FuncDecl, A.TypeAlias)}
+            defined |= {i.target.name for i in tree.items if type(i) is A.VarDecl and type(i.target) is A.PBind}
+            for name in item.names:
+                if name not in defined:
+                    problems.append(
+                        Diagnostic(f"{item.module!r} has no `{name}` to import", item.span, program.path)
+                    )
+    if problems:
+        raise AgencySyntaxError(problems, source)
+    return out
+
+
 def check_imports(program: A.Program, source: str) -> None:
     """Imports of builtins (e.g. getMutable from a .js helper) are satisfied by the builtins;
     any other import is reported as not supported, with its location."""
@@ -37,19 +73,16 @@ def check_imports(program: A.Program, source: str) -> None:
 
     problems = []
     for item in program.items:
-        if type(item) is not A.Import:
+        if type(item) is not A.Import or item.module.endswith(".agency"):
             continue
         missing = [n for n in item.names if n not in BUILTIN_NAMES]
         if item.names and not missing:
             continue
-        if item.module.endswith(".agency"):
-            what = f"importing from another .agency file ({item.module}) is not supported yet"
-        else:
-            names = ", ".join(missing) if missing else "the module"
-            what = (
-                f"importing {names} from {item.module!r} is not supported: only builtins "
-                "can be imported from JavaScript/TypeScript modules"
-            )
+        names = ", ".join(missing) if missing else "the module"
+        what = (
+            f"importing {names} from {item.module!r} is not supported: only builtins "
+            "can be imported from JavaScript/TypeScript modules"
+        )
         problems.append(Diagnostic(what, item.span, program.path))
     if problems:
         raise AgencySyntaxError(problems, source)
@@ -58,7 +91,11 @@ def check_imports(program: A.Program, source: str) -> None:
 def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     tree = parse(source, path)
     check_imports(tree, source)
-    return ProgramCompiler(tree, source, source_hash(source)).compile(prelude())
+    imported = gather_imports(tree, source)
+    for sub, text in imported:
+        check_imports(sub, text)
+    digest = source_hash(source + "".join(text for _, text in imported))
+    return ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(prelude())
 
 
 def load_program(path: str | Path) -> CompiledProgram:

@@ -497,6 +497,11 @@ def _llm_tool_result(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     return tool_result(m, args[0], args[1], args[2])
 
 
+@builtin("__is_function")
+def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return bool(args) and type(args[0]) is FuncRef
+
+
 @builtin("__call")
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""
@@ -559,8 +564,13 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             return fn2(obj, args)
     elif t is int or t is float:
         if name == "toFixed":
+            from decimal import ROUND_HALF_UP, Decimal
+
             digits = int(to_number(args[0])) if args else 0
-            return f"{obj:.{digits}f}"
+            if obj != obj or obj in (math.inf, -math.inf):
+                return format_number(obj)
+            q = Decimal(1).scaleb(-digits)
+            return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
         if name == "toString":
             return format_number(obj)
     elif t is FuncRef and obj.name in NAMESPACES:

@@ -101,6 +101,7 @@ class Machine:
         # Kept across restore
         self.shared: dict[str, Any] = {}
         self.mutable: dict[str, Any] = {}
+        self.statics = set(program.statics)
         self.thread_counter = 1
         self.output: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
@@ -548,6 +549,8 @@ class Machine:
                         push(self.shared.get(arg))
                     elif op == 42:  # STORE_SHARED
                         v = pop()
+                        if arg in self.statics and arg in self.shared:
+                            raise AgencyRuntimeError(f"cannot assign to `{arg}`: it is a static constant")
                         self.shared[arg] = v
                         if wlog is not None:
                             wlog.append((W_SHARED, arg, v))
@@ -653,6 +656,8 @@ class Machine:
                             push(self._load_name(arg))
                     else:  # pragma: no cover - compiler and machine disagree
                         raise AgencyRuntimeError(f"internal error: unknown opcode {op}")
+            except PauseSignal:
+                raise  # the call already rewound frame.pc to run again
             except BaseException:
                 frame.pc = pc
                 raise
@@ -783,6 +788,12 @@ class Machine:
 
     def _return(self, value: Any) -> None:
         frames = self.frames
+        if type(value) is Result and not value.ok and value.checkpoint is None:
+            f = frames[-1]
+            if f.code.kind == "def":
+                from runtime.checkpoints import entry_checkpoint
+
+                value = Result(False, error=value.error, checkpoint=entry_checkpoint(self, f))
         f = frames.pop()
         if self.wlog is not None:
             self.wlog.append((W_POP_FRAME,))

@@ -129,7 +129,9 @@ def truthy(v: Any) -> bool:
 def format_number(v: int | float) -> str:
     """A number as JavaScript prints it: `85`, not `85.0`; `Infinity`, `NaN`."""
     if type(v) is int:
-        return str(v)
+        if -(2**53) <= v <= 2**53:
+            return str(v)
+        v = float(v)  # JavaScript has doubles only
     if v != v:
         return "NaN"
     if v in (math.inf, -math.inf):
@@ -353,12 +355,14 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if _depth > 500:
         raise AgencyRuntimeError("value is too deeply nested (or cyclic) to convert to JSON")
     t = type(v)
-    if v is None or t is bool or t is str or t is int:
+    if v is None or t is bool or t is str:
         return v
+    if t is int:
+        return v if -(2**53) <= v <= 2**53 else int(float(v))
     if t is float:
         if v != v or v in (math.inf, -math.inf):
             return None
-        return num(v)
+        return int(v) if v.is_integer() and abs(v) < 1e21 else v
     if t is JSArray or t is list or t is tuple:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:

