@@ -22,7 +22,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import runtime.syntax  # noqa: E402, F401  (runtime.errors must not be imported first)
 from runtime.timeline.sqlite_store import SQLiteStore  # noqa: E402
 from runtime.timeline.store import MemoryStore, RunMeta, RunStore  # noqa: E402
 
@@ -51,6 +50,28 @@ def record(
     return run_id, in_calls, total
 
 
+def busy(iterations: int) -> int:
+    """Stands in for the interpreter's own work between batches."""
+    total = 0
+    for i in range(iterations):
+        total += i * i
+    return total
+
+
+def with_work(store: RunStore | None, steps: int, batch: int, per_step: int, work: int) -> float:
+    """Wall time to produce `steps` steps doing `work` loop iterations each, recording them."""
+    blob = os.urandom(batch * per_step)
+    run_id = store.create_run(RunMeta("bench.agency", "0" * 64)) if store else ""
+    start = time.perf_counter()
+    for first in range(0, steps, batch):
+        busy(work * batch)
+        if store is not None:
+            store.append_batch(run_id, 0, first, min(first + batch, steps) - 1, blob)
+    if store is not None:
+        store.flush()
+    return time.perf_counter() - start
+
+
 def lookups(
     store: RunStore, run_id: str, branch: int, steps: int, n: int, seed: int = 1
 ) -> list[float]:
@@ -74,6 +95,7 @@ def main() -> None:
     parser.add_argument("--keyframe-every", type=int, default=16_384)
     parser.add_argument("--keyframe-bytes", type=int, default=64_000)
     parser.add_argument("--lookups", type=int, default=20_000)
+    parser.add_argument("--work", type=int, default=8, help="loop iterations per step")
     args = parser.parse_args()
     steps, batch = args.steps, args.batch
     print(
@@ -82,7 +104,8 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
     )
     print()
-    print(f"{'store':<10}{'caller s':>10}{'total s':>10}{'steps/s':>14}{'file MB':>10}")
+    print("recording (caller: time in store calls; total: until the last commit)")
+    print(f"{'store':<10}{'caller s':>10}{'total s':>10}{'steps/s':>14}{'db+wal MB':>12}")
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
         for name in ("memory", "sqlite"):
@@ -94,8 +117,10 @@ def main() -> None:
             )
             size = ""
             if isinstance(store, SQLiteStore):
-                size = f"{sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6:.1f}"
-            print(f"{name:<10}{caller:>10.3f}{total:>10.3f}{steps / total:>14,.0f}{size:>10}")
+                db = Path(tmp) / "runs.db"
+                wal = Path(tmp) / "runs.db-wal"
+                size = f"{db.stat().st_size / 1e6:.1f}+{wal.stat().st_size / 1e6:.1f}"
+            print(f"{name:<10}{caller:>10.3f}{total:>10.3f}{steps / total:>14,.0f}{size:>12}")
             results[name] = (store, run_id)
 
         print()
@@ -113,8 +138,28 @@ def main() -> None:
                     f"{name:<10}{label:<22}{statistics.mean(t) * 1e3:>10.4f}"
                     f"{t[len(t) // 2] * 1e3:>10.4f}{t[int(len(t) * 0.99)] * 1e3:>10.4f}"
                 )
+            rng = random.Random(2)
+            t0 = time.perf_counter()
+            for _ in range(args.lookups):
+                step = rng.randrange(steps)
+                store.batches(run_id, 0, step, step)
+            single = (time.perf_counter() - t0) / args.lookups
+            print(f"{name:<10}{'one batch (s..s)':<22}{single * 1e3:>10.4f}")
         for store, _ in results.values():
             store.close()
+
+        print()
+        print(
+            f"overhead on a producer doing ~{args.work} loop iterations of Python per step "
+            "(an interpreter stand-in)"
+        )
+        base = with_work(None, steps, batch, args.bytes_per_step, args.work)
+        print(f"{'no store':<10}{base:>10.3f} s")
+        for name in ("memory", "sqlite"):
+            store = MemoryStore() if name == "memory" else SQLiteStore(Path(tmp) / "work.db")
+            took = with_work(store, steps, batch, args.bytes_per_step, args.work)
+            store.close()
+            print(f"{name:<10}{took:>10.3f} s  (+{(took - base) / base:.0%})")
 
         path = Path(tmp) / "runs.db"
         t0 = time.perf_counter()

@@ -272,3 +272,20 @@ def test_cmd(paths: tuple[str, ...], quiet: bool) -> None:
 
 
 __all__ = ["cli", "main", "CheckpointFormatError"]
+
+
+def _register_extra_commands() -> None:
+    """Commands that live in their own modules (the debugger, run-store commands)."""
+    import importlib
+
+    for module in ("debugger.debug_command", "debugger.store_commands"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        mod.register(cli)
+
+
+_register_extra_commands()

@@ -136,14 +136,23 @@ def format_number(v: int | float) -> str:
         return "NaN"
     if v in (math.inf, -math.inf):
         return "Infinity" if v > 0 else "-Infinity"
-    if v.is_integer() and abs(v) < 1e21:
+    if v == 0:
+        return "0"
+    if v.is_integer() and abs(v) < 2**53:
         return str(int(v))
-    text = repr(v)
-    if "e" in text:
-        mantissa, exp = text.split("e")
-        sign = "-" if exp.startswith("-") else "+"
-        text = f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
-    return text
+    # Shortest round-trip digits (as JavaScript), laid out the JavaScript way.
+    from decimal import Decimal
+
+    d = Decimal(repr(v))
+    if 1e-6 <= abs(v) < 1e21:
+        text = format(d, "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    text = format(d, "e").replace("E", "e")
+    mantissa, exp = text.split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    sign = "-" if exp.startswith("-") else "+"
+    return f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
 
 
 def to_str(v: Any) -> str:
@@ -358,11 +367,11 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if v is None or t is bool or t is str:
         return v
     if t is int:
-        return v if -(2**53) <= v <= 2**53 else int(float(v))
+        return v if -(2**53) <= v <= 2**53 else _json_int(float(v))
     if t is float:
         if v != v or v in (math.inf, -math.inf):
             return None
-        return int(v) if v.is_integer() and abs(v) < 1e21 else v
+        return _json_int(v) if v.is_integer() and abs(v) < 1e21 else v
     if t is JSArray or t is list or t is tuple:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:
@@ -376,6 +385,15 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if t is FuncRef:
         return None
     return str(v)
+
+
+def _json_int(f: float) -> int:
+    """The integer JavaScript writes for an integral double (shortest digits, zero padded)."""
+    if abs(f) < 2**53:
+        return int(f)
+    from decimal import Decimal
+
+    return int(Decimal(repr(f)))
 
 
 def stringify(v: Any, indent: int | str | None = None) -> str:

@@ -23,11 +23,19 @@ Choices where the syntax is ambiguous (tests pin each one):
 - `c ? a : b` is accepted as well as `if c then a else b`; both give `Conditional`.
 - Template parts omit empty text: `"${a}${b}"` is `Template((a, b))`.
 - `1e3` and `2.0` are floats; only literals written with digits alone (or hex) are ints.
+- A top-level `x = e` is `VarDecl("assign")`; inside a body it is `Assign`.
+- Words before `def`/`node` (`export`, `async`, `destructive`, ...) all go to `modifiers`.
+- `return` at the top level, and `break`/`continue` outside a loop, are errors; a handler body
+  (`with (d) { … }`) counts as a function, so `return approve(d)` is fine there.
+- Reserved words (tokens.RESERVED, e.g. `match`, `if`, `in`) are never variable names; all other
+  keywords (`type`, `from`, `shared`, `node`, `thread`, ...) are names except where a statement
+  starts with them. Any word may follow `.` or be an object key or a named argument.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
@@ -51,6 +59,7 @@ from runtime.syntax.tokens import (
 
 MAX_DEPTH = 200
 MAX_DIAGNOSTICS = 100
+_RECURSION_LIMIT = 4000
 
 T = TypeVar("T")
 
@@ -143,19 +152,28 @@ def parse_arguments(source: str) -> tuple[ast.Arg, ...]:
 
 
 def _run(source: str, path: str, parse_with: Callable[[Parser], T]) -> T:
-    lexer = Lexer(source)
-    parser = Parser(lexer.run(), path, lexer)
+    # One nesting level costs up to ~8 Python frames (an object literal inside an object
+    # literal), so MAX_DEPTH levels need more than Python's default limit of 1000. Python 3.11
+    # does not use the C stack for these Python-to-Python calls, so a higher limit is safe.
+    limit = sys.getrecursionlimit()
+    if limit < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
     try:
-        result = parse_with(parser)
-    except _Abandon:
-        parser.finish(None, source)  # raises: a diagnostic was recorded
-        raise AssertionError("unreachable") from None
-    except RecursionError:
-        # MAX_DEPTH keeps the parser well inside Python's limit; this covers a caller that is
-        # itself already deep in the stack.
-        diagnostic = Diagnostic("too deeply nested", parser.toks[parser.pos].span, path)
-        raise AgencySyntaxError([diagnostic], source) from None
-    return parser.finish(result, source)
+        lexer = Lexer(source)
+        parser = Parser(lexer.run(), path, lexer)
+        try:
+            result = parse_with(parser)
+        except _Abandon:
+            parser.finish(None, source)  # raises: a diagnostic was recorded
+            raise AssertionError("unreachable") from None
+        except RecursionError:
+            # Only when the caller itself was already very deep in the stack.
+            diagnostic = Diagnostic("too deeply nested", parser.toks[parser.pos].span, path)
+            raise AgencySyntaxError([diagnostic], source) from None
+        return parser.finish(result, source)
+    finally:
+        if limit < _RECURSION_LIMIT:
+            sys.setrecursionlimit(limit)
 
 
 class Parser:
@@ -590,19 +608,19 @@ class Parser:
             self.advance()
             if self.at_word("let") or self.at_word("const"):
                 self.advance()
-            self.module_only(start, "`shared` variables")
+            self.module_only(start, top, "`shared` variables are")
             return self.var_decl(start, "shared")
         if word == "static" and nxt.kind == NAME:
             self.advance()
             if self.at_word("let") or self.at_word("const"):
                 self.advance()
-            self.module_only(start, "`static` variables")
+            self.module_only(start, top, "`static` variables are")
             return self.var_decl(start, "static")
         if word == "type" and nxt.kind == NAME and self.peek_after(2).kind == "=":
-            self.module_only(start, "`type` aliases")
+            self.module_only(start, top, "`type` aliases are")
             return self.type_alias()
         if word == "import":
-            self.module_only(start, "`import`")
+            self.module_only(start, top, "`import` is")
             return self.import_()
         modifiers = self.modifiers_before_function()
         if modifiers is not None:
@@ -612,14 +630,14 @@ class Parser:
                 self.advance()
             return self.function(start, tuple(modifiers))
         if word == "export" and nxt.kind == NAME:
-            self.module_only(start, "`export`")
+            self.module_only(start, top, "`export` is")
             self.advance()
             return self.statement_body(self.peek(), top)
         return self.expression_statement(start, top)
 
-    def module_only(self, start: Token, what: str) -> None:
-        if self.in_function:
-            self.report(f"{what} are only allowed at the top level", start.span)
+    def module_only(self, start: Token, top: bool, what: str) -> None:
+        if not top:
+            self.report(f"{what} only allowed at the top level", start.span)
 
     def modifiers_before_function(self) -> list[str] | None:
         """The words before `def`/`node` when a declaration starts here (`[]` for none)."""
@@ -722,6 +740,15 @@ class Parser:
         assert isinstance(result, ast.If)
         return result
 
+    def handler_body(self) -> ast.Block:
+        """A handler is called like a function: `return approve(v)` is its answer."""
+        saved = self.loops, self.in_function
+        self.loops, self.in_function = 0, True
+        try:
+            return self.block()
+        finally:
+            self.loops, self.in_function = saved
+
     def loop_body(self) -> ast.Block:
         self.loops += 1
         try:
@@ -787,9 +814,9 @@ class Parser:
                 return name
 
             name = self.bracketed(opener, param)
-            handler = ast.Handler(name, self.block(), None, self.span_from(with_tok.span))
+            handler = ast.Handler(name, self.handler_body(), None, self.span_from(with_tok.span))
         elif tok.kind == "{":
-            handler = ast.Handler(None, self.block(), None, self.span_from(with_tok.span))
+            handler = ast.Handler(None, self.handler_body(), None, self.span_from(with_tok.span))
         elif tok.kind == NAME and tok.text not in RESERVED:
             self.advance()
             handler = ast.Handler(None, None, tok.text, self.span_from(with_tok.span))

@@ -19,8 +19,8 @@ SQLite transaction, so there is never half a batch.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
+import itertools
 import os
 import sqlite3
 import sys
@@ -39,6 +39,7 @@ from runtime.timeline.store import (
     EFFECT_STATUSES,
     MAX_STEP,
     Batch,
+    Blob,
     BranchRecord,
     EffectRecord,
     EventRecord,
@@ -98,7 +99,7 @@ class _Op:
     """One queued write: a statement, or a function of the writer's connection.
 
     `grows` marks a batch append as (run_id, branch, last_step): after the group, the writer
-    raises the branch's length and the run's step count and `updated_at` once per branch.
+    raises the branch's length, the run's step count and `updated_at`, once per branch.
     """
 
     sql: str | None
@@ -214,10 +215,12 @@ class _Writer:
         return bool(self._errors)
 
     def stop(self) -> None:
+        """Commit what is queued and end the thread."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
-        self._thread.join()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
     def close_connection(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -260,31 +263,15 @@ class _Writer:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            grown: dict[tuple[str, int], int] = {}
-            # Runs of plain statements go to executemany: the loop runs in C, which keeps this
-            # thread's hold on the GIL (and so its cost to the interpreter's thread) short.
-            run: list[tuple[Any, ...]] = []
-            run_sql: str | None = None
-            for op in ops:
-                if op.sql is not None and op.sql == run_sql:
-                    assert op.params is not None
-                    run.append(op.params)
+            # Runs of the same statement go to executemany: its loop runs in C, which keeps
+            # this thread's hold on the GIL (and so its cost to the interpreter) short.
+            for sql, run in itertools.groupby(ops, key=lambda op: op.sql):
+                if sql is None:
+                    for op in run:
+                        self._apply(op)
                 else:
-                    if run:
-                        conn.executemany(run_sql, run)  # type: ignore[arg-type]
-                        run = []
-                    run_sql = op.sql
-                    if op.sql is not None:
-                        assert op.params is not None
-                        run.append(op.params)
-                    else:
-                        self._apply(op, grown)
-                if op.grows is not None:
-                    run_id, branch, end = op.grows
-                    grown[run_id, branch] = max(grown.get((run_id, branch), end), end)
-            if run:
-                conn.executemany(run_sql, run)  # type: ignore[arg-type]
-            self._grow(grown)
+                    conn.executemany(sql, [op.params for op in run if op.params is not None])
+            self._grow([op for op in ops if op.grows is not None])
             conn.execute("COMMIT")
         except Exception:
             self._rollback()
@@ -296,22 +283,20 @@ class _Writer:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            grown: dict[tuple[str, int], int] = {}
+            done: list[_Op] = []
             for op in ops:
                 if op.box is not None:
                     op.box.result = op.box.error = None
-                mark: dict[tuple[str, int], int] = {}
                 conn.execute("SAVEPOINT one_write")
                 try:
-                    self._apply(op, mark)
+                    self._apply(op)
                 except Exception as exc:
                     conn.execute("ROLLBACK TO one_write")
                     self._fail(op, exc)
                 else:
-                    for key, end in mark.items():
-                        grown[key] = max(grown.get(key, end), end)
+                    done.append(op)
                 conn.execute("RELEASE one_write")
-            self._grow(grown)
+            self._grow([op for op in done if op.grows is not None])
             conn.execute("COMMIT")
         except Exception as exc:  # the transaction itself failed (disk full, locked, I/O)
             self._rollback()
@@ -321,24 +306,25 @@ class _Writer:
             if any(op.box is None for op in ops):
                 self._errors.append(exc)
 
-    def _apply(self, op: _Op, grown: dict[tuple[str, int], int]) -> None:
+    def _apply(self, op: _Op) -> None:
         if op.fn is not None:
             result = op.fn(self._conn)
             if op.box is not None:
                 op.box.result = result
-        else:
-            assert op.sql is not None and op.params is not None
+        elif op.sql is not None and op.params is not None:
             self._conn.execute(op.sql, op.params)
-        if op.grows is not None:
-            run_id, branch, end = op.grows
-            key = (run_id, branch)
-            grown[key] = max(grown.get(key, end), end)
 
-    def _grow(self, grown: dict[tuple[str, int], int]) -> None:
-        if not grown:
+    def _grow(self, appends: list[_Op]) -> None:
+        """Raise branch lengths and step counts, and touch `updated_at`, for a group's batches."""
+        ends: dict[tuple[str, int], int] = {}
+        for op in appends:
+            assert op.grows is not None
+            run_id, branch, end = op.grows
+            ends[run_id, branch] = max(ends.get((run_id, branch), end), end)
+        if not ends:
             return
         stamp = format_ts(self._clock())
-        for (run_id, branch), end in grown.items():
+        for (run_id, branch), end in ends.items():
             self._conn.execute(
                 "UPDATE branches SET length = max(length, ?) WHERE run_id = ? AND branch = ?",
                 (end + 1, run_id, branch),
@@ -366,17 +352,13 @@ class _Writer:
                 self._conn.execute("ROLLBACK")
 
 
-_open_stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_open_stores() -> None:
-    """Commit what open stores still have queued when the interpreter exits."""
-    for store in list(_open_stores):
-        try:
-            store.close()
-        except StoreError as exc:
-            print(f"agency: {exc}", file=sys.stderr)
+def _shutdown(writer: _Writer, path: Path) -> None:
+    """Commit what a store still has queued when it was never closed: at interpreter exit or
+    when it is garbage-collected. Failures can only be printed by then."""
+    writer.stop()
+    writer.close_connection()
+    for exc in writer.take_errors():
+        print(f"agency: run store {path}: a background write failed: {exc}", file=sys.stderr)
 
 
 class SQLiteStore:
@@ -402,7 +384,8 @@ class SQLiteStore:
         self._lineages: dict[tuple[str, int], list[Segment]] = {}
         conn = self._open_writer()
         self._writer = _Writer(conn, self.path, self._clock)
-        _open_stores.add(self)
+        # Not a method of self: the finalizer must not keep the store alive.
+        self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
 
     def _open_writer(self) -> sqlite3.Connection:
         path = self.path
@@ -627,7 +610,7 @@ class SQLiteStore:
     # steps
 
     def append_batch(
-        self, run_id: str, branch: int, first_step: int, last_step: int, blob: bytes
+        self, run_id: str, branch: int, first_step: int, last_step: int, blob: Blob
     ) -> None:
         check_step_range(first_step, last_step)
         data = as_blob(blob)
@@ -640,7 +623,7 @@ class SQLiteStore:
             len(data),
         )
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: bytes) -> None:
+    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
         data = as_blob(blob)
         self._enqueue(_Op(_INSERT_KEYFRAME, (run_id, branch, step, data)), len(data))
 
@@ -915,7 +898,7 @@ class SQLiteStore:
             self._writer.wait()
         finally:
             self._closed = True
-            _open_stores.discard(self)
+            self._finalizer.detach()
             self._writer.stop()
             with self._readers_lock:
                 readers, self._readers = self._readers, []

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_STEP",
     "RUN_STATUSES",
     "Batch",
+    "Blob",
     "BranchRecord",
     "EffectRecord",
     "EventRecord",
@@ -185,6 +186,9 @@ class EffectRecord:
     created_at: datetime
 
 
+Blob = bytes | bytearray | memoryview  # what the store accepts; it always gives back bytes
+
+
 class Batch(NamedTuple):
     """An encoded batch of consecutive steps `first_step..last_step` recorded on `branch`."""
 
@@ -267,7 +271,7 @@ class RunStore(Protocol):
         ...
 
     def append_batch(
-        self, run_id: str, branch: int, first_step: int, last_step: int, blob: bytes
+        self, run_id: str, branch: int, first_step: int, last_step: int, blob: Blob
     ) -> None:
         """Append the encoded batch of steps `first_step..last_step` of `branch`. May be queued.
 
@@ -276,7 +280,7 @@ class RunStore(Protocol):
         """
         ...
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: bytes) -> None:
+    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
         """Store the encoded full state at `step` of `branch` (replacing one already there)."""
         ...
 
@@ -468,7 +472,7 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def as_blob(blob: bytes | bytearray | memoryview) -> bytes:
+def as_blob(blob: Blob) -> bytes:
     return blob if type(blob) is bytes else bytes(blob)
 
 
@@ -797,7 +801,7 @@ class MemoryStore:
     # steps
 
     def append_batch(
-        self, run_id: str, branch: int, first_step: int, last_step: int, blob: bytes
+        self, run_id: str, branch: int, first_step: int, last_step: int, blob: Blob
     ) -> None:
         check_step_range(first_step, last_step)
         data = as_blob(blob)
@@ -815,7 +819,7 @@ class MemoryStore:
             self._bump_length(run, mb, last_step)
             run.row["updated_at"] = format_ts(self._now())
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: bytes) -> None:
+    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
         data = as_blob(blob)
         with self._lock:
             self._open()

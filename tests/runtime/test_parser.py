@@ -41,10 +41,10 @@ from runtime.syntax.ast import (
     Param,
     PArray,
     PBind,
+    Pipe,
     PLiteral,
     PObject,
     PObjectField,
-    Pipe,
     PResult,
     PWildcard,
     Return,
@@ -135,7 +135,7 @@ def block(*stmts: Stmt) -> Block:
 
 def test_def_with_everything() -> None:
     (decl,) = items(
-        'destructive idempotent def add(a: number, b: number = 2, ...rest): number {\n'
+        "destructive idempotent def add(a: number, b: number = 2, ...rest): number {\n"
         '  """\n  Adds two numbers.\n  """\n'
         "  return a + b\n"
         "}"
@@ -175,7 +175,9 @@ def test_only_a_plain_triple_quoted_string_is_a_docstring() -> None:
 
 
 def test_export_async_and_safe_are_recorded() -> None:
-    decls = items("export def a() {}\nasync def b() {}\nexport safe node c() {}\nexport const k = 1")
+    decls = items(
+        "export def a() {}\nasync def b() {}\nexport safe node c() {}\nexport const k = 1"
+    )
     assert [d.modifiers for d in decls if isinstance(d, FuncDecl)] == [
         ("export",),
         ("async",),
@@ -312,7 +314,9 @@ def test_assignment_operators(op: str) -> None:
 
 
 def test_assignment_targets() -> None:
-    assert stmt("a.b[i].c = e") == Assign(Member(Index(Member(n("a"), "b"), n("i")), "c"), "=", n("e"))
+    assert stmt("a.b[i].c = e") == Assign(
+        Member(Index(Member(n("a"), "b"), n("i")), "c"), "=", n("e")
+    )
     assert stmt("x = y = 1".replace(" = 1", "")) == Assign(n("x"), "=", n("y"))
 
 
@@ -397,6 +401,14 @@ def test_handle_blocks() -> None:
         ),
         HandleBlock(block(ExprStmt(call("g"))), Handler(None, None, "onInterrupt")),
         HandleBlock(block(ExprStmt(call("h"))), Handler("d", block(Return(call("reject"))))),
+    )
+
+
+def test_handle_at_the_top_level_may_return() -> None:
+    assert items("handle { f() } with (d) { return approve(d) }") == (
+        HandleBlock(
+            block(ExprStmt(call("f"))), Handler("d", block(Return(call("approve", n("d")))))
+        ),
     )
 
 
@@ -509,7 +521,9 @@ def test_templates() -> None:
     assert expr('"${ f("${x}") }"') == Template((call("f", Template((n("x"),))),))
     assert expr('"""raw \\n ${x}"""') == Template(("raw \\n ", n("x")))
     assert expr('"a\\${b}"') == lit("a${b}")
-    assert expr('"${ {a: 1}.a }"') == Template((Member(ObjectLit((ObjectEntry("a", lit(1)),)), "a"),))
+    assert expr('"${ {a: 1}.a }"') == Template(
+        (Member(ObjectLit((ObjectEntry("a", lit(1)),)), "a"),)
+    )
     assert expr('"${\n  x +\n  y\n}"') == Template((Binary("+", n("x"), n("y")),))
 
 
@@ -630,7 +644,10 @@ def test_match_expression_inside_call() -> None:
         ("success(v)", PResult("success", PBind("v"))),
         ('failure("x")', PResult("failure", PLiteral("x"))),
         ("success()", PResult("success", None)),
-        ("success({a: [_, 1]})", PResult("success", PObject((PObjectField("a", PArray((PWildcard(), PLiteral(1)))),)))),
+        (
+            "success({a: [_, 1]})",
+            PResult("success", PObject((PObjectField("a", PArray((PWildcard(), PLiteral(1)))),))),
+        ),
     ],
 )
 def test_patterns(source: str, pattern: object) -> None:
@@ -765,15 +782,17 @@ def test_parse_expression_and_arguments() -> None:
         ("++x", [("prefix `++` is not supported; write `x += 1` or `x++`", 1, 1)]),
         ("f() = 1", [("the left side of `=` must be a variable, a member or an index", 1, 1)]),
         ("x = f()++", [("`++` needs a variable, a member or an index", 1, 5)]),
-        ("x = a?.b = 1".replace("x = ", ""), [
-            ("the left side of `=` must be a variable, a member or an index", 1, 1)
-        ]),
+        (
+            "x = a?.b = 1".replace("x = ", ""),
+            [("the left side of `=` must be a variable, a member or an index", 1, 1)],
+        ),
         ("f() with maybe", [("expected `approve` or `reject` after `with`, got `maybe`", 1, 10)]),
         ("goto 3", [("`goto` needs a call, like `goto other(x)`", 1, 6)]),
         ("for x of xs {}", [("expected `in` after the loop variable, got `of`", 1, 7)]),
-        ("match (x) { 1 => 2 3 => 4 }", [
-            ("expected a new line or `,` between match arms, got number `3`", 1, 20)
-        ]),
+        (
+            "match (x) { 1 => 2 3 => 4 }",
+            [("expected a new line or `,` between match arms, got number `3`", 1, 20)],
+        ),
         ("match (x) { 1 2 }", [("expected `=>` after the pattern, got number `2`", 1, 15)]),
         ("x = a.", [("expected a property name after `.`, got end of file", 1, 7)]),
         ("x = [1 2]", [("expected `]` to close `[` opened at 1:5, got number `2`", 1, 8)]),
@@ -781,18 +800,38 @@ def test_parse_expression_and_arguments() -> None:
         ("x = {if}", [("expected `:` after the key `if`", 1, 8)]),
         ("x = if a then b", [("expected `else` in `if … then … else …`, got end of file", 1, 16)]),
         ("x = a ? b", [("expected `:` in `? :`, got end of file", 1, 10)]),
-        ("type T = {a: string b: number}", [
-            ("expected `}` to close `{` opened at 1:10, got `b`", 1, 21)
-        ]),
-        ("type T = Result<string", [("expected `>` to close `<` opened at 1:16, got end of file", 1, 23)]),
+        (
+            "type T = {a: string b: number}",
+            [("expected `}` to close `{` opened at 1:10, got `b`", 1, 21)],
+        ),
+        (
+            "type T = Result<string",
+            [("expected `>` to close `<` opened at 1:16, got end of file", 1, 23)],
+        ),
         ("let x: = 1", [("expected a type, got `=`", 1, 8)]),
         ("def f(...a, b) {}", [("a `...rest` parameter must be the last one", 1, 13)]),
-        ("node m() {\n  def g() {}\n}", [
-            ("a `def` or `node` can only be declared at the top level", 2, 3)
-        ]),
-        ("node m() {\n  shared x = 1\n}", [("`shared` variables are only allowed at the top level", 2, 3)]),
+        (
+            "node m() {\n  def g() {}\n}",
+            [("a `def` or `node` can only be declared at the top level", 2, 3)],
+        ),
+        (
+            "node m() {\n  shared x = 1\n}",
+            [("`shared` variables are only allowed at the top level", 2, 3)],
+        ),
+        (
+            "if (a) {\n  type T = string\n}",
+            [("`type` aliases are only allowed at the top level", 2, 3)],
+        ),
+        ('if (a) {\n  import "m"\n}', [("`import` is only allowed at the top level", 2, 3)]),
+        (
+            "for (x in xs) {\n  handle { f() } with (d) { break }\n}",
+            [("`break` outside a loop", 2, 29)],
+        ),
         ("x = ...y", [("expected an expression after `=`, got `...`", 1, 5)]),
-        ("x = a # b", [("unexpected character `#`", 1, 7), ("expected a new line or `;` before `b`", 1, 9)]),
+        (
+            "x = a # b",
+            [("unexpected character `#`", 1, 7), ("expected a new line or `;` before `b`", 1, 9)],
+        ),
     ],
 )
 def test_error_messages(source: str, expected: list[tuple[str, int, int]]) -> None:
@@ -856,10 +895,19 @@ def test_deep_nesting_is_an_error_not_a_crash() -> None:
             parse(source)
 
 
-def test_moderate_nesting_parses() -> None:
-    depth = 60
-    assert expr("[" * depth + "]" * depth) is not None
-    assert parse("node m() {" + "if (x) {" * 40 + "}" * 41) is not None
+def test_nesting_up_to_the_limit_parses_even_from_deep_in_the_stack() -> None:
+    sources = [
+        "x = " + "[" * 195 + "]" * 195,
+        "x = " + "{a: " * 195 + "1" + "}" * 195,
+        'x = "' + '${"' * 195 + '"}' * 195 + '"',
+        "node m() {" + "if (x) {" * 95 + "}" * 96,
+    ]
+
+    def from_depth(frames: int, source: str) -> object:
+        return from_depth(frames - 1, source) if frames else parse(source)
+
+    for source in sources:
+        assert from_depth(800, source) is not None
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,9 +32,9 @@ LITERALS = [
 SEPARATORS = [" ", " ", " ", "", "\n", "\t"]
 
 token = st.sampled_from(WORDS + PUNCTUATION + LITERALS)
-token_soup = st.lists(
-    st.tuples(token, st.sampled_from(SEPARATORS)), max_size=60
-).map(lambda pairs: "".join(t + s for t, s in pairs))
+token_soup = st.lists(st.tuples(token, st.sampled_from(SEPARATORS)), max_size=60).map(
+    lambda pairs: "".join(t + s for t, s in pairs)
+)
 
 # Mutations of a realistic program: deleting or duplicating a slice finds recovery bugs.
 PROGRAM = """/** Doc */

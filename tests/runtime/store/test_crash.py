@@ -22,7 +22,6 @@ BATCH = 64  # steps per batch
 CHILD = textwrap.dedent(
     """
     import hashlib, os, sys
-    import runtime.syntax  # noqa: F401  (import order: runtime.errors needs it first)
     from runtime.timeline.sqlite_store import SQLiteStore
     from runtime.timeline.store import RunMeta
 
@@ -82,3 +81,29 @@ def test_kill_9_leaves_a_consistent_prefix(tmp_path: Path) -> None:
         # The store goes on: a resumed recording appends after the last whole batch.
         store.append_batch(run_id, 0, count, count + 9, b"resumed")
         assert store.step_count(run_id) == count + 10
+
+
+def test_exit_without_close_commits_what_was_queued(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    root = Path(__file__).resolve().parents[3]
+    script = textwrap.dedent(
+        """
+        import sys
+        from runtime.timeline.sqlite_store import SQLiteStore
+        from runtime.timeline.store import RunMeta
+
+        store = SQLiteStore(sys.argv[1])
+        run_id = store.create_run(RunMeta(source_path="a.agency", source_sha256="0" * 64))
+        store.append_batch(run_id, 0, 0, 9, b"queued, never flushed")
+        print(run_id)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+    run_id = done.stdout.decode().strip()
+    with SQLiteStore(path) as store:
+        assert store.step_count(run_id) == 10

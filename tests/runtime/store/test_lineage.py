@@ -19,6 +19,7 @@ from runtime.timeline.store import (
     Segment,
     StoreError,
 )
+
 from .helpers import meta
 
 

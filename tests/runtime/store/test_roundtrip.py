@@ -13,6 +13,7 @@ from runtime.timeline.store import (
     StoreError,
     new_run_id,
 )
+
 from .helpers import FakeClock, meta
 
 

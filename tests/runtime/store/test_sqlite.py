@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -103,11 +105,39 @@ def test_background_failure_surfaces_at_the_next_call(tmp_path: Path) -> None:
         assert store.batches(run_id, 0, 0, 9) == [Batch(0, 0, 9, b"x")]
 
 
+def test_a_failed_write_costs_only_itself(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "runs.db") as store:
+        run_id = store.create_run(meta())
+        store.append_batch(run_id, 0, 0, 9, b"a")
+        store.update_run("r-unknown", status="failed")
+        store.append_batch(run_id, 0, 10, 19, b"b")
+        # A synchronous write fails at its call, in the same group as the queued ones...
+        with pytest.raises(StoreError, match="no branch 9"):
+            store.create_branch(run_id, 9, 3)
+        # ...and the queued failure is reported next; the other writes are all there.
+        with pytest.raises(StoreError, match="r-unknown"):
+            store.flush()
+        assert store.step_count(run_id) == 20
+        assert store.create_branch(run_id, 0, 3) == 1
+
+
 def test_failure_is_not_lost_at_close(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "runs.db")
     store.append_batch("r-missing", 0, 0, 9, b"x")
     with pytest.raises(StoreError, match="FOREIGN KEY"):
         store.close()
+
+
+def test_store_modules_do_not_import_the_ui() -> None:
+    code = (
+        "import sys, runtime.timeline.sqlite_store, runtime.timeline.migrations; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_reads_from_other_threads(tmp_path: Path) -> None:

@@ -1,0 +1,450 @@
+"""Provides `Timeline`: read access to every step of a recorded run, on any branch.
+
+`state_at(k)` loads the latest keyframe at or before k and applies the step deltas after it;
+a cursor keeps the last materialised state so stepping forward applies one delta, and an LRU of
+views makes going back and forth free. Nothing here re-executes the program or calls a model.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections import OrderedDict
+from typing import Any
+
+from runtime.timeline.recorder import KINDS
+from runtime.timeline.store import RunStore
+from runtime.timeline.views import (
+    BranchInfo,
+    Change,
+    Event,
+    FrameView,
+    Location,
+    Message,
+    StateView,
+    Usage,
+)
+
+
+class _Raw:
+    """A mutable materialised state (the recorder's encoding, applied delta by delta)."""
+
+    __slots__ = ("frames", "globals", "shared", "threads", "active", "output", "usage", "status", "result", "error", "heap", "step")
+
+    def __init__(self, data: dict[str, Any], step: int) -> None:
+        self.frames: list[list[Any]] = [list(f) for f in data["frames"]]
+        for f in self.frames:
+            f[3] = dict(f[3])
+        self.globals: dict[str, Any] = dict(data["globals"])
+        self.shared: dict[str, Any] = dict(data.get("shared") or {})
+        self.threads: dict[str, list[Any]] = {k: list(v) for k, v in data["threads"].items()}
+        self.active: str = data["active"]
+        self.output: list[str] = list(data["output"])
+        self.usage: list[Any] = list(data["usage"])
+        self.status: str = data["status"]
+        self.result: Any = data["result"]
+        self.error: str | None = data["error"]
+        self.heap: dict[int, Any] = {
+            k: (list(v) if type(v) is list else dict(v)) for k, v in data["heap"].items()
+        }
+        self.step = step
+
+    def apply(self, writes: tuple[Any, ...]) -> None:  # noqa: C901 - one dispatch on write kind
+        frames = self.frames
+        heap = self.heap
+        for w in writes:
+            code = w[0]
+            if code == 1:
+                frames[w[1]][3][w[2]] = w[3]
+            elif code == 2:
+                self.globals[w[1]] = w[2]
+            elif code == 17:
+                c = w[2]
+                heap[w[1]] = list(c) if type(c) is list else dict(c)
+            elif code == 3:
+                c = heap.get(w[1])
+                if type(c) is list:
+                    i = w[2]
+                    if i < len(c):
+                        c[i] = w[3]
+                    else:
+                        c.extend([None] * (i - len(c)))
+                        c.append(w[3])
+                elif c is not None:
+                    c[w[2]] = w[3]
+            elif code == 4:
+                c = heap.get(w[1])
+                if c is not None:
+                    c.pop(w[2], None)
+            elif code == 5:
+                c = heap.get(w[1])
+                if c is not None:
+                    c[w[2] : w[2] + w[3]] = w[4]
+            elif code == 6:
+                if frames:
+                    frames[-1][4], frames[-1][5] = w[5], w[6]
+                frames.append([w[1], w[2], w[3], dict(w[4]), w[5], w[6]])
+            elif code == 7:
+                if frames:
+                    frames.pop()
+            elif code == 8:
+                self.output.append(w[1])
+            elif code == 9:
+                self.threads.setdefault(w[1], []).append(w[2])
+            elif code == 10:
+                self.threads[w[1]] = list(w[2])
+            elif code == 11:
+                self.active = w[1]
+            elif code == 12:
+                self.usage = [w[1], w[2], w[3]]
+            elif code == 15:
+                self.shared[w[1]] = w[2]
+            elif code == 16:
+                self.status, self.result, self.error = w[1], w[2], w[3]
+
+    # -- views ------------------------------------------------------------------------------
+
+    def plain(self, v: Any, depth: int = 0) -> Any:
+        t = type(v)
+        if t is tuple:
+            tag = v[0]
+            if tag == "r":
+                c = self.heap.get(v[1])
+                if depth > 60:
+                    return "[…]"
+                if type(c) is list:
+                    return [self.plain(x, depth + 1) for x in c]
+                if type(c) is dict:
+                    return {k: self.plain(x, depth + 1) for k, x in c.items()}
+                return None
+            if tag == "R":
+                if v[1]:
+                    return {"$result": "success", "value": self.plain(v[2], depth + 1)}
+                return {"$result": "failure", "error": self.plain(v[2], depth + 1)}
+            if tag == "F":
+                return {"$function": v[1]}
+            if tag == "D":
+                return {"$decision": v[1], "value": self.plain(v[2], depth + 1)}
+            return list(v)
+        if t is dict:
+            return {k: self.plain(x, depth + 1) for k, x in v.items()}
+        if t is list:
+            return [self.plain(x, depth + 1) for x in v]
+        return v
+
+    def view(self, step: int, branch: int, location: Location | None) -> StateView:
+        frames = []
+        n = len(self.frames)
+        for i, f in enumerate(self.frames):
+            scope, kind, params, locals_, line, col = f
+            if kind == "module" and n > 1:
+                continue
+            if i == n - 1 and location is not None:
+                line, col = location.line, location.col
+            args = {p: self.plain(locals_.get(p)) for p in params}
+            rest = {k: self.plain(v) for k, v in locals_.items() if k not in args}
+            frames.append(FrameView(scope, kind, args, rest, line, col))
+        glob = {k: self.plain(v) for k, v in self.globals.items()}
+        for k, v in self.shared.items():
+            glob.setdefault(k, self.plain(v))
+        threads = {
+            tid: tuple(_message(self.plain(m)) for m in msgs) for tid, msgs in self.threads.items()
+        }
+        return StateView(
+            step=step,
+            branch=branch,
+            location=location,
+            frames=tuple(frames),
+            globals=glob,
+            threads=threads,
+            active_thread=self.active,
+            output=tuple(self.output),
+            usage=Usage(int(self.usage[0]), int(self.usage[1]), float(self.usage[2] or 0.0)),
+            status=self.status,
+            result=self.plain(self.result),
+            error=self.error,
+        )
+
+
+def _message(m: Any) -> Message:
+    if not isinstance(m, dict):
+        return Message("user", str(m))
+    return Message(
+        str(m.get("role", "user")),
+        str(m.get("content", "")),
+        m.get("name"),
+        tuple(m.get("tool_calls") or ()),
+    )
+
+
+class Timeline:
+    """Every step of one branch of one recorded run."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        branch: int = 0,
+        program: Any = None,
+        locations: list[Location] | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.branch = branch
+        self.program = program
+        run = store.get_run(run_id)
+        self.run = run
+        self.source_path = run.source_path if run else (program.path if program else "")
+        if locations is None:
+            table = (run.meta or {}).get("locations", []) if run else []
+            locations = [Location(*row) for row in table]
+        self.locations = locations
+        self._batches: OrderedDict[tuple[int, int], tuple[int, list[Any]]] = OrderedDict()
+        self._views: OrderedDict[int, StateView] = OrderedDict()
+        self._cursor: _Raw | None = None
+        self._length: int | None = None
+
+    @classmethod
+    def open(cls, store: RunStore, run_id: str, branch: int = 0) -> Timeline:
+        run = store.get_run(run_id)
+        if run is None:
+            from runtime.timeline.store import StoreError
+
+            raise StoreError(f"no run {run_id!r} in this store")
+        return cls(store, run.id, branch)
+
+    # -- size and records -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        if self._length is None:
+            self._length = self.store.step_count(self.run_id, self.branch)
+        return self._length
+
+    def refresh(self) -> None:
+        """Forget cached facts about a run that is still being recorded."""
+        self._length = None
+        self._batches.clear()
+
+    def _record(self, step: int) -> tuple[Any, ...]:
+        for (branch, first), (last, records) in reversed(self._batches.items()):
+            if first <= step <= last:
+                seg_ok = self._segment_branch(step) == branch
+                if seg_ok:
+                    return records[step - first]  # type: ignore[no-any-return]
+        for batch in self.store.batches(self.run_id, self.branch, step, step):
+            if batch.first_step <= step <= batch.last_step and self._segment_branch(step) == batch.branch:
+                records = marshal.loads(batch.blob)
+                self._batches[(batch.branch, batch.first_step)] = (batch.last_step, records)
+                if len(self._batches) > 64:
+                    self._batches.popitem(last=False)
+                return records[step - batch.first_step]  # type: ignore[no-any-return]
+        raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
+
+    def _segment_branch(self, step: int) -> int:
+        segs = getattr(self, "_segs", None)
+        if segs is None:
+            segs = self._segs = self.store.lineage(self.run_id, self.branch)
+        for seg in segs:
+            if seg.lo <= step <= seg.hi:
+                return seg.branch
+        return self.branch
+
+    def _check(self, step: int) -> int:
+        n = len(self)
+        if not 0 <= step < n:
+            raise IndexError(f"step {step} is outside the timeline (0..{n - 1})")
+        return step
+
+    # -- per step -------------------------------------------------------------------------------
+
+    def location_at(self, step: int) -> Location | None:
+        loc_id = self._record(self._check(step))[0]
+        return self.locations[loc_id] if 0 <= loc_id < len(self.locations) else None
+
+    def kind_at(self, step: int) -> str:
+        return KINDS[self._record(self._check(step))[1]]
+
+    def depth_at(self, step: int) -> int:
+        return int(self._record(self._check(step))[3])
+
+    def writes_at(self, step: int) -> tuple[Any, ...]:
+        return self._record(self._check(step))[2]  # type: ignore[no-any-return]
+
+    def state_at(self, step: int) -> StateView:
+        self._check(step)
+        view = self._views.get(step)
+        if view is not None:
+            self._views.move_to_end(step)
+            return view
+        raw = self._materialise(step)
+        view = raw.view(step, self.branch, self.location_at(step))
+        self._views[step] = view
+        if len(self._views) > 256:
+            self._views.popitem(last=False)
+        return view
+
+    def _materialise(self, step: int) -> _Raw:
+        cur = self._cursor
+        if cur is not None and cur.step <= step and step - cur.step <= 512:
+            ok = True
+            for s in range(cur.step + 1, step + 1):
+                if self._record(s)[4]:
+                    ok = False  # a keyframe (e.g. a restore) lies between: start from it
+                    break
+            if ok:
+                for s in range(cur.step + 1, step + 1):
+                    cur.apply(self._record(s)[2])
+                cur.step = step
+                return cur
+        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
+        if kf is None:
+            raise IndexError(f"no keyframe at or before step {step}")
+        raw = _Raw(marshal.loads(kf.blob), kf.step)
+        for s in range(kf.step + 1, step + 1):
+            raw.apply(self._record(s)[2])
+        raw.step = step
+        self._cursor = raw
+        return raw
+
+    def changes_at(self, step: int) -> list[Change]:
+        """What step `step` wrote (the delta from step-1 to step), readably."""
+        state = self.state_at(step)
+        out: list[Change] = []
+        frames = self._frame_names(state)
+        for w in self.writes_at(step):
+            code = w[0]
+            if code == 1:
+                scope = frames[w[1]] if w[1] < len(frames) else "?"
+                out.append(Change(f"{scope}.{w[2]}", _find(state, w[2])))
+            elif code == 2:
+                out.append(Change(f"globals.{w[1]}", state.globals.get(w[1])))
+            elif code == 15:
+                out.append(Change(f"globals.{w[1]}", state.globals.get(w[1])))
+            elif code == 8:
+                out.append(Change("output", w[1]))
+            elif code == 9:
+                out.append(Change(f"threads.{w[1]}", w[2].get("content") if isinstance(w[2], dict) else w[2]))
+            elif code in (3, 5):
+                out.append(Change(f"object#{w[1]}", None))
+            elif code == 6:
+                out.append(Change(f"call {w[1]}", None))
+            elif code == 7:
+                out.append(Change("return", None))
+            elif code == 16:
+                out.append(Change("status", w[1]))
+        return out
+
+    def changed_names(self, step: int) -> set[str]:
+        """Names of the variables a step wrote (for marking them in the variables panel)."""
+        names = set()
+        for w in self.writes_at(step):
+            if w[0] == 1:
+                names.add(w[2])
+            elif w[0] in (2, 15):
+                names.add(w[1])
+        return names
+
+    def _frame_names(self, state: StateView) -> list[str]:
+        raw = self._cursor
+        if raw is not None and raw.step == state.step:
+            return [f[0] for f in raw.frames]
+        return ["<module>"] + [f.scope for f in state.frames]
+
+    def last_write(self, name: str, before: int) -> int | None:
+        """The latest step at or before `before` that wrote variable `name` (local or global)."""
+        step = min(before, len(self) - 1)
+        while step >= 0:
+            for w in self.writes_at(step):
+                if (w[0] == 1 and w[2] == name) or (w[0] in (2, 15) and w[1] == name):
+                    return step
+                if w[0] == 6 and name in w[3]:
+                    return step  # a call bound it as an argument
+            step -= 1
+        return None
+
+    # -- across steps ---------------------------------------------------------------------------
+
+    def events(self, kind: str | None = None) -> list[Event]:
+        return [
+            Event(e.step, e.kind, e.summary, e.data)
+            for e in self.store.events(self.run_id, self.branch, kind=kind)
+        ]
+
+    def llm_call_at(self, step: int) -> dict[str, Any] | None:
+        calls = [c for c in self.store.llm_calls(self.run_id, self.branch) if c.step <= step]
+        if not calls:
+            return None
+        c = calls[-1]
+        return {
+            "step": c.step,
+            "provider": c.provider,
+            "model": c.model,
+            "request": c.request,
+            "response": (c.response or {}).get("completion") if isinstance(c.response, dict) else c.response,
+            "value": (c.response or {}).get("value") if isinstance(c.response, dict) else None,
+            "input_tokens": c.input_tokens,
+            "output_tokens": c.output_tokens,
+            "cost": c.cost,
+            "latency_ms": c.latency_ms,
+        }
+
+    def search(self, text: str) -> list[int]:
+        """Steps whose output, messages or written variable names mention `text`."""
+        needle = text.lower()
+        hits = []
+        for step in range(len(self)):
+            for w in self.writes_at(step):
+                code = w[0]
+                if (
+                    (code == 8 and needle in str(w[1]).lower())
+                    or (code == 9 and needle in str(w[2]).lower())
+                    or (code == 1 and needle in w[2].lower())
+                    or (code in (2, 15) and needle in w[1].lower())
+                ):
+                    hits.append(step)
+                    break
+        return hits
+
+    # -- branches -------------------------------------------------------------------------------
+
+    def branches(self) -> list[BranchInfo]:
+        return [
+            BranchInfo(b.branch, b.parent_branch, b.fork_step, b.length, b.edits)
+            for b in self.store.branches(self.run_id)
+        ]
+
+    def switch(self, branch: int) -> Timeline:
+        return Timeline(self.store, self.run_id, branch, self.program, self.locations)
+
+    def diverge(self, a: int, b: int) -> int | None:
+        """The first step where branches `a` and `b` differ (None if one contains the other)."""
+        if a == b:
+            return None
+        la = {s.branch: s for s in self.store.lineage(self.run_id, a)}
+        lb = {s.branch: s for s in self.store.lineage(self.run_id, b)}
+        common = [br for br in la if br in lb]
+        first = None
+        for br in common:
+            hi = min(la[br].hi, lb[br].hi)
+            first = hi + 1 if first is None else max(first, hi + 1)
+        return first
+
+    def fork(self, step: int, edits: dict[str, Any], progress: Any = None) -> Timeline:
+        """Restore from here: a new branch from `step` with `edits`, run live."""
+        from runtime.timeline.fork import fork
+
+        return fork(self, step, edits, progress=progress)
+
+    def export_checkpoint(self, step: int) -> dict[str, Any]:
+        from runtime.timeline.fork import export_checkpoint
+
+        return export_checkpoint(self, step)
+
+
+def _find(state: StateView, name: str) -> Any:
+    if state.frames:
+        top = state.frames[-1]
+        if name in top.locals:
+            return top.locals[name]
+        if name in top.args:
+            return top.args[name]
+    return state.globals.get(name)

@@ -1,0 +1,366 @@
+"""Whole-machine snapshots round-trip at every step boundary of every conformance program.
+
+For each (non-skipped) test in tests/programs/*.test.json the program first runs straight through;
+then, for step boundaries k, a fresh machine is stepped until k steps have started, snapshotted,
+sent through `json.dumps`/`json.loads`, rebuilt with a fresh model and run to the end. The rebuilt
+run must end exactly like the straight one: same status, result, error and full printed output.
+
+Each run gets its own working directory; the prefix machine and the machine rebuilt from its
+snapshot share one, so a program that reads back a file it wrote before k sees it after the rebuild.
+
+Sampling: every k in 0..N (N = steps of the straight run) when N <= 200, else `SAMPLES` evenly
+spaced k including 0, N-1 and N. Each k replays the prefix from scratch, so a long program costs
+O(samples * N); the conformance set's longest (decl_recursion, ~4000 steps) stays under a second.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime.checkpoints import rebuild, snapshot
+from runtime.compile import CompiledProgram
+from runtime.llm.mock import MockModel
+from runtime.llm.sim import SimModel
+from runtime.machine.builtins import World
+from runtime.machine.machine import FAILED, HALTED, INTERRUPTED, Machine
+from runtime.machine.values import stringify
+from runtime.program import load_program
+from runtime.runner import decision_from, evaluate_input
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+EXHAUSTIVE_LIMIT = 200
+SAMPLES = 60
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test of one suite: the program, its entry, its mocks and its interrupt answers."""
+
+    ident: str
+    source: Path
+    node: str
+    input: str
+    mocks: list[Any] | None
+    handlers: list[dict[str, Any]]
+
+
+def _collect() -> list[Case]:
+    cases = []
+    for suite_path in sorted(PROGRAMS.glob("*.test.json")):
+        suite = json.loads(suite_path.read_text(encoding="utf-8"))
+        name = suite_path.name.removesuffix(".test.json")
+        source = suite_path.parent / (suite.get("sourceFile") or f"{name}.agency")
+        tests = suite["tests"]
+        for i, test in enumerate(tests):
+            if test.get("skip"):
+                continue
+            ident = name if len(tests) == 1 else f"{name}[{i}]"
+            cases.append(
+                Case(
+                    ident=ident,
+                    source=source,
+                    node=test.get("nodeName", "main"),
+                    input=test.get("input", "") or "",
+                    mocks=test.get("llmMocks"),
+                    handlers=list(test.get("interruptHandlers") or []),
+                )
+            )
+    return cases
+
+
+CASES = _collect()
+
+# Runtime bugs these tests found; each case is xfail(strict) until fixed, then remove it here.
+FAILURE_CHECKPOINT_LOST = (
+    "runtime/checkpoints.py Encoder.enc encodes a Result as {$result, value|error} and drops "
+    "its `.checkpoint` (Decoder.dec cannot rebuild one either): a failure held in a local loses "
+    "r.checkpoint across snapshot/rebuild, so restore(r.checkpoint, …) fails with "
+    "'restore: no checkpoint given (got null)'"
+)
+KNOWN_BUGS = {
+    "cp_failure_checkpoint_args": FAILURE_CHECKPOINT_LOST,
+    "cp_failure_retry_same_args": FAILURE_CHECKPOINT_LOST,
+}
+
+
+def _params(cases: list[Case]) -> list[Any]:
+    return [
+        pytest.param(
+            c,
+            id=c.ident,
+            marks=[pytest.mark.xfail(reason=KNOWN_BUGS[c.ident], strict=True)]
+            if c.ident in KNOWN_BUGS
+            else [],
+        )
+        for c in cases
+    ]
+
+_PROGRAMS: dict[Path, CompiledProgram] = {}
+_STRAIGHT: dict[str, Outcome] = {}
+
+
+def _program(case: Case) -> CompiledProgram:
+    if case.source not in _PROGRAMS:
+        _PROGRAMS[case.source] = load_program(case.source)
+    return _PROGRAMS[case.source]
+
+
+def _model(case: Case) -> Any:
+    return MockModel(case.mocks) if case.mocks is not None else SimModel(0)
+
+
+def _fresh(case: Case, root: Path) -> Machine:
+    args, named = evaluate_input(case.input)
+    return Machine(
+        _program(case), case.node, args, named, model=_model(case), world=World(root=root, quiet=True)
+    )
+
+
+class Answers:
+    """The suite's interrupt handlers, answered in order; `used` counts the ones consumed."""
+
+    def __init__(self, handlers: list[dict[str, Any]], used: int = 0) -> None:
+        self.handlers = handlers
+        self.used = used
+
+    def answer(self, m: Machine) -> bool:
+        """Answer the pending interrupt with the next handler; False when none is left."""
+        if self.used >= len(self.handlers):
+            return False
+        h = self.handlers[self.used]
+        self.used += 1
+        m.answer_interrupt(decision_from(h.get("action", "approve"), h.get("resolvedValue")))
+        return True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    result: str
+    error: str | None
+    output: tuple[str, ...]
+    steps: int
+
+
+def _outcome(m: Machine) -> Outcome:
+    return Outcome(
+        status=m.status,
+        result=stringify(m.result),
+        error=m.error.message if m.error is not None else None,
+        output=tuple(m.output),
+        steps=m.step_index + 1,
+    )
+
+
+def _drive(m: Machine, answers: Answers) -> Machine:
+    """Run to the end answering interrupts from `answers` (stops if they run out)."""
+    while True:
+        m.run()
+        if m.status != INTERRUPTED or not answers.answer(m):
+            return m
+
+
+def _step_to(m: Machine, k: int, answers: Answers) -> None:
+    """Step until k steps have started, answering interrupts as they come up."""
+    while m.step_index + 1 < k:
+        if m.status == INTERRUPTED:
+            if not answers.answer(m):
+                return
+        elif m.done:
+            return
+        m.step(k - (m.step_index + 1))
+
+
+def straight(case: Case, root: Path) -> Outcome:
+    if case.ident not in _STRAIGHT:
+        m = _drive(_fresh(case, root), Answers(case.handlers))
+        _STRAIGHT[case.ident] = _outcome(m)
+    return _STRAIGHT[case.ident]
+
+
+def boundaries(n: int) -> list[int]:
+    if n <= EXHAUSTIVE_LIMIT:
+        return list(range(n + 1))
+    ks = {round(i * (n - 1) / (SAMPLES - 1)) for i in range(SAMPLES)}
+    return sorted(ks | {n})
+
+
+def roundtrip(m: Machine, case: Case, root: Path) -> Machine:
+    """Snapshot `m`, pass it through JSON text and rebuild it with a fresh model in `root`."""
+    data = json.loads(json.dumps(snapshot(m)))
+    return rebuild(_program(case), data, model=_model(case), world=World(root=root, quiet=True))
+
+
+def _check_from(case: Case, k: int, root: Path, expected: Outcome) -> None:
+    root.mkdir()
+    answers = Answers(case.handlers)
+    prefix = _fresh(case, root)
+    _step_to(prefix, k, answers)
+    where = f"{case.ident}: snapshot after {k} of {expected.steps} steps"
+    assert prefix.step_index + 1 == k, f"{where}: the prefix stopped at step {prefix.step_index + 1}"
+    rebuilt = roundtrip(prefix, case, root)
+    assert rebuilt.step_index == prefix.step_index, where
+    got = _outcome(_drive(rebuilt, Answers(case.handlers, answers.used)))
+    assert got == expected, f"{where}\n expected {expected}\n      got {got}"
+
+
+# -- every boundary of every test -------------------------------------------------------------
+
+
+def test_cases_found() -> None:
+    assert len(CASES) >= 90
+
+
+@pytest.mark.parametrize("case", _params(CASES))
+def test_roundtrip_every_boundary(case: Case, tmp_path: Path) -> None:
+    expected = straight(case, tmp_path / "straight")
+    assert expected.status in (HALTED, FAILED, INTERRUPTED)
+    for k in boundaries(expected.steps):
+        _check_from(case, k, tmp_path / f"k{k}", expected)
+
+
+# -- snapshots taken while waiting on an interrupt ----------------------------------------------
+
+INTERRUPT_CASES = [c for c in CASES if c.handlers]
+
+
+@pytest.mark.parametrize("case", _params(INTERRUPT_CASES))
+def test_roundtrip_at_each_interrupt(case: Case, tmp_path: Path) -> None:
+    """Snapshot while an interrupt is pending, and again once answered but not yet resumed."""
+    expected = straight(case, tmp_path / "straight")
+    for nth in range(len(case.handlers)):
+        for answered in (False, True):
+            root = tmp_path / f"i{nth}{'a' if answered else ''}"
+            root.mkdir()
+            answers = Answers(case.handlers)
+            m = _fresh(case, root)
+            m.run()
+            while answers.used < nth and m.status == INTERRUPTED:
+                answers.answer(m)
+                m.run()
+            if m.status != INTERRUPTED:
+                break  # fewer interrupts than handlers in this run
+            if answered:
+                answers.answer(m)
+            rebuilt = roundtrip(m, case, root)
+            assert rebuilt.status == m.status
+            if not answered:
+                assert rebuilt.pending == m.pending
+            got = _outcome(_drive(rebuilt, Answers(case.handlers, answers.used)))
+            where = f"{case.ident}: interrupt {nth} ({'answered' if answered else 'pending'})"
+            assert got == expected, f"{where}\n expected {expected}\n      got {got}"
+
+
+# -- the snapshot of a rebuilt machine is the snapshot it was rebuilt from ---------------------
+
+
+def _comparable(data: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(data))
+    out.pop("created_at", None)
+    for cp in (out.get("machine") or {}).get("checkpoints", {}).values():
+        cp.pop("created_at", None)
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.ident for c in CASES])
+def test_snapshot_is_a_fixed_point(case: Case, tmp_path: Path) -> None:
+    expected = straight(case, tmp_path / "straight")
+    n = expected.steps
+    for k in sorted({0, n // 3, n // 2, (2 * n) // 3, n}):
+        root = tmp_path / f"k{k}"
+        root.mkdir()
+        m = _fresh(case, root)
+        _step_to(m, k, Answers(case.handlers))
+        first = _comparable(snapshot(m))
+        again = _comparable(snapshot(roundtrip(m, case, root)))
+        assert again == first, f"{case.ident}: snapshot after {k} steps changes when rebuilt"
+
+
+# -- chains: snapshot, rebuild, step on, snapshot again, rebuild again ---------------------------
+
+
+HEALTHY = [c for c in CASES if c.ident not in KNOWN_BUGS]
+
+
+@settings(
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_roundtrip_chained(data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Two round trips in one run: k1, then k2 >= k1 on the rebuilt machine."""
+    case = data.draw(st.sampled_from(HEALTHY), label="case")
+    expected = straight(case, tmp_path_factory.mktemp("straight"))
+    n = expected.steps
+    k1 = data.draw(st.integers(0, n), label="k1")
+    k2 = data.draw(st.integers(k1, n), label="k2")
+    root = tmp_path_factory.mktemp("chain")
+    answers = Answers(case.handlers)
+    m = _fresh(case, root)
+    _step_to(m, k1, answers)
+    m = roundtrip(m, case, root)
+    _step_to(m, k2, answers)
+    assert m.step_index + 1 == k2
+    m = roundtrip(m, case, root)
+    got = _outcome(_drive(m, Answers(case.handlers, answers.used)))
+    assert got == expected, f"{case.ident} via {k1} and {k2}\n expected {expected}\n      got {got}"
+
+
+# -- focused repros of the bugs above ----------------------------------------------------------
+
+FAILURE_SOURCE = """
+shared tries = 0
+def process(input: string) {
+  if (input == "bad") {
+    return failure("bad input")
+  }
+  return success("ok:" + input)
+}
+
+node main() {
+  const r = process("bad")
+  const cp = checkpoint()
+  tries++
+  if (tries == 1) {
+    restore(cp)
+  }
+  if (isFailure(r)) {
+    restore(r.checkpoint, {args: {input: "good"}})
+  }
+  return [r.value, tries]
+}
+"""
+
+
+def _failure_program() -> CompiledProgram:
+    from runtime.program import compile_source
+
+    return compile_source(FAILURE_SOURCE, "failure_checkpoint.agency")
+
+
+@pytest.mark.xfail(reason=FAILURE_CHECKPOINT_LOST, strict=True)
+def test_failure_checkpoint_survives_snapshot(tmp_path: Path) -> None:
+    program = _failure_program()
+    m = Machine(program, "main", model=SimModel(0), world=World(root=tmp_path, quiet=True))
+    m.run_until(lambda mm: mm.frames[-1].locals.get("r") is not None)
+    assert m.frames[-1].locals["r"].checkpoint is not None
+    data = json.loads(json.dumps(snapshot(m)))
+    rebuilt = rebuild(program, data, model=SimModel(0), world=World(root=tmp_path, quiet=True))
+    assert rebuilt.frames[-1].locals["r"].checkpoint is not None
+
+
+@pytest.mark.xfail(reason=FAILURE_CHECKPOINT_LOST + " (also in one process, via restore)", strict=True)
+def test_failure_checkpoint_survives_restore(tmp_path: Path) -> None:
+    m = Machine(_failure_program(), "main", model=SimModel(0), world=World(root=tmp_path, quiet=True))
+    m.run()
+    assert m.status == HALTED, m.error and m.error.message
+    assert stringify(m.result) == '["ok:good",2]'
