@@ -125,6 +125,8 @@ class Machine:
         self.breakpoints: set[tuple[str, int]] = set()  # (file, line)
         self.stop_on_debugger = False
         self.stopped_by: str | None = None
+        self.replaying = False  # re-executing from a record: effects are not performed
+        self.journal: Any = None  # durable effect journal (the run store), when recording
         # Recording
         self.wlog: list[Any] | None = None
         self.on_step: Callable[[Machine, str], None] | None = None

@@ -140,8 +140,8 @@ class _Raw:
                 continue
             if i == n - 1 and location is not None:
                 line, col = location.line, location.col
-            args = {p: self.plain(locals_.get(p)) for p in params}
-            rest = {k: self.plain(v) for k, v in locals_.items() if k not in args}
+            args = {p: self.plain(locals_.get(p)) for p in params if not p.startswith("__")}
+            rest = {k: self.plain(v) for k, v in locals_.items() if k not in params}
             frames.append(FrameView(scope, kind, args, rest, line, col))
         glob = {k: self.plain(v) for k, v in self.globals.items()}
         for k, v in self.shared.items():

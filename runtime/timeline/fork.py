@@ -1,0 +1,213 @@
+"""Provides rebuilding the exact machine at any recorded step, and what it enables:
+"restore from here" (a new branch with edits, run live) and exporting a step as a checkpoint.
+
+The recorded deltas hold what a person inspects; the exact machine (operand stacks, loop
+iterators, prelude frames) is rebuilt by re-executing the program from its start with every
+model answer served from the record (`ReplayModel`), interrupts answered as recorded and side
+effects suppressed. Deterministic, so step k of the re-execution is step k of the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyError
+from runtime.llm.base import Completion, LLMError
+from runtime.machine.frames import Decision
+from runtime.machine.machine import INTERRUPTED, Machine
+from runtime.machine.values import JSObject, from_plain
+
+if TYPE_CHECKING:
+    from runtime.timeline.timeline import Timeline
+
+
+class ReplayModel:
+    """Serves recorded answers in order; then hands over to `then` (live), if given."""
+
+    provider = "replay"
+
+    def __init__(self, answers: list[Completion], then: Any = None) -> None:
+        self.answers = answers
+        self.position = 0
+        self.then = then
+        self.model = "replay"
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[Any], response_schema: Any, params: dict[str, Any]) -> Completion:
+        if self.position < len(self.answers):
+            answer = self.answers[self.position]
+            self.position += 1
+            return answer
+        if self.then is not None:
+            return self.then.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
+        raise LLMError(
+            f"replay: the record has no model answer for call {self.position + 1} "
+            "(the program asks for more than was recorded)",
+            provider="replay",
+        )
+
+
+def recorded_answers(tl: Timeline, up_to: int | None = None) -> list[Completion]:
+    out = []
+    for call in tl.store.llm_calls(tl.run_id, tl.branch):
+        if up_to is not None and call.step > up_to:
+            break
+        resp = call.response if isinstance(call.response, dict) else {}
+        out.append(Completion.from_json(resp.get("completion") or {}))
+    return out
+
+
+def recorded_decisions(tl: Timeline) -> list[tuple[int, Decision]]:
+    out = []
+    for e in tl.store.events(tl.run_id, tl.branch, kind="interrupt"):
+        action = e.data.get("action") if isinstance(e.data, dict) else None
+        if action in ("approve", "reject", "resolve") and "answer" in e.data:
+            out.append((e.step, Decision(action, from_plain(e.data.get("answer")))))
+    return out
+
+
+def _program(tl: Timeline) -> Any:
+    if tl.program is not None:
+        return tl.program
+    from runtime.program import load_program
+
+    program = load_program(tl.source_path)
+    if tl.run is not None and program.sha256 != tl.run.source_sha256:
+        raise AgencyError(
+            f"{tl.source_path} changed since run {tl.run_id} was recorded; "
+            "the past can be viewed but not re-executed"
+        )
+    tl.program = program
+    return program
+
+
+def machine_at(tl: Timeline, step: int, progress: Callable[[int], None] | None = None) -> Machine:
+    """The exact machine at `step`, rebuilt by re-execution from the record (no model calls)."""
+    from runtime.machine.builtins import World
+
+    program = _program(tl)
+    run = tl.run
+    args = (run.args or {}) if run else {}
+    m = Machine(
+        program,
+        run.node if run else "main",
+        from_plain(args.get("args") or []),
+        dict(from_plain(args.get("named") or {})),
+        model=ReplayModel(recorded_answers(tl, step)),
+        world=World(quiet=True),
+    )
+    m.replaying = True  # type: ignore[attr-defined]
+    decisions = recorded_decisions(tl)
+    target = min(step, len(tl) - 1)
+    while m.step_index < target and not m.done:
+        m.step(min(target - m.step_index, 10_000))
+        if progress is not None:
+            progress(m.step_index)
+        if m.status == INTERRUPTED:
+            if not decisions:
+                break
+            m.answer_interrupt(decisions.pop(0)[1])
+    if m.step_index != target and tl.kind_at(step) != "end":
+        raise AgencyError(f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete")
+    m.replaying = False  # type: ignore[attr-defined]
+    return m
+
+
+def apply_edits(m: Machine, edits: dict[str, Any]) -> None:
+    """Change the rebuilt machine as the person asked: locals, args, globals, messages, the
+    LLM answer of this step."""
+    frames = [f for f in m.frames if f.code.kind not in ("module", "prelude")]
+    index = edits.get("frame")
+    frame = frames[index] if isinstance(index, int) and -len(frames) <= index < len(frames) else (frames[-1] if frames else None)
+    for key in ("locals", "args"):
+        for name, value in (edits.get(key) or {}).items():
+            if frame is None:
+                raise AgencyError("there is no frame to edit at this step")
+            if key == "args" and name not in frame.code.param_names:
+                raise AgencyError(f"`{frame.code.name}` has no argument `{name}`")
+            frame.locals[name] = from_plain(value)
+    for name, value in (edits.get("globals") or {}).items():
+        if name in m.shared or name in m.program.shared:
+            m.shared[name] = from_plain(value)
+        else:
+            m.globals[name] = from_plain(value)
+    for idx, text in (edits.get("messages") or {}).items():
+        thread = m.threads.get(m.active_thread(), [])
+        i = int(idx)
+        if not -len(thread) <= i < len(thread):
+            raise AgencyError(f"there is no message {i} in the active thread")
+        thread[i] = dict(thread[i], content=str(text))
+    if "llm_answer" in edits:
+        answer = None
+        for f in reversed(m.frames):
+            if f.code.name == "llm" and f.code.kind == "prelude":
+                answer = f.locals.get("__answer")
+                break
+        if type(answer) is not JSObject:
+            raise AgencyError("this step is not right after an LLM call; step to the LLM marker first")
+        new = from_plain(edits["llm_answer"])
+        answer["value"] = new
+        thread = m.threads.get(m.active_thread(), [])
+        for i in range(len(thread) - 1, -1, -1):
+            if thread[i].get("role") == "assistant":
+                from runtime.machine.values import to_str
+
+                thread[i] = dict(thread[i], content=new if isinstance(new, str) else to_str(new))
+                break
+
+
+def fork(tl: Timeline, step: int, edits: dict[str, Any], progress: Callable[[int], None] | None = None) -> Timeline:
+    """Restore from `step` with `edits` on a new branch and run it live; the old branch stays."""
+    from runtime.runner import drive
+    from runtime.timeline.recorder import Recorder
+    from runtime.timeline.timeline import Timeline as TL
+
+    m = machine_at(tl, step, progress)
+    apply_edits(m, edits)
+    # After the fork, model calls continue live: the recorded answers are used up, and a
+    # scripted queue goes on from where the original run had got to.
+    live = _live_model(tl)
+    replay = m.model
+    if isinstance(replay, ReplayModel):
+        if live is not None and hasattr(live, "position"):
+            live.position = replay.position
+        m.model = live
+    branch = tl.store.create_branch(tl.run_id, tl.branch, step, edits)
+    rec = Recorder(m, tl.store, tl.run_id, branch, next_oid=10**9)
+    rec.write_keyframe(step)
+    tl.store.add_event(tl.run_id, branch, step, "branch", f"branch {branch} from step {step}", {"edits": edits, "parent": tl.branch})
+    if progress is not None:
+        rec.listeners.append(progress)
+    try:
+        drive(m, None)
+    finally:
+        rec.finish()
+    return TL(tl.store, tl.run_id, branch, tl.program, tl.locations)
+
+
+def _live_model(tl: Timeline) -> Any:
+    from runtime.llm.registry import resolve_model
+
+    config = (tl.run.config or {}) if tl.run else {}
+    provider = config.get("provider", "sim")
+    try:
+        if provider == "mock":
+            return resolve_model("mock", mocks=list(config.get("mocks") or []))
+        if provider in ("sim", "", None):
+            return resolve_model("sim", seed=int(config.get("seed") or 0))
+        spec = config.get("spec") or f"{provider}/{config.get('model', '')}"
+        return resolve_model(spec)
+    except AgencyError:
+        return resolve_model("sim")
+
+
+def export_checkpoint(tl: Timeline, step: int) -> dict[str, Any]:
+    """Step `step` as a checkpoint file's contents (continues with `agency run --checkpoint`)."""
+    from runtime.checkpoints import snapshot
+
+    m = machine_at(tl, step)
+    data = snapshot(m)
+    data["run_id"] = tl.run_id
+    data["branch"] = tl.branch
+    data["step"] = step
+    return data
