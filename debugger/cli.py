@@ -63,15 +63,20 @@ def main() -> None:
 
 # -- shared options ------------------------------------------------------------------------------
 
+
 def model_options(fn: Any) -> Any:
-    fn = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the offline `sim` model.")(fn)
+    fn = click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of the offline `sim` model."
+    )(fn)
     fn = click.option(
         "--mock",
         "mock",
         type=click.Path(dir_okay=False),
-        help="Scripted LLM answers: a JSON list of {\"return\": v} / {\"toolCall\": …} (or set AGENCY_LLM_MOCKS).",
+        help='Scripted LLM answers: a JSON list of {"return": v} / {"toolCall": …} (or set AGENCY_LLM_MOCKS).',
     )(fn)
-    fn = click.option("--base-url", help="Base URL of an OpenAI-compatible or Anthropic endpoint.")(fn)
+    fn = click.option("--base-url", help="Base URL of an OpenAI-compatible or Anthropic endpoint.")(
+        fn
+    )
     fn = click.option(
         "--model",
         "model_spec",
@@ -82,12 +87,24 @@ def model_options(fn: Any) -> Any:
 
 
 def entry_options(fn: Any) -> Any:
-    fn = click.option("--args", "args_json", metavar="JSON", help="Arguments: a JSON array (positional) or object (named).")(fn)
+    fn = click.option(
+        "--args",
+        "args_json",
+        metavar="JSON",
+        help="Arguments: a JSON array (positional) or object (named).",
+    )(fn)
     fn = click.option("--node", default="main", show_default=True, help="The node to start at.")(fn)
     return fn
 
 
-def make_config(node: str, args_json: str | None, model_spec: str | None, base_url: str | None, mock: str | None, seed: int) -> Any:
+def make_config(
+    node: str,
+    args_json: str | None,
+    model_spec: str | None,
+    base_url: str | None,
+    mock: str | None,
+    seed: int,
+) -> Any:
     from runtime.runner import RunConfig, env_mocks, parse_args_json
 
     args, named = parse_args_json(args_json)
@@ -98,12 +115,25 @@ def make_config(node: str, args_json: str | None, model_spec: str | None, base_u
         mocks = load_mocks(mock)
     elif model_spec is None:
         mocks = env_mocks()
-    return RunConfig(node=node, args=args, named=named, model_spec=model_spec, mocks=mocks, seed=seed, base_url=base_url)
+    return RunConfig(
+        node=node,
+        args=args,
+        named=named,
+        model_spec=model_spec,
+        mocks=mocks,
+        seed=seed,
+        base_url=base_url,
+    )
 
 
 def announce_model(model: Any) -> None:
     if getattr(model, "provider", "") == "sim":
-        click.echo(model.announce() if hasattr(model, "announce") else "agency: using the simulated model (sim)", err=True)
+        click.echo(
+            model.announce()
+            if hasattr(model, "announce")
+            else "agency: using the simulated model (sim)",
+            err=True,
+        )
 
 
 def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
@@ -122,7 +152,11 @@ def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
         if data is not None:
             click.echo(f"  data: {json.dumps(data)}", err=True)
         while True:
-            choice = click.prompt("  [a]pprove, [r]eject or [v]alue", default="a", err=True).strip().lower()
+            choice = (
+                click.prompt("  [a]pprove, [r]eject or [v]alue", default="a", err=True)
+                .strip()
+                .lower()
+            )
             if choice in ("a", "approve"):
                 return decision_from("approve")
             if choice in ("r", "reject"):
@@ -160,14 +194,32 @@ def finish(machine: Machine, as_json: bool) -> None:
 
 # -- commands -------------------------------------------------------------------------------------
 
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("file", type=click.Path(dir_okay=False))
 @entry_options
 @model_options
-@click.option("--json", "as_json", is_flag=True, help="Also print the result as JSON on the last line.")
-@click.option("--checkpoint", "checkpoint_file", type=click.Path(dir_okay=False), help="Continue from a checkpoint file of this program.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Also print the result as JSON on the last line."
+)
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(dir_okay=False),
+    help="Continue from a checkpoint file of this program.",
+)
 @click.option("--approve-all", is_flag=True, help="Approve every interrupt nobody else answers.")
 @click.option("--reject-all", is_flag=True, help="Reject every interrupt nobody else answers.")
+@click.option(
+    "--no-record",
+    is_flag=True,
+    help="Do not record the run (by default every step is kept in the run store).",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    help="Run store to record into (default .agency/runs.db, or AGENCY_DB).",
+)
 def run(
     file: str,
     node: str,
@@ -180,8 +232,13 @@ def run(
     checkpoint_file: str | None,
     approve_all: bool,
     reject_all: bool,
+    no_record: bool,
+    db: str | None,
 ) -> None:
     """Run an Agency program and print what it prints.
+
+    Every step is recorded in the run store (see `agency runs`, `agency show`, `agency debugger
+    --trace`) unless --no-record is given; the run id is printed on stderr.
 
     \b
     Examples:
@@ -207,7 +264,29 @@ def run(
         machine = rebuild(program, data, model=model, world=World())
     else:
         machine = new_machine(program, config, model=model)
-    drive(machine, interactive_answer(approve_all, reject_all))
+    answer = interactive_answer(approve_all, reject_all)
+    if no_record:
+        drive(machine, answer)
+        finish(machine, as_json)
+        return
+    from runtime.lifecycle import StoreJournal
+    from runtime.llm.registry import config_of
+    from runtime.timeline.recorder import start_run
+    from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+
+    store = SQLiteStore(db or default_db_path())
+    run_config = dict(config_of(model))
+    run_config["seed"] = seed
+    if config.mocks is not None:
+        run_config["mocks"] = config.mocks
+    rec = start_run(program, machine, store, run_config)
+    machine.journal = StoreJournal(store, rec.run_id)
+    click.echo(f"agency: recording run {rec.run_id} (agency show {rec.run_id})", err=True)
+    try:
+        drive(machine, answer)
+    finally:
+        rec.recorder.finish()
+        store.close()
     finish(machine, as_json)
 
 
@@ -231,8 +310,12 @@ def check(files: tuple[str, ...]) -> None:
             failed += 1
             continue
         nodes = program.nodes()
-        defs = [c.name for c in program.functions.values() if c.kind == "def" and c.file == program.path]
-        click.echo(f"{file}: ok ({len(nodes)} node{'s' if len(nodes) != 1 else ''}, {len(defs)} def{'s' if len(defs) != 1 else ''})")
+        defs = [
+            c.name for c in program.functions.values() if c.kind == "def" and c.file == program.path
+        ]
+        click.echo(
+            f"{file}: ok ({len(nodes)} node{'s' if len(nodes) != 1 else ''}, {len(defs)} def{'s' if len(defs) != 1 else ''})"
+        )
     if failed:
         sys.exit(AgencySyntaxError.exit_code)
 

@@ -387,13 +387,13 @@ class FunctionCompiler:
         elif t is A.ThreadBlock:
             self.emit(THREAD_PUSH, s.kind)  # type: ignore[union-attr]
             self.blocks.append("thread")
-            self.block(s.body, path + ".body")  # type: ignore[union-attr]
+            self.block(s.body, path + ".body")  # type: ignore
             self.blocks.pop()
             self.emit(THREAD_POP)
         elif t is A.HandleBlock:
             self.emit(HANDLER_PUSH, self.unit.compile_handler(s.handler, self.code))  # type: ignore[union-attr]
             self.blocks.append("handler")
-            self.block(s.body, path + ".body")  # type: ignore[union-attr]
+            self.block(s.body, path + ".body")  # type: ignore
             self.blocks.pop()
             self.emit(HANDLER_POP)
         elif t is A.WithAction:
@@ -647,7 +647,7 @@ class FunctionCompiler:
         elif t is A.ObjectLit:
             self.object_lit(e)  # type: ignore[arg-type]
         elif t is A.Conditional:
-            self.expr(e.cond)  # type: ignore[union-attr]
+            self.expr(e.cond)  # type: ignore
             jf = self.emit(JUMP_IF_FALSE, None)
             self.expr(e.then)  # type: ignore[union-attr]
             end = self.emit(JUMP, None)
@@ -664,7 +664,7 @@ class FunctionCompiler:
         elif t is A.Catch:
             trap = self.emit(TRAP_PUSH, (None, False))
             self.blocks.append("trap")
-            self.expr(e.value)  # type: ignore[union-attr]
+            self.expr(e.value)  # type: ignore
             self.blocks.pop()
             self.emit(TRAP_POP)
             unwrap = self.emit(UNWRAP_OR_JUMP, None)
@@ -676,7 +676,7 @@ class FunctionCompiler:
         elif t is A.Try:
             trap = self.emit(TRAP_PUSH, (None, True))
             self.blocks.append("trap")
-            self.expr(e.value)  # type: ignore[union-attr]
+            self.expr(e.value)  # type: ignore
             self.blocks.pop()
             self.emit(TRAP_POP)
             self.patch(trap)
@@ -715,12 +715,12 @@ class FunctionCompiler:
             if type(entry) is A.Spread:
                 self.expr(entry.value)
                 spec.append("spread")
-            elif isinstance(entry.key, str):
-                self.emit(CONST, entry.key)
+            elif isinstance(entry.key, str):  # type: ignore[union-attr,arg-type,misc]
+                self.emit(CONST, entry.key)  # type: ignore[union-attr,arg-type,misc]
                 self.expr(entry.value)
                 spec.append("pair")
             else:
-                self.expr(entry.key)
+                self.expr(entry.key)  # type: ignore[union-attr,arg-type,misc]
                 self.expr(entry.value)
                 spec.append("pair")
         self.emit(BUILD_OBJECT_SPREAD, tuple(spec))

@@ -16,7 +16,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from runtime import compile as C
 from runtime.compile import Code, CompiledProgram
 from runtime.errors import AgencyRuntimeError
 from runtime.machine.frames import (
@@ -28,10 +27,10 @@ from runtime.machine.frames import (
     TailCall,
 )
 from runtime.machine.values import (
+    FuncRef,
     JSArray,
     JSObject,
     Result,
-    FuncRef,
     js_add,
     to_number,
     to_str,
@@ -289,7 +288,6 @@ class Machine:
     def _loop(self) -> None:  # noqa: C901 - the dispatch loop is one function for speed
         frames = self.frames
         glob = self.globals
-        functions = self.functions
         while True:
             frame = frames[-1]
             code = frame.code

@@ -138,7 +138,7 @@ def format_number(v: int | float) -> str:
         return "Infinity" if v > 0 else "-Infinity"
     if v == 0:
         return "0"
-    if v.is_integer() and abs(v) < 2**53:
+    if v.is_integer() and abs(v) < 2**53:  # type: ignore[union-attr,arg-type,misc]
         return str(int(v))
     # Shortest round-trip digits (as JavaScript), laid out the JavaScript way.
     from decimal import Decimal

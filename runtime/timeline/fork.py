@@ -81,7 +81,9 @@ def _program(tl: Timeline) -> Any:
     return program
 
 
-def machine_at(tl: Timeline, step: int, progress: Callable[[int], None] | None = None) -> Machine:
+def machine_at(
+    tl: Timeline, step: int, progress: Callable[[int], None] | None = None, journal: Any = None
+) -> Machine:
     """The exact machine at `step`, rebuilt by re-execution from the record (no model calls)."""
     from runtime.machine.builtins import World
 
@@ -96,7 +98,8 @@ def machine_at(tl: Timeline, step: int, progress: Callable[[int], None] | None =
         model=ReplayModel(recorded_answers(tl, step)),
         world=World(quiet=True),
     )
-    m.replaying = True  # type: ignore[attr-defined]
+    m.replaying = True
+    m.journal = journal
     decisions = recorded_decisions(tl)
     target = min(step, len(tl) - 1)
     while m.step_index < target and not m.done:
@@ -109,7 +112,7 @@ def machine_at(tl: Timeline, step: int, progress: Callable[[int], None] | None =
             m.answer_interrupt(decisions.pop(0)[1])
     if m.step_index != target and tl.kind_at(step) != "end":
         raise AgencyError(f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete")
-    m.replaying = False  # type: ignore[attr-defined]
+    m.replaying = False
     return m
 
 

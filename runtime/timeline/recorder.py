@@ -289,7 +289,7 @@ class Recorder:
                 cost=float(plain.get("cost") or 0.0),
                 latency_ms=float(plain.get("latency_ms") or 0.0),
             )
-            small = {k: plain[k] for k in ("provider", "model", "input_tokens", "output_tokens", "latency_ms", "round") if k in plain}
+            small: dict[str, Any] = {k: plain[k] for k in ("provider", "model", "input_tokens", "output_tokens", "latency_ms", "round") if k in plain}
             self.store.add_event(self.run_id, self.branch, step, kind, summary, small)
             return
         self.store.add_event(self.run_id, self.branch, step, kind, summary, plain)

@@ -1,0 +1,912 @@
+"""Provides `Session`, the pure model of one time-travel debugging session.
+
+A session holds a `Timeline` (a recorded run), a cursor (the step on screen), the selected call
+frame, the breakpoints, the edits staged at the cursor and the last search. Every move is a
+method that computes a new step from the timeline and moves the cursor there; nothing here
+re-executes the program except `restore` (which forks a branch and runs it live) and
+`answer_interrupt` (which runs a paused recording on). Stepping back never calls a model.
+
+This module imports no `textual` or `rich`: the TUI (`debugger.app`) asks a session to move and
+draws what it says, and the tests drive a session without a terminal.
+
+Values are the plain JSON-like data of `runtime.timeline.views`. Edited values are typed as
+Agency literals (`3`, `-2.5`, `"text"`, `[1, 2]`, `{a: true}`), parsed with
+`runtime.syntax.parse_expression` and evaluated here; anything else is refused with a message.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runtime.timeline.views import BranchInfo, Change, Event, FrameView, Location, StateView
+
+__all__ = [
+    "Edits",
+    "Move",
+    "Session",
+    "SessionError",
+    "TimelineLike",
+    "describe_value",
+    "json_type",
+    "parse_literal",
+    "parse_set_command",
+]
+
+Progress = Callable[[int, int], None]
+"""Reports long work: `progress(done, total)`; total 0 when unknown."""
+
+RunProgress = Callable[[int], None]
+"""The runtime's progress callback while it runs or re-executes: the step reached."""
+
+Cancelled = Callable[[], bool]
+"""Asked now and then by long scans; True stops them early."""
+
+# Kinds of timeline events `continue` stops at, besides breakpoints and the ends.
+STOP_EVENTS = frozenset({"debugger", "interrupt", "error"})
+# Frames a person cannot edit: the module's and the prelude's (builtins written in Agency).
+USER_HIDDEN_KINDS = frozenset({"module", "prelude"})
+SCAN_REPORT_EVERY = 4096
+
+
+class SessionError(Exception):
+    """Bad input or an impossible request; the message is for the person at the keyboard."""
+
+
+class TimelineLike(Protocol):
+    """What a session needs from `runtime.timeline.timeline.Timeline` (documented there)."""
+
+    run_id: str
+    branch: int
+    source_path: str
+
+    def __len__(self) -> int: ...
+    def state_at(self, step: int) -> StateView: ...
+    def location_at(self, step: int) -> Location | None: ...
+    def kind_at(self, step: int) -> str: ...
+    def depth_at(self, step: int) -> int: ...
+    def events(self, kind: str | None = None) -> list[Event]: ...
+    def changes_at(self, step: int) -> list[Change]: ...
+    def last_write(self, name: str, before: int) -> int | None: ...
+    def llm_call_at(self, step: int) -> dict[str, Any] | None: ...
+    def search(self, text: str) -> list[int]: ...
+    def branches(self) -> list[BranchInfo]: ...
+    def switch(self, branch: int) -> TimelineLike: ...
+    def diverge(self, a: int, b: int) -> int | None: ...
+    def fork(
+        self, step: int, edits: dict[str, Any], progress: RunProgress | None = None
+    ) -> TimelineLike: ...
+    def export_checkpoint(self, step: int) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Where a move landed and why it stopped there (shown in the status line)."""
+
+    step: int
+    reason: str = ""
+
+
+@dataclass
+class Edits:
+    """Values changed at one step, waiting for `Session.restore` to run a branch with them.
+
+    The shape of `as_dict()` is what `Timeline.fork` takes.
+    """
+
+    step: int
+    frame: int
+    locals: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    globals: dict[str, Any] = field(default_factory=dict)
+    messages: dict[int, str] = field(default_factory=dict)
+    llm_answer: Any = None
+    has_llm_answer: bool = False
+
+    def __len__(self) -> int:
+        n = len(self.locals) + len(self.args) + len(self.globals) + len(self.messages)
+        return n + (1 if self.has_llm_answer else 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"frame": self.frame}
+        for key in ("locals", "args", "globals", "messages"):
+            value = getattr(self, key)
+            if value:
+                out[key] = dict(value)
+        if self.has_llm_answer:
+            out["llm_answer"] = self.llm_answer
+        return out
+
+    def describe(self) -> list[str]:
+        """One line per edit, e.g. `locals.x = 3`."""
+        lines = [
+            f"{kind}.{name} = {describe_value(value, 40)}"
+            for kind in ("args", "locals", "globals")
+            for name, value in getattr(self, kind).items()
+        ]
+        lines += [f"messages[{i}] = {describe_value(t, 40)}" for i, t in self.messages.items()]
+        if self.has_llm_answer:
+            lines.append(f"llm answer = {describe_value(self.llm_answer, 40)}")
+        return lines
+
+
+# -- values --------------------------------------------------------------------------------------
+
+
+def json_type(value: Any) -> str:
+    """The Agency name of a value's type: number, string, boolean, null, array, object, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        if "$result" in value:
+            return "result"
+        if "$function" in value:
+            return "function"
+        return "object"
+    return type(value).__name__
+
+
+def _number_text(v: float) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == int(v) and abs(v) < 1e21:
+        return str(int(v))
+    return repr(v)
+
+
+def describe_value(value: Any, limit: int = 80) -> str:
+    """A one-line, Agency-looking rendering of a view value, cut to about `limit` characters."""
+    out: list[str] = []
+    budget = [limit]
+
+    def put(text: str) -> bool:
+        out.append(text)
+        budget[0] -= len(text)
+        return budget[0] >= 0
+
+    def walk(v: Any) -> bool:
+        if v is None:
+            return put("null")
+        if isinstance(v, bool):
+            return put("true" if v else "false")
+        if isinstance(v, int | float):
+            return put(_number_text(v))
+        if isinstance(v, str):
+            return put(json.dumps(v, ensure_ascii=False))
+        if isinstance(v, list | tuple):
+            if not put("["):
+                return False
+            for i, item in enumerate(v):
+                if i and not put(", "):
+                    return False
+                if not walk(item):
+                    return False
+            return put("]")
+        if isinstance(v, dict):
+            if v.get("$result") in ("success", "failure") and len(v) == 2:
+                kind = v["$result"]
+                if not put(f"{kind}("):
+                    return False
+                if not walk(v.get("value" if kind == "success" else "error")):
+                    return False
+                return put(")")
+            if "$function" in v and len(v) == 1:
+                return put(f"<def {v['$function']}>")
+            if not put("{"):
+                return False
+            for i, (k, item) in enumerate(v.items()):
+                if i and not put(", "):
+                    return False
+                key = k if re.fullmatch(r"[A-Za-z_]\w*", str(k)) else json.dumps(str(k))
+                if not put(f"{key}: "):
+                    return False
+                if not walk(item):
+                    return False
+            return put("}")
+        return put(str(v))
+
+    complete = walk(value)
+    text = "".join(out)
+    if not complete or len(text) > limit:
+        text = text[: max(limit - 1, 1)] + "…"
+    return text
+
+
+def parse_literal(text: str) -> Any:
+    """Evaluate an Agency literal: numbers (also negative), strings, true/false/null, arrays and
+    objects of literals. Anything else raises SessionError saying what is accepted."""
+    from runtime.errors import AgencySyntaxError
+    from runtime.syntax import ast as A
+    from runtime.syntax import parse_expression
+
+    if not text.strip():
+        raise SessionError('no value given: type a literal such as 3, "text", [1, 2] or {a: 1}')
+    try:
+        expr = parse_expression(text)
+    except AgencySyntaxError as exc:
+        raise SessionError(f"not a value: {exc}") from None
+    except RecursionError:
+        raise SessionError("not a value: nested too deeply") from None
+
+    def ev(e: Any) -> Any:
+        t = type(e)
+        if t is A.Literal:
+            return e.value
+        if t is A.Unary and e.op in ("-", "+"):
+            inner = ev(e.operand)
+            if isinstance(inner, bool) or not isinstance(inner, int | float):
+                raise SessionError(f"`{e.op}` needs a number in a value")
+            return -inner if e.op == "-" else inner
+        if t is A.Template and all(isinstance(p, str) for p in e.parts):
+            return "".join(e.parts)
+        if t is A.ArrayLit:
+            if any(type(i) is A.Spread for i in e.items):
+                raise SessionError("spreads (`...x`) are not allowed in a value")
+            return [ev(i) for i in e.items]
+        if t is A.ObjectLit:
+            out: dict[str, Any] = {}
+            for entry in e.entries:
+                if type(entry) is A.Spread or not isinstance(entry.key, str):
+                    raise SessionError("object keys must be plain names or strings in a value")
+                out[entry.key] = ev(entry.value)
+            return out
+        raise SessionError(
+            "only literal values can be set: numbers, strings, true, false, null, "
+            "arrays and objects of literals (no names, calls or operators)"
+        )
+
+    return ev(expr)
+
+
+_SEGMENT = re.compile(r"\.([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*(\"(?:[^\"\\]|\\.)*\")\s*\]")
+_HEAD = re.compile(r"\s*([A-Za-z_]\w*)")
+
+
+def parse_target(text: str) -> tuple[str, list[str | int]]:
+    """`x`, `locals.x`, `obj.a[0]`, `messages[2]`, `answer` → (head name, path segments)."""
+    m = _HEAD.match(text)
+    if not m:
+        raise SessionError(f"expected a variable name, not `{text.strip()}`")
+    head, pos = m.group(1), m.end()
+    path: list[str | int] = []
+    rest = text[pos:].rstrip()
+    pos = 0
+    while pos < len(rest):
+        seg = _SEGMENT.match(rest, pos)
+        if not seg:
+            raise SessionError(f"cannot read `{rest[pos:]}` in the target `{text.strip()}`")
+        if seg.group(1) is not None:
+            path.append(seg.group(1))
+        elif seg.group(2) is not None:
+            path.append(int(seg.group(2)))
+        else:
+            path.append(json.loads(seg.group(3)))
+        pos = seg.end()
+    return head, path
+
+
+def parse_set_command(text: str) -> tuple[str, list[str | int], Any]:
+    """`set x = 3` / `x = 3` (the leading `:` optional) → (name, path, value)."""
+    body = text.strip().lstrip(":").strip()
+    if body.startswith("set ") or body == "set":
+        body = body[3:].strip()
+    if "=" not in body:
+        raise SessionError("usage: :set NAME = VALUE   (for example :set counter = 3)")
+    target, _, value_text = body.partition("=")
+    if not target.strip():
+        raise SessionError("usage: :set NAME = VALUE   (a name is missing before `=`)")
+    head, path = parse_target(target)
+    return head, path, parse_literal(value_text)
+
+
+def _same_type(old: Any, new: Any) -> bool:
+    return old is None or json_type(old) == json_type(new)
+
+
+def _get_path(value: Any, path: list[str | int], name: str) -> Any:
+    cur = value
+    where = name
+    for seg in path:
+        if isinstance(seg, int) and isinstance(cur, list):
+            if not -len(cur) <= seg < len(cur):
+                raise SessionError(f"{where} has no index {seg} (length {len(cur)})")
+            cur = cur[seg]
+            where += f"[{seg}]"
+        elif isinstance(cur, dict) and json_type(cur) == "object":
+            key = str(seg)
+            if key not in cur:
+                raise SessionError(f"{where} has no field `{key}`")
+            cur = cur[key]
+            where += f".{key}"
+        else:
+            raise SessionError(f"{where} is a {json_type(cur)}; it has no `{seg}`")
+    return cur
+
+
+def _set_path(value: Any, path: list[str | int], new: Any) -> Any:
+    if not path:
+        return new
+    out = copy.deepcopy(value)
+    cur = out
+    for seg in path[:-1]:
+        cur = cur[seg if isinstance(cur, list) else str(seg)]
+    last = path[-1]
+    cur[last if isinstance(cur, list) else str(last)] = new
+    return out
+
+
+# -- the session ----------------------------------------------------------------------------------
+
+
+class Session:
+    """A cursor over a timeline plus everything a person sets while debugging.
+
+    `recording` is the live `Recording` when this session ran the program itself (so an
+    interrupt can be answered and the run continued); None for a stored run.
+    """
+
+    def __init__(
+        self,
+        timeline: TimelineLike,
+        *,
+        recording: Any = None,
+        source: str | None = None,
+        checkpoint_loader: Callable[[str, RunProgress | None], TimelineLike] | None = None,
+    ) -> None:
+        self.timeline = timeline
+        self.recording = recording
+        self.breakpoints: set[tuple[str, int]] = set()
+        self.step = 0
+        self.frame: int | None = None  # None: the innermost user frame
+        self.edits: Edits | None = None
+        self.last_search = ""
+        self.message = ""  # why the last move stopped where it did
+        self._source = source
+        self._checkpoint_loader = checkpoint_loader
+        self._state: StateView | None = None
+        self._events: dict[str | None, list[Event]] = {}
+        self._event_steps: dict[str, list[int]] = {}
+        self._search_hits: dict[str, list[int]] = {}
+        self._llm_calls: dict[int, dict[str, Any] | None] = {}
+        self._length = -1
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def length(self) -> int:
+        """Number of steps of the current branch (a live recording can grow)."""
+        n = len(self.timeline)
+        if n != self._length:
+            self._length = n
+            self._events.clear()
+            self._event_steps.clear()
+            self._search_hits.clear()
+            self._llm_calls.clear()
+        return n
+
+    @property
+    def last(self) -> int:
+        return max(self.length - 1, 0)
+
+    @property
+    def branch(self) -> int:
+        return self.timeline.branch
+
+    @property
+    def source_path(self) -> str:
+        return self.timeline.source_path
+
+    def source_text(self) -> str:
+        """The program's source text ('' when the file cannot be read)."""
+        if self._source is None:
+            program = getattr(self.timeline, "program", None)
+            text = getattr(program, "source", None)
+            if isinstance(text, str):
+                self._source = text
+            else:
+                try:
+                    self._source = Path(self.source_path).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    self._source = ""
+        return self._source
+
+    def state(self) -> StateView:
+        """The state at the cursor."""
+        if self._state is None or self._state.step != self.step:
+            self._state = self.timeline.state_at(self.step)
+        return self._state
+
+    def frame_index(self) -> int:
+        """Index (outermost 0) of the selected frame; default the innermost user frame."""
+        frames = self.state().frames
+        if not frames:
+            return 0
+        if self.frame is not None and 0 <= self.frame < len(frames):
+            return self.frame
+        for i in range(len(frames) - 1, -1, -1):
+            if frames[i].kind != "prelude":
+                return i
+        return len(frames) - 1
+
+    def selected_frame(self) -> FrameView | None:
+        frames = self.state().frames
+        return frames[self.frame_index()] if frames else None
+
+    def location(self) -> Location | None:
+        return self.timeline.location_at(self.step)
+
+    def changed_targets(self) -> set[str]:
+        """Readable targets (`main.x`, `globals.total`, `output`) the current step wrote."""
+        return {c.target for c in self.timeline.changes_at(self.step)}
+
+    def changed_names(self) -> set[str]:
+        """Variable names written by the current step (the part after the scope)."""
+        fast = getattr(self.timeline, "changed_names", None)
+        if fast is not None:
+            return set(fast(self.step))
+        names = set()
+        for target in self.changed_targets():
+            head, _, rest = target.partition(".")
+            names.add(rest.split(".")[0].split("[")[0] if rest else head)
+        return names
+
+    def events(self, kind: str | None = None) -> list[Event]:
+        """The timeline's markers (cached until the timeline changes)."""
+        self.length  # noqa: B018 - refreshes the caches when a live run has grown
+        if kind not in self._events:
+            self._events[kind] = sorted(self.timeline.events(kind), key=lambda e: e.step)
+        return self._events[kind]
+
+    def event_steps(self, kind: str) -> list[int]:
+        self.length  # noqa: B018
+        if kind not in self._event_steps:
+            self._event_steps[kind] = sorted({e.step for e in self.events(kind)})
+        return self._event_steps[kind]
+
+    def llm_step(self) -> int | None:
+        """The step of the LLM call nearest at or before the cursor."""
+        steps = self.event_steps("llm")
+        i = bisect.bisect_right(steps, self.step) - 1
+        return steps[i] if i >= 0 else None
+
+    def llm_call(self) -> dict[str, Any] | None:
+        """The LLM call nearest at or before the cursor (request, answer, usage), cached."""
+        at = self.llm_step()
+        if at is None:
+            return None
+        if at not in self._llm_calls:
+            self._llm_calls[at] = self.timeline.llm_call_at(at)
+        return self._llm_calls[at]
+
+    def branches(self) -> list[BranchInfo]:
+        return self.timeline.branches()
+
+    # -- moving ----------------------------------------------------------------------------------
+
+    def goto(self, step: int, reason: str = "") -> Move:
+        """Put the cursor on `step` (clamped to the run); edits staged elsewhere are dropped."""
+        step = min(max(int(step), 0), self.last)
+        if step != self.step:
+            self.frame = None
+            if self.edits is not None and self.edits.step != step:
+                self.edits = None
+        self.step = step
+        self.message = reason
+        return Move(step, reason)
+
+    def step_forward(self, n: int = 1) -> Move:
+        target = self.step + n
+        return self.goto(target, "end of the run" if target >= self.last else "")
+
+    def step_back(self, n: int = 1) -> Move:
+        target = self.step - n
+        return self.goto(target, "start of the run" if target <= 0 else "")
+
+    def next_over(self, cancelled: Cancelled | None = None) -> Move:
+        """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
+        depth = self.timeline.depth_at(self.step)
+        for j in range(self.step + 1, self.last + 1):
+            if self.timeline.depth_at(j) <= depth:
+                return self.goto(j)
+            if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                return Move(self.step, "cancelled")
+        return self.goto(self.last, "end of the run")
+
+    def reverse_next(self, cancelled: Cancelled | None = None) -> Move:
+        """Step back over calls: the previous step in this frame or a caller."""
+        depth = self.timeline.depth_at(self.step)
+        for j in range(self.step - 1, -1, -1):
+            if self.timeline.depth_at(j) <= depth:
+                return self.goto(j)
+            if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                return Move(self.step, "cancelled")
+        return self.goto(0, "start of the run")
+
+    def _stop_steps(self) -> list[tuple[int, str]]:
+        stops = []
+        for kind in STOP_EVENTS:
+            for ev in self.events(kind):
+                stops.append((ev.step, f"{kind}: {ev.summary}" if ev.summary else kind))
+        stops.sort()
+        return stops
+
+    def _at_breakpoint(self, step: int) -> bool:
+        loc = self.timeline.location_at(step)
+        return loc is not None and (loc.file, loc.line) in self.breakpoints
+
+    def continue_forward(
+        self, cancelled: Cancelled | None = None, progress: Progress | None = None
+    ) -> Move:
+        """Run forward (in the record) to a breakpoint, a `debugger()`, interrupt or error
+        event, or the end."""
+        stops = self._stop_steps()
+        i = bisect.bisect_right(stops, (self.step, "\uffff"))
+        limit, reason = stops[i] if i < len(stops) else (self.last, "end of the run")
+        limit = min(limit, self.last)
+        hit = self._scan_breakpoints(range(self.step + 1, limit + 1), cancelled, progress)
+        if hit is not None:
+            return hit
+        return self.goto(limit, reason)
+
+    def reverse_continue(
+        self, cancelled: Cancelled | None = None, progress: Progress | None = None
+    ) -> Move:
+        """Run backward to a breakpoint, a `debugger()`, interrupt or error event, or step 0."""
+        stops = self._stop_steps()
+        i = bisect.bisect_left(stops, (self.step, "")) - 1
+        limit, reason = stops[i] if i >= 0 else (0, "start of the run")
+        hit = self._scan_breakpoints(range(self.step - 1, limit - 1, -1), cancelled, progress)
+        if hit is not None:
+            return hit
+        return self.goto(limit, reason)
+
+    def _scan_breakpoints(
+        self, steps: range, cancelled: Cancelled | None, progress: Progress | None
+    ) -> Move | None:
+        """The first step of `steps` at a breakpoint (a Move there), else None."""
+        if not self.breakpoints:
+            return None
+        for n, j in enumerate(steps):
+            if self._at_breakpoint(j):
+                return self.goto(j, f"breakpoint at line {self._line(j)}")
+            if n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
+                if progress is not None:
+                    progress(n, len(steps))
+                if cancelled is not None and cancelled():
+                    return Move(self.step, "cancelled")
+        return None
+
+    def _line(self, step: int) -> int:
+        loc = self.timeline.location_at(step)
+        return loc.line if loc else 0
+
+    def next_llm(self) -> Move:
+        steps = self.event_steps("llm")
+        i = bisect.bisect_right(steps, self.step)
+        if i >= len(steps):
+            self.message = "no later LLM call"
+            return Move(self.step, self.message)
+        return self.goto(steps[i], f"LLM call {i + 1} of {len(steps)}")
+
+    def prev_llm(self) -> Move:
+        steps = self.event_steps("llm")
+        i = bisect.bisect_left(steps, self.step) - 1
+        if i < 0:
+            self.message = "no earlier LLM call"
+            return Move(self.step, self.message)
+        return self.goto(steps[i], f"LLM call {i + 1} of {len(steps)}")
+
+    def search(self, text: str) -> list[int]:
+        """Steps whose output, messages or changed variable names contain `text` (cached)."""
+        self.length  # noqa: B018
+        if text not in self._search_hits:
+            self._search_hits[text] = sorted(set(self.timeline.search(text)))
+        return self._search_hits[text]
+
+    def search_next(self, text: str | None = None, backwards: bool = False) -> Move:
+        """The next (or previous) match of `text` (default: the last search) from the cursor."""
+        text = self.last_search if text is None else text
+        if not text:
+            raise SessionError("nothing to search for: type / and some text")
+        self.last_search = text
+        hits = self.search(text)
+        if not hits:
+            raise SessionError(f"`{text}` is nowhere in this run")
+        if backwards:
+            i = bisect.bisect_left(hits, self.step) - 1
+            if i < 0:
+                raise SessionError(f"no match for `{text}` before step {self.step}")
+        else:
+            i = bisect.bisect_right(hits, self.step)
+            if i >= len(hits):
+                raise SessionError(f"no match for `{text}` after step {self.step}")
+        return self.goto(hits[i], f"match {i + 1} of {len(hits)} for `{text}`")
+
+    def why(self, name: str) -> Move:
+        """Jump to the step that last wrote variable `name` at or before the cursor."""
+        if not name:
+            raise SessionError("select a variable first")
+        step = self.timeline.last_write(name, self.step)
+        if step is None:
+            raise SessionError(f"`{name}` was not written at or before step {self.step}")
+        return self.goto(step, f"`{name}` last written here")
+
+    # -- frames and breakpoints -------------------------------------------------------------------
+
+    def select_frame(self, index: int) -> FrameView:
+        frames = self.state().frames
+        if not 0 <= index < len(frames):
+            raise SessionError(f"there is no frame {index} at this step")
+        self.frame = index
+        return frames[index]
+
+    def toggle_breakpoint(self, line: int, file: str | None = None) -> bool:
+        """Set or clear a breakpoint; True when it is now set."""
+        key = (file or self.source_path, int(line))
+        if key in self.breakpoints:
+            self.breakpoints.discard(key)
+            return False
+        self.breakpoints.add(key)
+        return True
+
+    def breakpoint_lines(self, file: str | None = None) -> set[int]:
+        file = file or self.source_path
+        return {line for f, line in self.breakpoints if f == file}
+
+    # -- changing the past ------------------------------------------------------------------------
+
+    def _staged(self) -> Edits:
+        if self.edits is None or self.edits.step != self.step:
+            self.edits = Edits(self.step, self._user_frame_index())
+        return self.edits
+
+    def _user_frame_index(self) -> int:
+        """The selected frame counted among user frames (what `Timeline.fork` indexes);
+        -1 (the innermost) when a builtin's frame is selected."""
+        frames = self.state().frames
+        selected = self.frame_index()
+        users = [i for i, f in enumerate(frames) if f.kind not in USER_HIDDEN_KINDS]
+        return users.index(selected) if selected in users else -1
+
+    def current_value(self, kind: str, name: str) -> Any:
+        """The value of `name` in `kind` (locals, args, globals) of the selected frame, with
+        staged edits applied."""
+        staged = self.edits if self.edits is not None and self.edits.step == self.step else None
+        if staged is not None and name in getattr(staged, kind):
+            return getattr(staged, kind)[name]
+        if kind == "globals":
+            return self.state().globals[name]
+        frame = self.selected_frame()
+        if frame is None:
+            raise SessionError("there is no frame at this step")
+        return getattr(frame, kind)[name]
+
+    def resolve(self, name: str) -> str:
+        """Which scope `name` is in at the selected frame: locals, args or globals."""
+        frame = self.selected_frame()
+        if frame is not None and name in frame.locals:
+            return "locals"
+        if frame is not None and name in frame.args:
+            return "args"
+        if name in self.state().globals:
+            return "globals"
+        where = f" in {frame.scope}" if frame is not None else ""
+        raise SessionError(f"no variable `{name}`{where} at step {self.step}")
+
+    def edit_variable(
+        self, kind: str | None, name: str, value: Any, path: Iterable[str | int] = ()
+    ) -> str:
+        """Stage `name[path] = value`; refuse a value of another type. Returns `kind.name`."""
+        if kind is None:
+            kind = self.resolve(name)
+        if kind not in ("locals", "args", "globals"):
+            raise SessionError(f"cannot edit {kind}")
+        if kind != "globals":
+            frame = self.selected_frame()
+            if frame is not None and frame.kind in USER_HIDDEN_KINDS:
+                raise SessionError(
+                    f"`{frame.scope}` is a builtin's frame; select a frame of your program"
+                )
+        path = list(path)
+        try:
+            whole = self.current_value(kind, name)
+        except KeyError:
+            raise SessionError(f"no variable `{name}` in {kind} at step {self.step}") from None
+        old = _get_path(whole, path, name)
+        where = name + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
+        if json_type(old) in ("result", "function"):
+            raise SessionError(f"{where} is a {json_type(old)}; only plain values can be edited")
+        if not _same_type(old, value):
+            raise SessionError(
+                f"{where} is a {json_type(old)}, not a {json_type(value)}: edit refused "
+                f"(type a {json_type(old)})"
+            )
+        staged = self._staged()
+        getattr(staged, kind)[name] = _set_path(whole, path, value)
+        return f"{kind}.{where}"
+
+    def thread_messages(self) -> tuple[Any, ...]:
+        state = self.state()
+        return state.threads.get(state.active_thread, ())
+
+    def edit_message(self, index: int, text: Any) -> None:
+        """Stage a new text for message `index` of the active thread."""
+        messages = self.thread_messages()
+        if not 0 <= index < len(messages):
+            raise SessionError(f"there is no message {index} in the active thread at this step")
+        if not isinstance(text, str):
+            raise SessionError(f"a message's text is a string, not a {json_type(text)}")
+        self._staged().messages[index] = text
+
+    def llm_answer_here(self) -> dict[str, Any] | None:
+        """The LLM call answered at exactly this step (None when this step made none)."""
+        steps = self.event_steps("llm")
+        i = bisect.bisect_left(steps, self.step)
+        if i < len(steps) and steps[i] == self.step:
+            return self.llm_call()
+        return None
+
+    def edit_llm_answer(self, value: Any) -> None:
+        """Stage a different answer for the LLM call made at this step."""
+        call = self.llm_answer_here()
+        if call is None:
+            raise SessionError(
+                "this step made no LLM call: go to one with [ or ] to edit its answer"
+            )
+        old = call.get("value")
+        if not _same_type(old, value):
+            raise SessionError(
+                f"the answer is a {json_type(old)}, not a {json_type(value)}: edit refused"
+            )
+        staged = self._staged()
+        staged.llm_answer = value
+        staged.has_llm_answer = True
+
+    def set_command(self, text: str) -> str:
+        """Apply `:set TARGET = VALUE` (targets: a variable, `locals.x`, `args.x`, `globals.x`,
+        paths such as `obj.a[0]`, `messages[i]`, `answer`). Returns what was staged."""
+        head, path, value = parse_set_command(text)
+        if head in ("locals", "args", "globals"):
+            if not path or not isinstance(path[0], str):
+                raise SessionError(f"usage: :set {head}.NAME = VALUE")
+            return self.edit_variable(head, str(path[0]), value, path[1:])
+        if head == "messages" and len(path) == 1 and isinstance(path[0], int):
+            if head not in self._names_in_scope():
+                self.edit_message(path[0], value)
+                return f"messages[{path[0]}]"
+        if head == "answer" and not path and head not in self._names_in_scope():
+            self.edit_llm_answer(value)
+            return "llm answer"
+        return self.edit_variable(None, head, value, path)
+
+    def _names_in_scope(self) -> set[str]:
+        frame = self.selected_frame()
+        names = set(self.state().globals)
+        if frame is not None:
+            names |= set(frame.locals) | set(frame.args)
+        return names
+
+    def discard_edits(self) -> None:
+        self.edits = None
+
+    def restore(self, progress: RunProgress | None = None) -> int:
+        """Restore from the cursor: fork a branch with the staged edits and run it live.
+        The cursor stays on the fork step, now in the new branch; returns the branch id."""
+        edits = self.edits.as_dict() if self.edits is not None else {}
+        edits.setdefault("frame", self._user_frame_index())
+        step = self.step
+        from runtime.errors import AgencyError
+
+        try:
+            timeline = self.timeline.fork(step, edits, progress)
+        except AgencyError as exc:
+            raise SessionError(f"cannot restore from step {step}: {exc}") from None
+        self._set_timeline(timeline)
+        self.step = min(step, self.last)
+        self.edits = None
+        self.message = f"restored from step {step}: branch {self.branch}"
+        return self.branch
+
+    def switch_branch(self, branch: int) -> int:
+        """Show another branch; the cursor keeps its step where the branch has it."""
+        known = {b.id for b in self.branches()}
+        if branch not in known:
+            raise SessionError(f"there is no branch {branch} (branches: {sorted(known)})")
+        self._set_timeline(self.timeline.switch(branch))
+        self.goto(min(self.step, self.last), f"branch {branch}")
+        return branch
+
+    def diverge(self, a: int, b: int) -> int | None:
+        return self.timeline.diverge(a, b)
+
+    def _set_timeline(self, timeline: TimelineLike) -> None:
+        self.timeline = timeline
+        self._state = None
+        self._length = -1
+        self.frame = None
+        self.length  # noqa: B018 - resets the caches
+
+    def save_checkpoint(self, path: str) -> str:
+        """Write the state at the cursor as a checkpoint JSON file; returns the path."""
+        if not path.strip():
+            raise SessionError("no file name given for the checkpoint")
+        data = self.timeline.export_checkpoint(self.step)
+        target = Path(path).expanduser()
+        try:
+            if target.parent and not target.parent.exists():
+                raise SessionError(f"cannot write {path}: folder {target.parent} does not exist")
+            with open(target, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=2)
+                fh.write("\n")
+        except OSError as exc:
+            raise SessionError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return str(target)
+
+    def open_checkpoint(self, path: str, progress: RunProgress | None = None) -> None:
+        """Replace the timeline with a run continued from checkpoint file `path`."""
+        if self._checkpoint_loader is None:
+            raise SessionError("this session cannot open checkpoint files")
+        from runtime.errors import AgencyError
+
+        try:
+            timeline = self._checkpoint_loader(path, progress)
+        except AgencyError as exc:
+            raise SessionError(str(exc)) from None
+        self.recording = None
+        self._set_timeline(timeline)
+        self.goto(0, f"opened checkpoint {path}")
+
+    # -- live runs --------------------------------------------------------------------------------
+
+    def waiting_interrupt(self) -> Any:
+        """The pending interrupt of a live run paused at its end, else None."""
+        rec = self.recording
+        if rec is None or getattr(rec, "run_id", None) != self.timeline.run_id:
+            return None
+        if self.branch != getattr(rec, "branch", 0):
+            return None
+        machine = getattr(rec, "machine", None)
+        if machine is None or getattr(machine, "status", None) != "interrupted":
+            return None
+        return machine.pending or {"message": "interrupt"}
+
+    def answer_interrupt(
+        self, action: str, value: Any = None, progress: RunProgress | None = None
+    ) -> None:
+        """Answer the live run's pending interrupt and run it on (recording every step)."""
+        if self.waiting_interrupt() is None:
+            raise SessionError("the run is not waiting on an interrupt")
+        from runtime.errors import AgencyError
+        from runtime.runner import decision_from
+
+        try:
+            self.recording.continue_run(decision_from(action, value), progress=progress)
+        except AgencyError as exc:
+            raise SessionError(str(exc)) from None
+        refresh = getattr(self.timeline, "refresh", None)
+        if refresh is not None:
+            refresh()
+        self._state = None
+        self._length = -1
+        self.length  # noqa: B018

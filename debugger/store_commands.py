@@ -1,0 +1,340 @@
+"""Provides the commands over recorded runs: runs, show, export, prune, resume, replay."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from runtime.errors import AgencyError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def db_option(fn: Any) -> Any:
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        help="Run store (default .agency/runs.db, or AGENCY_DB).",
+    )(fn)
+
+
+def open_store(db: str | None, must_exist: bool = True) -> Any:
+    from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+
+    path = Path(db) if db else default_db_path()
+    if must_exist and not path.exists():
+        raise AgencyError(
+            f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
+        )
+    return SQLiteStore(path)
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """`RUN` or `RUN:STEP`."""
+    if ":" in ref:
+        run, step = ref.rsplit(":", 1)
+        if not step.lstrip("-").isdigit():
+            raise AgencyError(f"{ref!r}: expected RUN or RUN:STEP (STEP a number)")
+        return run, int(step)
+    return ref, None
+
+
+def find_run(store: Any, run_ref: str) -> Any:
+    if run_ref in ("last", "latest"):
+        run = store.latest_run()
+    else:
+        run = store.get_run(run_ref)
+    if run is None:
+        raise AgencyError(f"no run {run_ref!r} in this store (see `agency runs`)")
+    return run
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(runs)
+    cli.add_command(show)
+    cli.add_command(export)
+    cli.add_command(prune)
+    cli.add_command(resume)
+    cli.add_command(replay)
+
+
+@click.command(context_settings=CONTEXT)
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
+def runs(db: str | None, as_json: bool, limit: int) -> None:
+    """List recorded runs.
+
+    \b
+    Example:
+      agency runs --limit 10
+    """
+    store = open_store(db)
+    records = store.list_runs(limit)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "source": r.source_path,
+                        "node": r.node,
+                        "status": r.status,
+                        "steps": r.step_count,
+                        "created_at": r.created_at.isoformat(),
+                        "error": r.error,
+                    }
+                    for r in records
+                ]
+            )
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(records)} run{'s' if len(records) != 1 else ''}")
+    for col in ("run", "source", "node", "status", "steps", "started"):
+        table.add_column(col)
+    for r in records:
+        style = {"failed": "red", "interrupted": "yellow", "running": "cyan"}.get(r.status, "")
+        table.add_row(
+            r.id,
+            r.source_path,
+            r.node,
+            f"[{style}]{r.status}[/]" if style else r.status,
+            str(r.step_count),
+            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    Console().print(table)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("ref")
+@db_option
+@click.option("--branch", default=0, show_default=True, help="Branch of the run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the state as JSON.")
+def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
+    """Print the state of a run at a step (default: its last step).
+
+    \b
+    Examples:
+      agency show r01HX…        # the last step
+      agency show r01HX…:42     # step 42
+    """
+    from dataclasses import asdict
+
+    from runtime.timeline.timeline import Timeline
+
+    run_ref, step = parse_ref(ref)
+    store = open_store(db)
+    run = find_run(store, run_ref)
+    tl = Timeline.open(store, run.id, branch)
+    n = len(tl)
+    if n == 0:
+        raise AgencyError(f"run {run.id} recorded no steps")
+    if step is None:
+        step = n - 1
+    if not 0 <= step < n:
+        raise AgencyError(f"step {step} is outside run {run.id} (steps 0..{n - 1})")
+    state = tl.state_at(step)
+    if as_json:
+        click.echo(json.dumps(asdict(state), default=str))
+        return
+    loc = state.location
+    click.echo(f"run {run.id}  step {step}/{n - 1}  branch {branch}  status {state.status}")
+    if loc:
+        click.echo(f"at {loc.file}:{loc.line}:{loc.col} in {loc.scope}")
+    for f in state.frames:
+        click.echo(f"  {f.kind} {f.scope} (line {f.line})")
+        for k, v in {**f.args, **f.locals}.items():
+            click.echo(f"    {k} = {json.dumps(v)}")
+    if state.globals:
+        click.echo("globals:")
+        for k, v in state.globals.items():
+            click.echo(f"  {k} = {json.dumps(v)}")
+    if state.output:
+        click.echo("output (last 5 lines):")
+        for line in state.output[-5:]:
+            click.echo(f"  {line}")
+    click.echo(
+        f"tokens in/out {state.usage.input_tokens}/{state.usage.output_tokens}  cost ${state.usage.cost:.4f}"
+    )
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("ref")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Checkpoint file to write.",
+)
+@db_option
+@click.option("--branch", default=0, show_default=True)
+def export(ref: str, output: str, db: str | None, branch: int) -> None:
+    """Write a step of a recorded run as a checkpoint file.
+
+    `agency run FILE --checkpoint cp.json` continues from it.
+
+    \b
+    Example:
+      agency export r01HX…:42 -o cp.json
+    """
+    from runtime.timeline.timeline import Timeline
+
+    run_ref, step = parse_ref(ref)
+    store = open_store(db)
+    run = find_run(store, run_ref)
+    tl = Timeline.open(store, run.id, branch)
+    if step is None:
+        step = len(tl) - 1
+    data = tl.export_checkpoint(step)
+    Path(output).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    click.echo(f"wrote step {step} of run {run.id} to {output}")
+
+
+def parse_age(text: str) -> timedelta:
+    m = re.fullmatch(r"(\d+)\s*([smhdw])", text.strip())
+    if not m:
+        raise AgencyError(f"{text!r}: expected an age like 30m, 12h, 7d or 2w")
+    n, unit = int(m.group(1)), m.group(2)
+    return timedelta(
+        **{{"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]: n}
+    )
+
+
+@click.command(context_settings=CONTEXT)
+@click.option(
+    "--older-than",
+    "older_than",
+    required=True,
+    help="Delete runs last updated longer ago than this (30m, 12h, 7d, 2w).",
+)
+@db_option
+def prune(older_than: str, db: str | None) -> None:
+    """Delete old runs from the store (recorded runs do not expire by themselves).
+
+    \b
+    Example:
+      agency prune --older-than 7d
+    """
+    store = open_store(db)
+    n = store.prune(parse_age(older_than))
+    click.echo(f"deleted {n} run{'s' if n != 1 else ''}")
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("run_ref", required=False)
+@click.option("--last", is_flag=True, help="Resume the most recent run.")
+@db_option
+@click.option("--approve", is_flag=True, help="Approve the interrupt the run is waiting on.")
+@click.option("--reject", is_flag=True, help="Reject the interrupt the run is waiting on.")
+@click.option(
+    "--resolve", "resolve_json", metavar="JSON", help="Answer the interrupt with this value."
+)
+@click.option("--force", is_flag=True, help="Resume even if the source or model changed.")
+@click.option(
+    "--model", "model_spec", help="Model for the rest of the run (default: the recorded one)."
+)
+@click.option("--json", "as_json", is_flag=True)
+def resume(
+    run_ref: str | None,
+    last: bool,
+    db: str | None,
+    approve: bool,
+    reject: bool,
+    resolve_json: str | None,
+    force: bool,
+    model_spec: str | None,
+    as_json: bool,
+) -> None:
+    """Continue a run that stopped (crash, kill, interrupt) from its last completed step.
+
+    Earlier steps are re-executed from the record (no model calls, no repeated side effects);
+    later model calls are live.
+
+    \b
+    Examples:
+      agency resume --last
+      agency resume r01HX… --approve
+    """
+    from debugger.cli import finish
+    from runtime.lifecycle import resume_run
+    from runtime.runner import decision_from
+
+    store = open_store(db)
+    if last or not run_ref:
+        run = store.latest_run()
+        if run is None:
+            raise AgencyError("no runs in this store")
+    else:
+        run = find_run(store, run_ref)
+    decision = None
+    if approve:
+        decision = decision_from("approve")
+    elif reject:
+        decision = decision_from("reject", "rejected on the command line")
+    elif resolve_json is not None:
+        try:
+            decision = decision_from("resolve", json.loads(resolve_json))
+        except json.JSONDecodeError as exc:
+            raise AgencyError(f"--resolve is not valid JSON: {exc.msg}") from None
+    machine = resume_run(store, run, decision=decision, force=force, model_spec=model_spec)
+    store.close()
+    finish(machine, as_json)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("run_ref")
+@db_option
+@click.option(
+    "--then-live", is_flag=True, help="At a divergence, continue live instead of stopping."
+)
+@click.option("--json", "as_json", is_flag=True)
+def replay(run_ref: str, db: str | None, then_live: bool, as_json: bool) -> None:
+    """Re-execute a recorded run offline: model answers come from the record, side effects are
+    not performed. Stops at the first step where the program no longer does what was recorded.
+
+    \b
+    Example:
+      agency replay r01HX…
+    """
+    from debugger.cli import finish
+    from runtime.lifecycle import replay_run
+
+    store = open_store(db)
+    run = find_run(store, run_ref)
+    machine, divergence = replay_run(store, run, then_live=then_live, progress=_progress_bar())
+    store.close()
+    if divergence and not then_live:
+        click.echo(f"agency: {divergence}", err=True)
+        sys.exit(4)
+    if divergence:
+        click.echo(f"agency: {divergence}; continued live", err=True)
+    finish(machine, as_json)
+
+
+def _progress_bar() -> Any:
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import Progress
+
+    progress = Progress(transient=True)
+    task = {"id": None}
+
+    def update(step: int, total: int) -> None:
+        if task["id"] is None:
+            progress.start()
+            task["id"] = progress.add_task("replaying", total=total)
+        progress.update(task["id"], completed=step)
+        if step >= total - 1:
+            progress.stop()
+
+    return update
