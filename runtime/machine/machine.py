@@ -781,9 +781,10 @@ class Machine:
         f = Frame(code, self.bind_args(code, args, named))
         if code.kind == "def":
             f.entry = dict(f.locals)
-        self.frames.append(f)
         if self.wlog is not None:
-            self.wlog.append((W_PUSH_FRAME, f))
+            caller = self.frames[-1] if self.frames else None
+            self.wlog.append((W_PUSH_FRAME, f, stmt_position(caller) if caller else (0, 0)))
+        self.frames.append(f)
         return f
 
     def _return(self, value: Any) -> None:
@@ -797,6 +798,8 @@ class Machine:
         f = frames.pop()
         if self.wlog is not None:
             self.wlog.append((W_POP_FRAME,))
+            if f.threads:
+                self.wlog.append((W_ACTIVE, self.active_thread()))
         if not frames:
             self._finish(value)
             return
@@ -821,6 +824,8 @@ class Machine:
         self._push_frame(code, args, named)
 
     def _finish(self, value: Any) -> None:
+        if self.wlog is not None:
+            self.wlog.extend((W_POP_FRAME,) for _ in self.frames)
         self.frames.clear()
         self.status = HALTED
         self.result = value
@@ -884,6 +889,17 @@ class Machine:
 
 # ----------------------------------------------------------------------------------------------
 # Helpers shared by the loop
+
+
+def stmt_position(f: Frame) -> tuple[int, int]:
+    """(line, col) of the statement a frame is at (its last STEP), for the call stack view."""
+    code = f.code
+    pcs = code.step_pcs
+    for i in range(len(pcs) - 1, -1, -1):
+        if pcs[i] <= f.stmt_pc:
+            loc = code.locations[i]
+            return loc.line, loc.col
+    return code.span.line, code.span.col
 
 
 def _describe(exc: Exception) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 from runtime.compile import CompiledProgram
 from runtime.machine.frames import Decision
 from runtime.machine.machine import (
+    stmt_position,
     FAILED,
     HALTED,
     INTERRUPTED,
@@ -154,7 +155,7 @@ class Recorder:
         frames = []
         for f in m.frames:
             code = f.code
-            line, col = _stmt_position(f)
+            line, col = stmt_position(f)
             frames.append(
                 [
                     code.name,
@@ -238,7 +239,7 @@ class Recorder:
             elif code == 6:
                 f = w[1]
                 code_ = f.code
-                line, col = (self.prev_loc.line, self.prev_loc.col) if self.prev_loc else (0, 0)
+                line, col = w[2]
                 out.append(
                     (
                         6,

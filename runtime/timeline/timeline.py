@@ -416,17 +416,16 @@ class Timeline:
         return Timeline(self.store, self.run_id, branch, self.program, self.locations)
 
     def diverge(self, a: int, b: int) -> int | None:
-        """The first step where branches `a` and `b` differ (None if one contains the other)."""
+        """The first step where branches `a` and `b` differ (None for the same branch).
+
+        A branch forked at step k shows its edited state at k, so that is where it differs."""
         if a == b:
             return None
-        la = {s.branch: s for s in self.store.lineage(self.run_id, a)}
-        lb = {s.branch: s for s in self.store.lineage(self.run_id, b)}
-        common = [br for br in la if br in lb]
-        first = None
-        for br in common:
-            hi = min(la[br].hi, lb[br].hi)
-            first = hi + 1 if first is None else max(first, hi + 1)
-        return first
+        la = self.store.lineage(self.run_id, a)
+        lb = self.store.lineage(self.run_id, b)
+        common = {s.branch for s in la} & {s.branch for s in lb}
+        own = [s.lo for s in la + lb if s.branch not in common]
+        return min(own) if own else None
 
     def fork(self, step: int, edits: dict[str, Any], progress: Any = None) -> Timeline:
         """Restore from here: a new branch from `step` with `edits`, run live."""

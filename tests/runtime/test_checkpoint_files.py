@@ -328,7 +328,11 @@ def test_restore_of_good_file_restores(work: Path) -> None:
 @pytest.mark.parametrize(
     "bad",
     _params(BAD)  # DANGLING: see the test below
-    + _params(DEEP, [pytest.mark.xfail(reason=DEEP_RESTORE_REASON, strict=True)]),
+    # `step` is informational to restore() (only a rebuilt machine reads it): not a problem there.
+    + _params(
+        [b for b in DEEP if b.ident != "step_not_a_number"],
+        [pytest.mark.xfail(reason=DEEP_RESTORE_REASON, strict=True)],
+    ),
 )
 def test_restore_in_def_returns_failure(bad: Bad, work: Path) -> None:
     arg = bad.make(work)

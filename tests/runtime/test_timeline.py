@@ -162,11 +162,7 @@ def _conformance_cases() -> list[tuple[str, int]]:
     return cases
 
 
-_KNOWN = {
-    "thread_return_inside.test.json": "a `return` inside a `thread` block pops the frame holding "
-    "the thread without logging W_ACTIVE, so the recorded active thread stays '1' after the "
-    "return while the machine's active_thread() is '0' (stale until the next keyframe)",
-}
+_KNOWN: dict[str, str] = {}
 _CASES = _conformance_cases()
 _PARAMS = [
     pytest.param(s, i, id=f"{s[:-10]}[{i}]", marks=[pytest.mark.xfail(strict=True, reason=_KNOWN[s])] if s in _KNOWN else [])
@@ -272,13 +268,6 @@ def test_state_at_equals_machine_state_for_generated_programs(src: str, sqlite: 
         record_and_check(program, config, None, Path(tmp) if sqlite else None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Machine._finish clears the remaining frames (the module frame) without logging "
-    "W_POP_FRAME, so the final 'end' record's delta keeps the module frame; the keyframe written "
-    "at that step by Recorder.finish() has none, but the record is not flagged as a keyframe, so "
-    "Timeline._materialise's cursor path applies the delta and disagrees with random access",
-)
 def test_final_step_reached_step_by_step() -> None:
     program = compile_source("node main() {\n  let a = 1\n  a = a + 1\n  return a\n}\n", "x.agency")
     rec = record_program(program, RunConfig(model_spec="sim", quiet=True))
@@ -303,13 +292,6 @@ node main() {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Recorder.drain records a pushed frame's caller position as `prev_loc`, the location "
-    "of the previous step, which after a return is inside the callee (here `inc`, line 2), not the "
-    "caller's pending call (line 7); a keyframe (_stmt_position) gives line 7, so a caller's "
-    "line/col depends on whether the state came from a keyframe or from deltas",
-)
 def test_caller_frame_position_after_a_return() -> None:
     program = compile_source(PIPE, "pipe.agency")
     with live_states() as live:
@@ -400,12 +382,6 @@ def test_fork_makes_a_branch_and_keeps_the_parent() -> None:
             assert new.state_at(k).frames == before[k].frames
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Timeline.diverge documents 'the first step where branches a and b differ' but returns "
-    "fork_step + 1, while the new branch's state_at(fork_step) already shows the edit (fork() "
-    "writes the edited keyframe at fork_step and the branch's lineage segment starts at fork_step)",
-)
 def test_diverge_is_the_first_differing_step() -> None:
     rec = _recorded()
     tl = rec.timeline
