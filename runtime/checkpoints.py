@@ -87,6 +87,8 @@ class Encoder:
             if v.ok:
                 return {"$result": "success", "value": self.enc(v.value)}
             out = {"$result": "failure", "error": self.enc(v.error)}
+            if v.checkpoint is not None:
+                out["checkpoint"] = self.enc(v.checkpoint)
             return out
         if t is FuncRef:
             return {"$function": v.name}
@@ -122,7 +124,7 @@ class Decoder:
         if t is list:
             return JSArray(self.dec(x) for x in v)
         if t is dict:
-            if len(v) <= 2:
+            if len(v) <= 3:
                 if "$ref" in v:
                     return self._ref(str(v["$ref"]))
                 if "$num" in v:
@@ -132,7 +134,8 @@ class Decoder:
                 if "$result" in v:
                     if v["$result"] == "success":
                         return Result(True, value=self.dec(v.get("value")))
-                    return Result(False, error=self.dec(v.get("error")))
+                    cp = v.get("checkpoint")
+                    return Result(False, error=self.dec(v.get("error")), checkpoint=self.dec(cp) if cp is not None else None)
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))
                 if "$decision" in v:

@@ -23,11 +23,11 @@ from typing import Any
 from runtime.compile import CompiledProgram
 from runtime.machine.frames import Decision
 from runtime.machine.machine import (
-    stmt_position,
     FAILED,
     HALTED,
     INTERRUPTED,
     Machine,
+    stmt_position,
 )
 from runtime.machine.values import FuncRef, JSArray, JSObject, Result
 from runtime.timeline.store import MemoryStore, RunMeta, RunStore

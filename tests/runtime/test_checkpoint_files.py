@@ -75,7 +75,7 @@ node checkValue(value) {
 }
 """
 
-OTHER = "node main() {\n  const cp = checkpoint()\n  saveToDisk(getCheckpoint(cp), \"cp.json\")\n}\n"
+OTHER = 'node main() {\n  const cp = checkpoint()\n  saveToDisk(getCheckpoint(cp), "cp.json")\n}\n'
 
 
 def _run(program: Any, root: Path, node: str = "main", args: list[Any] | None = None) -> Machine:
@@ -135,7 +135,9 @@ class Bad:
     make: Callable[[Path], str]
     words: tuple[str, ...]  # the error line mentions each (any of the `|` alternatives)
     json_ok: bool = True  # the file is valid JSON (so `restore(loadFromDisk(f))` reaches restore)
-    restore_words: tuple[str, ...] | None = None  # what restore()'s failure mentions, if not `words`
+    restore_words: tuple[str, ...] | None = (
+        None  # what restore()'s failure mentions, if not `words`
+    )
 
 
 def _pop_frame_field(key: str) -> Callable[[dict[str, Any]], Any]:
@@ -143,8 +145,15 @@ def _pop_frame_field(key: str) -> Callable[[dict[str, Any]], Any]:
 
 
 BAD = [
-    Bad("malformed_json", _text(lambda t: t.replace('"stack":', '"stack"', 1)), ("malformed", "JSON"), False),
-    Bad("truncated_half", _text(lambda t: t[: len(t) // 2]), ("truncated|malformed", "JSON"), False),
+    Bad(
+        "malformed_json",
+        _text(lambda t: t.replace('"stack":', '"stack"', 1)),
+        ("malformed", "JSON"),
+        False,
+    ),
+    Bad(
+        "truncated_half", _text(lambda t: t[: len(t) // 2]), ("truncated|malformed", "JSON"), False
+    ),
     Bad("truncated_end", _text(lambda t: t.rstrip()[:-1]), ("truncated", "JSON"), False),
     Bad("empty_file", _text(lambda t: ""), ("empty|truncated",), False),
     Bad("binary_file", _text(lambda t: bytes(range(256)) * 4), ("not a checkpoint|UTF-8",), False),
@@ -204,7 +213,9 @@ DEEP = [
     Bad("frame_traps_malformed", _edit(lambda d: d["stack"][-1].update(traps=[[1]])), ("traps",)),
     Bad("frame_entry_not_an_object", _edit(lambda d: d["stack"][-1].update(entry=[1])), ("entry",)),
     Bad("step_not_a_number", _edit(lambda d: d.update(step="x")), ("step",)),
-    Bad("bad_object_value", _edit(lambda d: d["globals"].update(g={"$object": [[1]]})), ("$object",)),
+    Bad(
+        "bad_object_value", _edit(lambda d: d["globals"].update(g={"$object": [[1]]})), ("$object",)
+    ),
     Bad("threads_not_an_object", _edit(lambda d: d["threads"].update(threads=5)), ("threads",)),
 ]
 DEEP_RESTORE_REASON = DEEP_REASON.replace(
@@ -239,7 +250,7 @@ def _cli_params() -> list[Any]:
                 Bad("directory", _directory, ("directory",), False),
                 id="directory",
                 marks=[pytest.mark.xfail(reason=DIRECTORY_REASON, strict=True)],
-            )
+            ),
         ]
     )
 
@@ -372,7 +383,9 @@ def test_restore_with_dangling_reference_returns_failure(work: Path) -> None:
     ],
     ids=["null", "string", "unknown_id", "array", "empty_object", "header_only"],
 )
-def test_restore_of_non_checkpoint_value_returns_failure(value: Any, words: tuple[str, ...], tmp_path: Path) -> None:
+def test_restore_of_non_checkpoint_value_returns_failure(
+    value: Any, words: tuple[str, ...], tmp_path: Path
+) -> None:
     program = compile_source(PROGRAM, str(tmp_path / "prog.agency"))
     m = _run(program, tmp_path, "checkValue", [from_plain(value)])
     assert m.status == HALTED, m.error and m.error.message
@@ -394,7 +407,9 @@ _VALUES = st.recursive(
     _LEAVES,
     lambda inner: st.one_of(
         st.lists(inner, max_size=3),
-        st.dictionaries(st.sampled_from(["$ref", "$object", "$result", "$num", "pc", "a"]), inner, max_size=2),
+        st.dictionaries(
+            st.sampled_from(["$ref", "$object", "$result", "$num", "pc", "a"]), inner, max_size=2
+        ),
     ),
     max_leaves=6,
 )
@@ -455,7 +470,13 @@ def test_corrupted_checkpoint_raises_only_agency_errors(data: st.DataObject, cor
         pass
     # Through restore(obj) in a def nothing at all may escape: the def returns a failure or the
     # restore happens and the run ends with a status.
-    m = Machine(program, "checkValue", [from_plain(cp)], model=MockModel([]), world=World(root=d, quiet=True))
+    m = Machine(
+        program,
+        "checkValue",
+        [from_plain(cp)],
+        model=MockModel([]),
+        world=World(root=d, quiet=True),
+    )
     m.run()
     assert m.status in ("finished", "failed", "interrupted")
 

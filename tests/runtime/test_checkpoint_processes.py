@@ -59,7 +59,9 @@ def python(cwd: Path, script: str, *args: str) -> subprocess.CompletedProcess[st
 
 
 def _ok(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.stdout
 
@@ -155,7 +157,9 @@ def test_checkpoint_of_another_program_names_both_files(saved: Path) -> None:
 
 # -- restore(loadFromDisk(…)) inside a program, in a second process -----------------------------
 
-RESTORING = PROGRAM + """
+RESTORING = (
+    PROGRAM
+    + """
 node again() {
   resumed = true
   restore(loadFromDisk("cp.json"))
@@ -165,6 +169,7 @@ node againWithArgs() {
   restore(loadFromDisk("cp.json"), {args: {x: 50}})
 }
 """
+)
 
 
 @pytest.fixture
@@ -324,7 +329,15 @@ def test_dice_snapshot_taken_in_another_process(tmp_path: Path) -> None:
     program, mocks, straight = _dice(tmp_path)
     straight.run()
     k = (straight.step_index + 1) // 2
-    _ok(python(tmp_path, script, str(EXAMPLES / "dice.agency"), str(EXAMPLES / "dice.mocks.json"), str(k)))
+    _ok(
+        python(
+            tmp_path,
+            script,
+            str(EXAMPLES / "dice.agency"),
+            str(EXAMPLES / "dice.mocks.json"),
+            str(k),
+        )
+    )
     data = load_file(str(tmp_path / "snap.json"), program)
     assert data["step"] == k - 1
     m = rebuild(program, data, model=MockModel(mocks), world=World(root=tmp_path, quiet=True))

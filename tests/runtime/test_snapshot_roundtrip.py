@@ -84,10 +84,7 @@ FAILURE_CHECKPOINT_LOST = (
     "r.checkpoint across snapshot/rebuild, so restore(r.checkpoint, …) fails with "
     "'restore: no checkpoint given (got null)'"
 )
-KNOWN_BUGS = {
-    "cp_failure_checkpoint_args": FAILURE_CHECKPOINT_LOST,
-    "cp_failure_retry_same_args": FAILURE_CHECKPOINT_LOST,
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _params(cases: list[Case]) -> list[Any]:
@@ -101,6 +98,7 @@ def _params(cases: list[Case]) -> list[Any]:
         )
         for c in cases
     ]
+
 
 _PROGRAMS: dict[Path, CompiledProgram] = {}
 _STRAIGHT: dict[str, Outcome] = {}
@@ -119,7 +117,12 @@ def _model(case: Case) -> Any:
 def _fresh(case: Case, root: Path) -> Machine:
     args, named = evaluate_input(case.input)
     return Machine(
-        _program(case), case.node, args, named, model=_model(case), world=World(root=root, quiet=True)
+        _program(case),
+        case.node,
+        args,
+        named,
+        model=_model(case),
+        world=World(root=root, quiet=True),
     )
 
 
@@ -204,7 +207,9 @@ def _check_from(case: Case, k: int, root: Path, expected: Outcome) -> None:
     prefix = _fresh(case, root)
     _step_to(prefix, k, answers)
     where = f"{case.ident}: snapshot after {k} of {expected.steps} steps"
-    assert prefix.step_index + 1 == k, f"{where}: the prefix stopped at step {prefix.step_index + 1}"
+    assert prefix.step_index + 1 == k, (
+        f"{where}: the prefix stopped at step {prefix.step_index + 1}"
+    )
     rebuilt = roundtrip(prefix, case, root)
     assert rebuilt.step_index == prefix.step_index, where
     got = _outcome(_drive(rebuilt, Answers(case.handlers, answers.used)))
@@ -347,7 +352,6 @@ def _failure_program() -> CompiledProgram:
     return compile_source(FAILURE_SOURCE, "failure_checkpoint.agency")
 
 
-@pytest.mark.xfail(reason=FAILURE_CHECKPOINT_LOST, strict=True)
 def test_failure_checkpoint_survives_snapshot(tmp_path: Path) -> None:
     program = _failure_program()
     m = Machine(program, "main", model=SimModel(0), world=World(root=tmp_path, quiet=True))
@@ -358,9 +362,13 @@ def test_failure_checkpoint_survives_snapshot(tmp_path: Path) -> None:
     assert rebuilt.frames[-1].locals["r"].checkpoint is not None
 
 
-@pytest.mark.xfail(reason=FAILURE_CHECKPOINT_LOST + " (also in one process, via restore)", strict=True)
+@pytest.mark.xfail(
+    reason=FAILURE_CHECKPOINT_LOST + " (also in one process, via restore)", strict=True
+)
 def test_failure_checkpoint_survives_restore(tmp_path: Path) -> None:
-    m = Machine(_failure_program(), "main", model=SimModel(0), world=World(root=tmp_path, quiet=True))
+    m = Machine(
+        _failure_program(), "main", model=SimModel(0), world=World(root=tmp_path, quiet=True)
+    )
     m.run()
     assert m.status == HALTED, m.error and m.error.message
     assert stringify(m.result) == '["ok:good",2]'

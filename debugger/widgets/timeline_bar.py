@@ -1,0 +1,171 @@
+"""Provides `TimelineBar`: the whole run as one scrubbable bar with markers.
+
+The top row carries a marker per column for what happened in the steps that column covers (LLM
+calls, tool rounds, checkpoints, restores, interrupts, errors, `debugger()` stops, branches);
+the bottom row is the track with the cursor. Clicking or dragging asks for a step
+(`StepSelected`, collapsed while the app is busy so a drag never queues up hundreds of moves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual import events
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from runtime.timeline.views import Event
+
+# kind -> (glyph, style, priority); when several kinds share a column the highest priority shows.
+MARKERS: dict[str, tuple[str, str, int]] = {
+    "error": ("✖", "bold $text-error", 90),
+    "interrupt": ("!", "bold $text-warning", 80),
+    "debugger": ("◉", "bold $text-accent", 70),
+    "branch": ("⎇", "bold $text-secondary", 60),
+    "restore": ("↺", "bold $text-warning", 50),
+    "checkpoint": ("◆", "$text-success", 40),
+    "tool": ("T", "$text-secondary", 30),
+    "llm": ("L", "bold $text-primary", 20),
+}
+TRACK_DONE = "$primary"
+TRACK_TODO = "$foreground 30%"
+CURSOR = "bold $text-accent"
+
+
+def legend() -> Content:
+    """`L llm  T tool  ◆ checkpoint ...` in the bar's colours (for the help screen)."""
+    parts: list[tuple[str, str] | str] = []
+    for kind, (glyph, style, _) in sorted(MARKERS.items(), key=lambda kv: kv[1][2]):
+        parts += [(glyph, style), f" {kind}   "]
+    return Content.assemble(*parts)
+
+
+class TimelineBar(Widget):
+    """A two-row scrubber over steps 0..length-1."""
+
+    DEFAULT_CSS = """
+    TimelineBar {
+        height: 2;
+    }
+    """
+
+    step: reactive[int] = reactive(0)
+    length: reactive[int] = reactive(1)
+
+    class StepSelected(Message):
+        """A click or drag on the bar asked for `step`."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, TimelineBar.StepSelected)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._events: list[Event] = []
+        self._markers: list[tuple[str, str]] | None = None
+        self._marker_key: tuple[int, int] = (0, 0)
+        self._fork_step: int | None = None
+        self._dragging = False
+
+    def set_events(self, events: Iterable[Event], length: int, fork_step: int | None = None) -> None:
+        """New markers (after opening a run, switching branch or growing a live run)."""
+        self._events = list(events)
+        self._fork_step = fork_step
+        self._markers = None
+        self.length = max(length, 1)
+        self.refresh()
+
+    # -- geometry ---------------------------------------------------------------------------------
+
+    def _width(self) -> int:
+        return max(self.content_size.width, 1)
+
+    def column_of(self, step: int) -> int:
+        n, w = self.length, self._width()
+        if n <= 1:
+            return 0
+        return min(w - 1, step * (w - 1) // (n - 1)) if n > w else min(w - 1, step * w // n)
+
+    def step_at(self, x: int) -> int:
+        n, w = self.length, self._width()
+        x = min(max(x, 0), w - 1)
+        if n <= 1:
+            return 0
+        if n > w:
+            return round(x * (n - 1) / (w - 1)) if w > 1 else 0
+        return min(n - 1, (x * n + n // 2) // w) if w else 0
+
+    def _marker_row(self) -> list[tuple[str, str]]:
+        w = self._width()
+        key = (w, self.length)
+        if self._markers is None or self._marker_key != key:
+            best: list[tuple[int, str, str]] = [(0, " ", "")] * w
+            for event in self._events:
+                spec = MARKERS.get(event.kind)
+                if spec is None:
+                    continue
+                x = self.column_of(event.step)
+                if spec[2] > best[x][0]:
+                    best[x] = (spec[2], spec[0], spec[1])
+            self._markers = [(glyph, style) for _, glyph, style in best]
+            self._marker_key = key
+        return self._markers
+
+    # -- rendering --------------------------------------------------------------------------------
+
+    def render(self) -> Content:
+        w = self._width()
+        cursor = self.column_of(self.step)
+        top = Content.assemble(*_runs(self._marker_row()))
+        fork = self.column_of(self._fork_step) if self._fork_step is not None else None
+        track: list[tuple[str, str]] = []
+        for x in range(w):
+            if x == cursor:
+                track.append(("█", CURSOR))
+            elif fork is not None and x == fork:
+                track.append(("┼", "bold $text-secondary"))
+            elif x < cursor:
+                track.append(("━", TRACK_DONE))
+            else:
+                track.append(("─", TRACK_TODO))
+        return Content("\n").join([top, Content.assemble(*_runs(track))])
+
+    def watch_step(self) -> None:
+        self.refresh()
+
+    # -- mouse ------------------------------------------------------------------------------------
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        self._dragging = True
+        self.capture_mouse()
+        self._select(event)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self._dragging:
+            self._select(event)
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if self._dragging:
+            self._dragging = False
+            self.release_mouse()
+            self._select(event)
+
+    def _select(self, event: events.MouseEvent) -> None:
+        x = event.get_content_offset_capture(self).x
+        self.post_message(self.StepSelected(self.step_at(x)))
+
+
+def _runs(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Merge neighbouring cells of one style, so a render is a few spans, not one per column."""
+    out: list[tuple[str, str]] = []
+    for glyph, style in cells:
+        if out and out[-1][1] == style:
+            out[-1] = (out[-1][0] + glyph, style)
+        else:
+            out.append((glyph, style))
+    return out
