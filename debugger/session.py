@@ -356,6 +356,29 @@ def _set_path(value: Any, path: list[str | int], new: Any) -> Any:
     return out
 
 
+def _first_step(timeline: Any) -> int:
+    """The lowest recorded step (binary search on `kind_at`, which refuses unrecorded ones)."""
+    n = len(timeline)
+    if n == 0 or _recorded(timeline, 0):
+        return 0
+    lo, hi = 0, n - 1  # step hi is recorded (the last one always is)
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        if _recorded(timeline, mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _recorded(timeline: Any, step: int) -> bool:
+    try:
+        timeline.kind_at(step)
+    except IndexError:
+        return False
+    return True
+
+
 # -- the session ----------------------------------------------------------------------------------
 
 
@@ -377,12 +400,13 @@ class Session:
         self.timeline = timeline
         self.recording = recording
         self.breakpoints: set[tuple[str, int]] = set()
-        self.step = 0
         self.frame: int | None = None  # None: the innermost user frame
         self.edits: Edits | None = None
         self.last_search = ""
         self.message = ""  # why the last move stopped where it did
-        self._source = source
+        self._sources: dict[str, str] = {}
+        if source is not None:
+            self._sources[timeline.source_path] = source
         self._checkpoint_loader = checkpoint_loader
         self._state: StateView | None = None
         self._events: dict[str | None, list[Event]] = {}
@@ -390,6 +414,8 @@ class Session:
         self._search_hits: dict[str, list[int]] = {}
         self._llm_calls: dict[int, dict[str, Any] | None] = {}
         self._length = -1
+        self._first: int | None = None
+        self.step = self.first
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -407,7 +433,15 @@ class Session:
 
     @property
     def last(self) -> int:
-        return max(self.length - 1, 0)
+        return max(self.length - 1, self.first)
+
+    @property
+    def first(self) -> int:
+        """The first recorded step: 0, except for a run continued from a checkpoint, whose
+        steps go on from the checkpoint's step."""
+        if self._first is None:
+            self._first = _first_step(self.timeline)
+        return self._first
 
     @property
     def branch(self) -> int:
@@ -417,19 +451,19 @@ class Session:
     def source_path(self) -> str:
         return self.timeline.source_path
 
-    def source_text(self) -> str:
-        """The program's source text ('' when the file cannot be read)."""
-        if self._source is None:
+    def source_text(self, path: str | None = None) -> str:
+        """The source text of `path` (default: the program's file); '' if it cannot be read."""
+        path = path or self.source_path
+        if path not in self._sources:
             program = getattr(self.timeline, "program", None)
-            text = getattr(program, "source", None)
-            if isinstance(text, str):
-                self._source = text
-            else:
+            text = getattr(program, "source", None) if program is not None else None
+            if not isinstance(text, str) or getattr(program, "path", None) != path:
                 try:
-                    self._source = Path(self.source_path).read_text(encoding="utf-8")
+                    text = Path(path).read_text(encoding="utf-8")
                 except (OSError, UnicodeDecodeError):
-                    self._source = ""
-        return self._source
+                    text = ""
+            self._sources[path] = text
+        return self._sources[path]
 
     def state(self) -> StateView:
         """The state at the cursor."""
@@ -464,7 +498,7 @@ class Session:
         """Variable names written by the current step (the part after the scope)."""
         fast = getattr(self.timeline, "changed_names", None)
         if fast is not None:
-            return set(fast(self.step))
+            return {n for n in fast(self.step) if not n.startswith("__")}
         names = set()
         for target in self.changed_targets():
             head, _, rest = target.partition(".")
@@ -506,7 +540,7 @@ class Session:
 
     def goto(self, step: int, reason: str = "") -> Move:
         """Put the cursor on `step` (clamped to the run); edits staged elsewhere are dropped."""
-        step = min(max(int(step), 0), self.last)
+        step = min(max(int(step), self.first), self.last)
         if step != self.step:
             self.frame = None
             if self.edits is not None and self.edits.step != step:
@@ -521,7 +555,7 @@ class Session:
 
     def step_back(self, n: int = 1) -> Move:
         target = self.step - n
-        return self.goto(target, "start of the run" if target <= 0 else "")
+        return self.goto(target, "start of the run" if target <= self.first else "")
 
     def next_over(self, cancelled: Cancelled | None = None) -> Move:
         """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
@@ -536,12 +570,12 @@ class Session:
     def reverse_next(self, cancelled: Cancelled | None = None) -> Move:
         """Step back over calls: the previous step in this frame or a caller."""
         depth = self.timeline.depth_at(self.step)
-        for j in range(self.step - 1, -1, -1):
+        for j in range(self.step - 1, self.first - 1, -1):
             if self.timeline.depth_at(j) <= depth:
                 return self.goto(j)
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(0, "start of the run")
+        return self.goto(self.first, "start of the run")
 
     def _stop_steps(self) -> list[tuple[int, str]]:
         stops = []
@@ -575,7 +609,8 @@ class Session:
         """Run backward to a breakpoint, a `debugger()`, interrupt or error event, or step 0."""
         stops = self._stop_steps()
         i = bisect.bisect_left(stops, (self.step, "")) - 1
-        limit, reason = stops[i] if i >= 0 else (0, "start of the run")
+        limit, reason = stops[i] if i >= 0 else (self.first, "start of the run")
+        limit = max(limit, self.first)
         hit = self._scan_breakpoints(range(self.step - 1, limit - 1, -1), cancelled, progress)
         if hit is not None:
             return hit
@@ -623,6 +658,11 @@ class Session:
         if text not in self._search_hits:
             self._search_hits[text] = sorted(set(self.timeline.search(text)))
         return self._search_hits[text]
+
+    def searched(self, text: str) -> bool:
+        """True when `search(text)` is cached (so it is instant)."""
+        self.length  # noqa: B018
+        return text in self._search_hits
 
     def search_next(self, text: str | None = None, backwards: bool = False) -> Move:
         """The next (or previous) match of `text` (default: the last search) from the cursor."""
@@ -844,6 +884,7 @@ class Session:
         self.timeline = timeline
         self._state = None
         self._length = -1
+        self._first = None
         self.frame = None
         self.length  # noqa: B018 - resets the caches
 
@@ -875,7 +916,7 @@ class Session:
             raise SessionError(str(exc)) from None
         self.recording = None
         self._set_timeline(timeline)
-        self.goto(0, f"opened checkpoint {path}")
+        self.goto(self.first, f"opened checkpoint {path}")
 
     # -- live runs --------------------------------------------------------------------------------
 
@@ -910,3 +951,97 @@ class Session:
         self._state = None
         self._length = -1
         self.length  # noqa: B018
+
+
+# -- opening sessions -----------------------------------------------------------------------------
+
+
+def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress | None], Any]:
+    """Opens checkpoint files of `program` as new recorded runs (for `Session.open_checkpoint`)."""
+
+    def load(path: str, progress: RunProgress | None = None) -> Any:
+        from runtime.checkpoints import load_file, rebuild
+        from runtime.machine.builtins import World
+        from runtime.timeline.recorder import record_machine
+
+        prog = program() if callable(program) else program
+        data = load_file(path, prog)
+        model = config.make_model() if config is not None else None
+        machine = rebuild(prog, data, model=model, world=World(quiet=True))
+        return record_machine(machine).timeline
+
+    return load
+
+
+def record_session(
+    program: Any, config: Any, store: Any = None, progress: RunProgress | None = None
+) -> Session:
+    """Run `program` under the recorder (to its end or an unanswered interrupt); a session at
+    step 0 of that run."""
+    from runtime.timeline.recorder import record_program
+
+    config.quiet = True  # the program's prints belong in the output panel, not the terminal
+    recording = record_program(program, config, store=store, progress=progress)
+    return Session(
+        recording.timeline,
+        recording=recording,
+        source=program.source,
+        checkpoint_loader=_checkpoint_loader(program, config),
+    )
+
+
+def checkpoint_session(
+    program: Any, path: str, config: Any, store: Any = None, progress: RunProgress | None = None
+) -> Session:
+    """A session over a run continued from checkpoint file `path` (checked against `program`:
+    a checkpoint of another source raises CheckpointFormatError saying so)."""
+    from runtime.checkpoints import load_file, rebuild
+    from runtime.machine.builtins import World
+    from runtime.timeline.recorder import record_machine
+
+    config.quiet = True
+    data = load_file(path, program)
+    machine = rebuild(program, data, model=config.make_model(), world=World(quiet=True))
+    recording = record_machine(machine, store=store)
+    session = Session(
+        recording.timeline,
+        recording=recording,
+        source=program.source,
+        checkpoint_loader=_checkpoint_loader(program, config),
+    )
+    session.message = f"opened checkpoint {path} (step {data.get('step', '?')} of its run)"
+    return session
+
+
+def trace_session(store: Any, run_id: str | None = None, branch: int = 0) -> Session:
+    """A session over a stored run (the latest when `run_id` is None)."""
+    from runtime.errors import AgencyError
+    from runtime.timeline.timeline import Timeline
+
+    if run_id is None:
+        latest = store.latest_run()
+        if latest is None:
+            raise AgencyError("the run store holds no runs yet")
+        run_id = latest.id
+    timeline = Timeline.open(store, run_id, branch)
+
+    def program() -> Any:
+        from runtime.program import load_program
+
+        return load_program(timeline.source_path)
+
+    return Session(
+        timeline, checkpoint_loader=_checkpoint_loader(program, _RecordedModel(timeline))
+    )
+
+
+class _RecordedModel:
+    """The model a stored run was recorded with, for runs continued from its checkpoints."""
+
+    def __init__(self, timeline: Any) -> None:
+        self.timeline = timeline
+
+    def make_model(self) -> Any:
+        from runtime.timeline.fork import _live_model
+
+        return _live_model(self.timeline)

@@ -588,9 +588,8 @@ def apply_restore(m: Machine, data: dict[str, Any], options: dict[str, Any]) -> 
             m.threads.setdefault(active, []).append(
                 {"role": to_str(msg.get("role", "user")), "content": to_str(msg.get("content", ""))}
             )
-    from runtime.machine.machine import W_RESET
-
-    m.log((W_RESET,))
+    if m.on_reset is not None:
+        m.on_reset()
     m.event("restore", f"restore checkpoint {ident if ident is not None else ''}".strip(), {"id": ident})
 
 

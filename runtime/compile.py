@@ -110,6 +110,7 @@ class Code:
     args: list[Any] = field(default_factory=list)
     locations: list[Location] = field(default_factory=list)
     step_pcs: list[int] = field(default_factory=list)  # pc of each location's STEP
+    markers: list[int] = field(default_factory=list)  # recorder step markers: global id << 3
     doc: str | None = None
     modifiers: tuple[str, ...] = ()
     return_type: A.TypeExpr | None = None
@@ -926,6 +927,10 @@ class ProgramCompiler:
             fc.stmt(item, str(i))  # type: ignore[arg-type]
         fc.emit(ENTER_NODE)
         fc.emit(HALT)
+        number = 0  # one numbering of every step location in the program (recorder's table)
+        for code in [module, *self.functions.values()]:
+            code.markers = [(number + i) << 3 for i in range(len(code.locations))]
+            number += len(code.locations)
         if self.diagnostics:
             raise AgencySyntaxError(self.diagnostics, self.source)
         return CompiledProgram(

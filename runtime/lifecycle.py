@@ -94,7 +94,6 @@ def resume_run(store: Any, run: Any, *, decision: Any = None, force: bool = Fals
     m.model = live
     m.world = World()
     rec = Recorder(m, store, run.id, 0)
-    rec.prev_loc = m.location
     rec.write_keyframe(m.step_index)
     m.journal = journal
     store.update_run(run.id, status="running")

@@ -99,20 +99,25 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         raise AgencyRuntimeError("llm: no model is configured")
     rnd = int(req.get("round") or 0)
     if rnd >= MAX_TOOL_ROUNDS:
-        raise AgencyRuntimeError(f"llm: the model was still calling tools after {MAX_TOOL_ROUNDS} rounds")
+        raise AgencyRuntimeError(
+            f"llm: the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"
+        )
     m.set_key(req, "round", rnd + 1)
     thread = to_str(req["thread"])
     messages: list[dict[str, Any]] = []
     extra = req.get("messages")
     if type(extra) is JSArray:
-        messages.extend({k: to_plain(v) for k, v in msg.items()} for msg in extra if type(msg) is JSObject)
+        messages.extend(
+            {k: to_plain(v) for k, v in msg.items()} for msg in extra if type(msg) is JSObject
+        )
     messages.extend(dict(msg) for msg in m.threads.get(thread, []))
     schema = to_plain(req.get("schema"))
     tools = tool_specs(m, list(req.get("tools") or []))
     params = to_plain(req.get("params") or JSObject())
     started = time.perf_counter()
     try:
-        completion = m.model.complete(messages, tools, schema, params)
+        model = model_for(m, params.get("model"))
+        completion = model.complete(messages, tools, schema, params)
     except AgencyError as exc:
         raise AgencyRuntimeError(str(exc)) from None
     latency = completion.latency_ms or (time.perf_counter() - started) * 1000
@@ -133,7 +138,10 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
             {
                 "role": "assistant",
                 "content": completion.text or "",
-                "tool_calls": [{"id": tc.id, "name": tc.name, "args": to_plain(tc.args)} for tc in completion.tool_calls],
+                "tool_calls": [
+                    {"id": tc.id, "name": tc.name, "args": to_plain(tc.args)}
+                    for tc in completion.tool_calls
+                ],
             },
         )
     else:
@@ -148,7 +156,13 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
                 value = completion.text
         except AgencyError as exc:
             raise AgencyRuntimeError(str(exc)) from None
-        m.append_message(thread, {"role": "assistant", "content": completion.text if completion.text is not None else to_str(value)})
+        m.append_message(
+            thread,
+            {
+                "role": "assistant",
+                "content": completion.text if completion.text is not None else to_str(value),
+            },
+        )
     summary = _summary(completion, value)
     m.event(
         "llm",
@@ -156,8 +170,18 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         {
             "provider": completion.provider,
             "model": completion.model,
-            "request": {"messages": messages, "tools": [t.name for t in tools], "schema": schema, "params": params},
-            "response": completion.to_json() if hasattr(completion, "to_json") else {"text": completion.text},
+            "request": {
+                "messages": messages,
+                "tools": [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in tools
+                ],
+                "schema": schema,
+                "params": params,
+            },
+            "response": completion.to_json()
+            if hasattr(completion, "to_json")
+            else {"text": completion.text},
             "value": to_plain(value),
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
@@ -167,6 +191,24 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         },
     )
     return JSObject({"done": not calls, "value": value, "calls": calls})
+
+
+def model_for(m: Machine, requested: Any) -> Any:
+    """The model that answers a call whose options name `requested` (`{model: "openai/gpt-4o"}`).
+
+    The option wins over the run's model; another provider's model is resolved once per run and
+    kept in `m.model_cache`. Scripted, simulated and replayed runs keep their own model (see
+    `registry.route_model`). Raises `AgencyError` for an unknown provider or a missing key.
+    """
+    from runtime.llm.registry import route_model
+
+    if not isinstance(requested, str) or not requested.strip():
+        return m.model
+    cache: dict[str, Any] | None = getattr(m, "model_cache", None)
+    if cache is None:
+        cache = {}
+        setattr(m, "model_cache", cache)  # noqa: B010 - set lazily: few runs name a model
+    return route_model(m.model, requested.strip(), cache)
 
 
 def _wants_non_string(schema: Any) -> bool:
@@ -200,6 +242,15 @@ def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
         content = f"error: {to_str(out.error)}"
     m.append_message(
         to_str(req["thread"]),
-        {"role": "tool", "tool_call_id": to_str(tc.get("id")), "name": to_str(tc.get("name")), "content": content},
+        {
+            "role": "tool",
+            "tool_call_id": to_str(tc.get("id")),
+            "name": to_str(tc.get("name")),
+            "content": content,
+        },
     )
-    m.event("tool", f"{to_str(tc.get('name'))} → {content[:60]}", {"name": to_str(tc.get("name")), "args": to_plain(tc.get("args")), "result": to_plain(out)})
+    m.event(
+        "tool",
+        f"{to_str(tc.get('name'))} → {content[:60]}",
+        {"name": to_str(tc.get("name")), "args": to_plain(tc.get("args")), "result": to_plain(out)},
+    )

@@ -21,7 +21,7 @@ from textual.strip import Strip
 from debugger.lexer import AgencyLexer
 from runtime.timeline.views import Location
 
-GUTTER = 8  # "● 1234 ▶ "-ish: breakpoint, line number, arrow
+GUTTER = 9  # breakpoint dot, 5-digit line number, " ▶ "
 BREAKPOINT_STYLE = "bold $text-error"
 ARROW_STYLE = "bold $text-accent"
 CURRENT_LINE_STYLE = "on $primary-muted"
@@ -72,7 +72,7 @@ class SourceView(ScrollView, can_focus=False):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.path = ""
-        self._lines: list[Content] = []
+        self._source_lines: list[Content] = []
         self._cache: dict[tuple[int, int, int, int, int], Strip] = {}
         self._shown_line = 0
 
@@ -80,13 +80,13 @@ class SourceView(ScrollView, can_focus=False):
 
     def set_source(self, path: str, text: str) -> None:
         """Show `text` (the contents of `path`)."""
-        if path == self.path and self._lines:
+        if path == self.path and self._source_lines:
             return
         self.path = path
-        self._lines = highlight_lines(text)
+        self._source_lines = highlight_lines(text)
         self._cache.clear()
-        width = max((line.cell_length for line in self._lines), default=0) + GUTTER + 1
-        self.virtual_size = Size(width, len(self._lines))
+        width = max((line.cell_length for line in self._source_lines), default=0) + GUTTER + 1
+        self.virtual_size = Size(width, len(self._source_lines))
         self.border_title = path
         self.refresh()
 
@@ -130,7 +130,7 @@ class SourceView(ScrollView, can_focus=False):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        if index >= len(self._lines):
+        if index >= len(self._source_lines):
             return Strip.blank(width, self.rich_style)
         strip = self._line_strip(index)
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_offsets(
@@ -144,7 +144,9 @@ class SourceView(ScrollView, can_focus=False):
         span = (0, 0)
         if on_line and loc is not None:
             start = loc.col - 1 if number == loc.line else 0
-            end = loc.end_col - 1 if number == loc.end_line else len(self._lines[index].plain)
+            end = (
+                loc.end_col - 1 if number == loc.end_line else len(self._source_lines[index].plain)
+            )
             span = (max(start, 0), max(end, start))
         key = (
             index,
@@ -170,7 +172,7 @@ class SourceView(ScrollView, can_focus=False):
             (f"{number:>5}", ARROW_STYLE if current else NUMBER_STYLE),
             (" ▶ " if current else "   ", ARROW_STYLE),
         )
-        line = self._lines[index]
+        line = self._source_lines[index]
         if on_span and span[1] > span[0]:
             line = line.stylize(SPAN_STYLE, span[0], span[1])
         full = gutter + line
@@ -193,6 +195,6 @@ class SourceView(ScrollView, can_focus=False):
         if offset is None or offset.x >= GUTTER:
             return
         line = self.scroll_offset.y + offset.y + 1
-        if 1 <= line <= len(self._lines):
+        if 1 <= line <= len(self._source_lines):
             event.stop()
             self.post_message(self.BreakpointToggled(self.path, line))

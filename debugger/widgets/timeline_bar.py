@@ -72,7 +72,9 @@ class TimelineBar(Widget):
         self._fork_step: int | None = None
         self._dragging = False
 
-    def set_events(self, events: Iterable[Event], length: int, fork_step: int | None = None) -> None:
+    def set_events(
+        self, events: Iterable[Event], length: int, fork_step: int | None = None
+    ) -> None:
         """New markers (after opening a run, switching branch or growing a live run)."""
         self._events = list(events)
         self._fork_step = fork_step

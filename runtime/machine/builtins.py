@@ -321,62 +321,74 @@ def _num(f: float) -> Any:
 
 @builtin("read")
 def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
-    path = m.world.resolve(_arg(args, named, 0, "path"))
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AgencyRuntimeError(f"read: cannot read {path.name}: {exc.strerror}") from None
+    from runtime.effects import observe
+
+    path_arg = _arg(args, named, 0, "path")
+    path = m.world.resolve(path_arg)
+
+    def act() -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgencyRuntimeError(f"read: cannot read {path.name}: {exc.strerror}") from None
+
+    return observe(m, "read", {"path": path_arg}, act)  # type: ignore[no-any-return]
 
 
 @builtin("write")
 def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    from runtime.effects import perform
+    from runtime.effects import atomic_write, file_holds, perform
 
     path_arg = _arg(args, named, 0, "path")
     text = to_str(_arg(args, named, 1, "text", ""))
 
+    path = m.world.resolve(path_arg)
+
     def act() -> Any:
-        path = m.world.resolve(path_arg)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            atomic_write(path, text)
         except OSError as exc:
             raise AgencyRuntimeError(f"write: cannot write {path_arg}: {exc.strerror}") from None
         return True
 
-    m.world.resolve(path_arg)
-    return perform(m, "write", {"path": path_arg, "bytes": len(text)}, act)
+    return perform(m, "write", {"path": path_arg, "bytes": len(text)}, act, lambda: file_holds(path, text))
 
 
 @builtin("saveToDisk")
 def _save_to_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    from runtime.effects import perform
+    from runtime.effects import atomic_write, file_holds, perform
 
     value = _arg(args, named, 0, "value")
     path_arg = _arg(args, named, 1, "path")
     text = json.dumps(to_plain(value), indent=2, ensure_ascii=False)
 
+    path = m.world.resolve(path_arg)
+
     def act() -> Any:
-        path = m.world.resolve(path_arg)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text + "\n", encoding="utf-8")
+            atomic_write(path, text + "\n")
         except OSError as exc:
             raise AgencyRuntimeError(f"saveToDisk: cannot write {path_arg}: {exc.strerror}") from None
         return True
 
-    m.world.resolve(path_arg)
-    return perform(m, "saveToDisk", {"path": path_arg, "bytes": len(text)}, act)
+    return perform(m, "saveToDisk", {"path": path_arg, "bytes": len(text)}, act, lambda: file_holds(path, text + "\n"))
 
 
 @builtin("loadFromDisk")
 def _load_from_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    path = m.world.resolve(_arg(args, named, 0, "path"))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AgencyRuntimeError(f"loadFromDisk: cannot read {path.name}: {exc.strerror}") from None
-    return parse_json(text)
+    from runtime.effects import observe
+
+    path_arg = _arg(args, named, 0, "path")
+    path = m.world.resolve(path_arg)
+
+    def act() -> Any:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgencyRuntimeError(f"loadFromDisk: cannot read {path.name}: {exc.strerror}") from None
+        return parse_json(text)
+
+    return observe(m, "loadFromDisk", {"path": path_arg}, act)
 
 
 # -- checkpoints -------------------------------------------------------------------------------

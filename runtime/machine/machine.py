@@ -57,6 +57,8 @@ W_EVENT = 14  # (W_EVENT, kind, summary, data)
 W_SHARED = 15  # (W_SHARED, name, value)
 W_STATUS = 16  # (W_STATUS, status, result, error)
 
+PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are
+
 HALTED = "finished"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
@@ -128,7 +130,13 @@ class Machine:
         self.journal: Any = None  # durable effect journal (the run store), when recording
         # Recording
         self.wlog: list[Any] | None = None
-        self.on_step: Callable[[Machine, str], None] | None = None
+        self.rec: Any = None  # the recorder, which encodes containers as they are written
+        self.on_step: Callable[[Machine, str], None] | None = None  # per-step hook
+        self.on_flush: Callable[[Machine], None] | None = None  # the write log is long
+        self.on_mark: Callable[[Machine, str], None] | None = None  # an llm/tool step
+        self.on_event: Callable[[int, str, str, dict[str, Any]], None] | None = None
+        self.on_reset: Callable[[], None] | None = None  # restore replaced the state
+        self.wlog_limit = 4096
         self.run_id = ""
         self.branch = 0
         if start:
@@ -184,7 +192,7 @@ class Machine:
 
     def log(self, record: tuple[Any, ...]) -> None:
         if self.wlog is not None:
-            self.wlog.append(record)
+            self.wlog.append(self.rec.enc_record(record) if self.rec is not None else record)
 
     def print(self, text: str) -> None:
         self.output.append(text)
@@ -193,8 +201,9 @@ class Machine:
         self.world.emit(text)
 
     def event(self, kind: str, summary: str, data: dict[str, Any] | None = None) -> None:
-        if self.wlog is not None:
-            self.wlog.append((W_EVENT, kind, summary, data or {}))
+        """A timeline marker; it belongs to the next step boundary (where its effect shows)."""
+        if self.on_event is not None:
+            self.on_event(self.step_index + 1, kind, summary, data or {})
 
     def active_thread(self) -> str:
         for frame in reversed(self.frames):
@@ -222,7 +231,7 @@ class Machine:
                 obj[i] = value
             else:
                 if self.wlog is not None:
-                    self.wlog.append((W_SPLICE, obj, n, 0, tuple([None] * (i - n) + [value])))
+                    self.rec.log_splice(obj, n, 0, tuple([None] * (i - n) + [value]))
                 obj.extend([None] * (i - n))
                 obj.append(value)
                 return
@@ -233,21 +242,21 @@ class Machine:
                 f"cannot set property {to_str(key)!r} of a {type_name(obj)}"
             )
         if self.wlog is not None:
-            self.wlog.append((W_SETKEY, obj, k if t is JSObject else i, value))
+            self.rec.log_set(obj, k if t is JSObject else i, value)
 
     def splice(self, arr: JSArray, start: int, delete: int, items: tuple[Any, ...]) -> JSArray:
         """The one primitive all array mutations go through (push, pop, shift, splice, …)."""
         removed = JSArray(arr[start : start + delete])
         arr[start : start + delete] = items
         if self.wlog is not None:
-            self.wlog.append((W_SPLICE, arr, start, delete, items))
+            self.rec.log_splice(arr, start, delete, items)
         return removed
 
     def del_key(self, obj: JSObject, key: str) -> None:
         if key in obj:
             del obj[key]
             if self.wlog is not None:
-                self.wlog.append((W_DELKEY, obj, key))
+                self.rec.log_del(obj, key)
 
     def lookup_function(self, name: str) -> Code | None:
         return self.functions.get(name)
@@ -298,6 +307,7 @@ class Machine:
             pc = frame.pc
             depth = len(frames) - 1
             wlog = self.wlog
+            markers = code.markers
             push = stack.append
             pop = stack.pop
             try:
@@ -314,6 +324,12 @@ class Machine:
                         if self.on_step is not None:
                             frame.pc = pc
                             self.on_step(self, "step")
+                        elif wlog is not None:
+                            # Recording: a step marker in the write log, processed in bulk.
+                            wlog.append(markers[arg])
+                            if len(wlog) > self.wlog_limit:
+                                frame.pc = pc
+                                self.on_flush(self)  # type: ignore[misc]
                         if self.step_index >= self.stop_at:
                             frame.pc = pc
                             self.stopped_by = "step"
@@ -330,7 +346,7 @@ class Machine:
                         v = pop()
                         L[arg] = v
                         if wlog is not None:
-                            wlog.append((1, depth, arg, v))
+                            wlog.append((1, depth, arg, v if type(v) in PLAIN else self.rec.enc_now(v)))
                     elif op == 3:  # CONST
                         push(arg)
                     elif op == 4:  # BINARY
@@ -355,7 +371,7 @@ class Machine:
                         v = pop()
                         glob[arg] = v
                         if wlog is not None:
-                            wlog.append((2, arg, v))
+                            wlog.append((2, arg, v if type(v) in PLAIN else self.rec.enc_now(v)))
                     elif op == 9:  # CALL
                         frame.pc = pc
                         if self._call(frame, arg, pc):
@@ -398,12 +414,12 @@ class Machine:
                             first, sec = seq[i], i
                         L[var] = first
                         if wlog is not None:
-                            wlog.append((1, depth, ikey, i + 1))
-                            wlog.append((1, depth, var, first))
+                            rec = self.rec
+                            wlog.append((1, depth, var, first if type(first) in PLAIN else rec.enc_now(first)))
                         if second is not None:
                             L[second] = sec
                             if wlog is not None:
-                                wlog.append((1, depth, second, sec))
+                                wlog.append((1, depth, second, sec if type(sec) in PLAIN else self.rec.enc_now(sec)))
                     elif op == 16:  # RANGE_NEXT (target, slot, var)
                         target, slot, var = arg
                         i = L[slot]
@@ -413,7 +429,6 @@ class Machine:
                         L[slot] = i + 1
                         L[var] = i
                         if wlog is not None:
-                            wlog.append((1, depth, slot, i + 1))
                             wlog.append((1, depth, var, i))
                     elif op == 17:  # JUMP_IF_TRUE
                         if truthy(pop()):
@@ -504,19 +519,12 @@ class Machine:
                         L[arg] = seq
                         L[arg + "i"] = 0
                         L[arg + "o"] = obj
-                        if wlog is not None:
-                            wlog.append((1, depth, arg, seq))
-                            wlog.append((1, depth, arg + "i", 0))
-                            wlog.append((1, depth, arg + "o", obj))
                     elif op == 36:  # RANGE_INIT slot
                         end = pop()
                         start = pop()
                         s, e = _int_arg(start, "range"), _int_arg(end, "range")
                         L[arg] = s
                         L[arg + "e"] = e
-                        if wlog is not None:
-                            wlog.append((1, depth, arg, s))
-                            wlog.append((1, depth, arg + "e", e))
                     elif op == 37:  # UPDATE_LOCAL (name, delta)
                         name, delta = arg
                         old = L.get(name)
@@ -553,7 +561,7 @@ class Machine:
                             raise AgencyRuntimeError(f"cannot assign to `{arg}`: it is a static constant")
                         self.shared[arg] = v
                         if wlog is not None:
-                            wlog.append((W_SHARED, arg, v))
+                            wlog.append((W_SHARED, arg, v if type(v) in PLAIN else self.rec.enc_now(v)))
                     elif op == 59:  # UPDATE_SHARED
                         name, delta = arg
                         old = self.shared.get(name)
@@ -631,6 +639,9 @@ class Machine:
                         if self.on_step is not None:
                             frame.pc = pc
                             self.on_step(self, arg)
+                        elif self.on_mark is not None:
+                            frame.pc = pc
+                            self.on_mark(self, arg)
                         if self.step_index >= self.stop_at:
                             frame.pc = pc
                             self.stopped_by = "step"
@@ -781,9 +792,14 @@ class Machine:
         f = Frame(code, self.bind_args(code, args, named))
         if code.kind == "def":
             f.entry = dict(f.locals)
+            if code.modifiers:  # lifecycle: a destructive def's call goes through the effect journal
+                from runtime.effects import begin_destructive, journaled
+
+                if journaled(code):
+                    begin_destructive(self, f)
         if self.wlog is not None:
             caller = self.frames[-1] if self.frames else None
-            self.wlog.append((W_PUSH_FRAME, f, stmt_position(caller) if caller else (0, 0)))
+            self.rec.log_frame(f, stmt_position(caller) if caller else (0, 0))
         self.frames.append(f)
         return f
 
@@ -796,6 +812,10 @@ class Machine:
 
                 value = Result(False, error=value.error, checkpoint=entry_checkpoint(self, f))
         f = frames.pop()
+        if f.code.modifiers and "__effect" in f.locals:  # lifecycle: journal the destructive def
+            from runtime.effects import end_destructive
+
+            value = end_destructive(self, f, value)
         if self.wlog is not None:
             self.wlog.append((W_POP_FRAME,))
             if f.threads:

@@ -66,6 +66,73 @@ def recorded_decisions(tl: Timeline) -> list[tuple[int, Decision]]:
     return out
 
 
+def recorded_effects(tl: Timeline) -> dict[str, dict[str, Any]]:
+    """What the world gave and took along the branch's lineage, keyed `step:call`: the effect
+    journal's applied entries, then the `effect` events (reads, and effects of runs recorded
+    without a durable journal). Re-execution is served these instead of touching the world."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in tl.store.events(tl.run_id, tl.branch, kind="effect"):
+        data = e.data if isinstance(e.data, dict) else {}
+        key = data.get("key")
+        if isinstance(key, str) and ("result" in data or "error" in data):
+            entry = {"status": "applied", "result": data.get("result")}
+            if "error" in data:
+                entry = {"status": "failed", "error": data["error"]}
+            out[short_key(key)] = entry
+    try:
+        applied = tl.store.effects(tl.run_id, tl.branch)
+    except Exception:  # noqa: BLE001 - a store without a journal
+        applied = []
+    for rec in applied:
+        if rec.status == "applied":
+            out[short_key(rec.key)] = {"status": "applied", "result": rec.result}
+    return out
+
+
+def short_key(key: str) -> str:
+    """`run:branch:step:call` → `step:call` (a lineage mixes branches; steps identify)."""
+    parts = key.rsplit(":", 2)
+    return f"{parts[-2]}:{parts[-1]}" if len(parts) == 3 else key
+
+
+class DecisionFeed:
+    """Answers the interrupts a re-execution pauses on, as the recorded run answered them.
+
+    An answer given from outside is recorded as an `interrupt` event with `action` and `answer`
+    at the step that paused. Runs whose answers were not recorded that way (driven by a callback)
+    still have the event the machine itself logs when it applies a decision (`action`, `value`,
+    at the next step): the n-th such event of that step, n counted in the re-execution.
+    """
+
+    def __init__(self, tl: Timeline) -> None:
+        self.answered = recorded_decisions(tl)
+        self.applied: dict[int, list[Decision]] = {}
+        for e in tl.store.events(tl.run_id, tl.branch, kind="interrupt"):
+            data = e.data if isinstance(e.data, dict) else {}
+            if data.get("action") in ("approve", "reject", "resolve") and "value" in data and "answer" not in data:
+                self.applied.setdefault(e.step, []).append(Decision(data["action"], from_plain(data["value"])))
+        self.seen: dict[int, int] = {}
+
+    def attach(self, m: Machine) -> None:
+        """Count the decisions the re-executing machine applies (to place the next one)."""
+
+        def on_event(step: int, kind: str, summary: str, data: dict[str, Any]) -> None:
+            if kind == "interrupt" and "action" in data and "value" in data:
+                self.seen[step] = self.seen.get(step, 0) + 1
+
+        m.on_event = on_event
+
+    def next(self, step: int) -> Decision | None:
+        """The answer to the interrupt the machine paused on at `step`."""
+        while self.answered and self.answered[0][0] < step:
+            self.answered.pop(0)  # an answer recorded for a pause that is behind us
+        if self.answered and self.answered[0][0] == step:
+            return self.answered.pop(0)[1]
+        candidates = self.applied.get(step + 1) or []
+        n = self.seen.get(step + 1, 0)
+        return candidates[n] if n < len(candidates) else None
+
+
 def _program(tl: Timeline) -> Any:
     if tl.program is not None:
         return tl.program
@@ -100,19 +167,25 @@ def machine_at(
     )
     m.replaying = True
     m.journal = journal
-    decisions = recorded_decisions(tl)
+    m.run_id = tl.run_id
+    m.branch = tl.branch
+    m.recorded_effects = recorded_effects(tl)  # type: ignore[attr-defined]
+    decisions = DecisionFeed(tl)
+    decisions.attach(m)
     target = min(step, len(tl) - 1)
     while m.step_index < target and not m.done:
         m.step(min(target - m.step_index, 10_000))
         if progress is not None:
             progress(m.step_index)
         if m.status == INTERRUPTED:
-            if not decisions:
+            decision = decisions.next(m.step_index)
+            if decision is None:
                 break
-            m.answer_interrupt(decisions.pop(0)[1])
+            m.answer_interrupt(decision)
     if m.step_index != target and tl.kind_at(step) != "end":
         raise AgencyError(f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete")
     m.replaying = False
+    m.on_event = None
     return m
 
 

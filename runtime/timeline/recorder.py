@@ -16,6 +16,7 @@ recorded state is what a person inspects; exact machine state is rebuilt by re-e
 from __future__ import annotations
 
 import marshal
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +36,8 @@ from runtime.timeline.store import MemoryStore, RunMeta, RunStore
 KINDS = ("step", "llm", "tool", "interrupt", "end")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 STORE_EVENT_KINDS = {"llm", "tool", "checkpoint", "restore", "interrupt", "error", "debugger", "effect", "branch"}
-BATCH_STEPS = 256
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
+ZLIB_PREFIX = b"\x00z"  # marks a compressed keyframe (no marshal stream starts with NUL)
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
 
 
@@ -50,7 +51,17 @@ def location_table(program: CompiledProgram) -> list[list[Any]]:
 
 
 class Recorder:
-    """Records one branch of one run from a live machine into a store."""
+    """Records one branch of one run from a live machine into a store.
+
+    The machine appends writes and step markers (`location id << 3 | kind`) to `machine.wlog`
+    and calls `flush_chunk` when the log is long. A chunk of plain data (the common case: a
+    loop over numbers and strings) is marshalled as it is, in C; a chunk holding containers or
+    frames is encoded entry by entry first (`encode`). A batch blob is
+    `(first_step, depth_before, depth_after, entries)`.
+    """
+
+    per_step = False  # call `on_step` at every step (tests that probe the live machine)
+    chunk_limit = 1024  # entries per batch: bounds what a random read decodes and replays
 
     def __init__(
         self,
@@ -73,18 +84,22 @@ class Recorder:
                 n += 1
         self.next_oid = next_oid
         self.known: set[int] = set()
-        self.fresh: set[int] = set()
-        self.batch: list[Any] = []
-        self.batch_first = -1
+        self.first_step = machine.step_index + 1  # the first step of the pending chunk
+        self.depth = len(machine.frames)  # frames at the step before `first_step`
         self.since_keyframe = 0
         self.keyframe_size = 0
         self.force_keyframe = True
-        self.prev_loc: Any = None
-        self.last_step = -1
+        self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
         machine.wlog = []
-        machine.on_step = self.on_step
+        machine.rec = self
+        machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
+        machine.on_flush = self.flush_chunk
+        machine.on_mark = self.mark
+        machine.on_event = self.event
+        machine.on_reset = self.reset
+        machine.on_step = self.on_step if self.per_step else None
         machine.run_id = run_id
         machine.branch = branch
 
@@ -106,7 +121,6 @@ class Recorder:
             oid = self.oid_of(v)
             if oid not in self.known:
                 self.known.add(oid)
-                self.fresh.add(oid)
                 if t is JSArray:
                     contents: Any = [self.enc(x, out) for x in v]
                 else:
@@ -124,6 +138,46 @@ class Recorder:
         if t is list or t is tuple:
             return [self.enc(x, out) for x in v]
         return repr(v)
+
+    # Writes are encoded when they happen, so a container is defined with its contents at that
+    # moment and every later change to it follows in order.
+
+    def enc_now(self, v: Any) -> Any:
+        """Encode a value being written; new containers are defined in the log first."""
+        return self.enc(v, self.m.wlog)  # type: ignore[arg-type]
+
+    def enc_record(self, record: tuple[Any, ...]) -> tuple[Any, ...]:
+        code = record[0]
+        if code == 16:
+            return (16, record[1], self.enc_now(record[2]), record[3])
+        if code == 15:
+            if record[1].startswith("mutable:"):
+                return (0,)  # process-wide map: not part of the inspected state
+            return (15, record[1], self.enc_now(record[2]))
+        return record
+
+    def log_set(self, obj: Any, key: Any, value: Any) -> None:
+        oid = getattr(obj, "oid", None)
+        if oid is not None and oid in self.known:
+            wlog = self.m.wlog
+            wlog.append((3, oid, key, self.enc(value, wlog)))  # type: ignore[union-attr, arg-type]
+
+    def log_splice(self, arr: Any, start: int, delete: int, items: tuple[Any, ...]) -> None:
+        oid = getattr(arr, "oid", None)
+        if oid is not None and oid in self.known:
+            wlog = self.m.wlog
+            wlog.append((5, oid, start, delete, [self.enc(x, wlog) for x in items]))  # type: ignore[union-attr, arg-type]
+
+    def log_del(self, obj: Any, key: str) -> None:
+        oid = getattr(obj, "oid", None)
+        if oid is not None and oid in self.known:
+            self.m.wlog.append((4, oid, key))  # type: ignore[union-attr]
+
+    def log_frame(self, f: Any, caller_pos: tuple[int, int]) -> None:
+        wlog = self.m.wlog
+        code = f.code
+        local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}  # type: ignore[arg-type]
+        wlog.append((6, code.name, code.kind, tuple(code.param_names), local_vals, caller_pos[0], caller_pos[1]))  # type: ignore[union-attr]
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
@@ -182,97 +236,34 @@ class Recorder:
         self.known = set(heap)
         return state
 
-    # -- the step hook --------------------------------------------------------------------------
+    # -- hooks the machine calls ----------------------------------------------------------------
+
+    def marker(self, kind: str) -> int:
+        loc = self.m.location
+        loc_id = self.loc_ids.get(id(loc), 0) if loc is not None else 0
+        return loc_id << 3 | KIND_CODES.get(kind, 0)
 
     def on_step(self, m: Machine, kind: str) -> None:
-        step = m.step_index
-        writes = self.drain(step)
-        if self.batch_first < 0:
-            self.batch_first = step
-        loc = m.location
-        loc_id = self.loc_ids.get(id(loc), -1) if loc is not None else -1
-        keyframe = False
-        self.since_keyframe += len(writes) * 16 + 8
-        if self.force_keyframe or self.since_keyframe > max(self.keyframe_size, MIN_KEYFRAME_GAP):
-            keyframe = True
-        self.batch.append((loc_id, KIND_CODES.get(kind, 0), tuple(writes), len(m.frames), keyframe))
-        self.last_step = step
-        if keyframe:
-            self.write_keyframe(step)
-        self.prev_loc = loc
-        if len(self.batch) >= BATCH_STEPS:
-            self.flush_batch()
-        for listener in self.listeners:
-            listener(step)
+        """Per-step mode: the marker is appended here rather than by the machine."""
+        m.wlog.append(self.marker(kind))  # type: ignore[union-attr]
+        if len(m.wlog) > m.wlog_limit:  # type: ignore[arg-type]
+            self.flush_chunk(m)
 
-    def drain(self, step: int) -> list[Any]:
-        """Encode the writes made since the last step boundary and clear the log."""
-        wlog = self.m.wlog
-        out: list[Any] = []
-        if not wlog:
-            return out
-        known = self.known
-        fresh = self.fresh
-        fresh.clear()
-        enc = self.enc
-        for w in wlog:
-            code = w[0]
-            if code == 1:
-                name = w[2]
-                if name.startswith("__"):
-                    continue
-                v = w[3]
-                out.append((1, w[1], name, v if type(v) in _PRIMITIVE else enc(v, out)))
-            elif code == 2:
-                v = w[2]
-                out.append((2, w[1], v if type(v) in _PRIMITIVE else enc(v, out)))
-            elif code == 3 or code == 4 or code == 5:
-                oid = getattr(w[1], "oid", None)
-                if oid is None or oid not in known or oid in fresh:
-                    continue  # not visible yet, or defined this step with its final contents
-                if code == 3:
-                    out.append((3, oid, w[2], enc(w[3], out)))
-                elif code == 4:
-                    out.append((4, oid, w[2]))
-                else:
-                    out.append((5, oid, w[2], w[3], [enc(x, out) for x in w[4]]))
-            elif code == 6:
-                f = w[1]
-                code_ = f.code
-                line, col = w[2]
-                out.append(
-                    (
-                        6,
-                        code_.name,
-                        code_.kind,
-                        tuple(code_.param_names),
-                        {k: enc(v, out) for k, v in f.locals.items() if not k.startswith("__")},
-                        line,
-                        col,
-                    )
-                )
-            elif code == 7 or code == 8 or code == 11 or code == 12:
-                out.append(w)
-            elif code == 9:
-                out.append((9, w[1], enc(w[2], out)))
-            elif code == 10:
-                out.append((10, w[1], [enc(x, out) for x in w[2]]))
-            elif code == 13:
-                self.force_keyframe = True
-            elif code == 14:
-                self.event(step, w[1], w[2], w[3])
-            elif code == 15:
-                name = w[1]
-                if not name.startswith("mutable:"):
-                    out.append((15, name, enc(w[2], out)))
-            elif code == 16:
-                out.append((16, w[1], enc(w[2], out), w[3]))
-        del wlog[:]
-        return out
+    def mark(self, m: Machine, kind: str) -> None:
+        """A step that is not a statement start: after an LLM call, a tool round, …; stored
+        at once, so a crash never loses a paid answer's step."""
+        m.wlog.append(self.marker(kind))  # type: ignore[union-attr]
+        self.flush_chunk(m)
+
+    def reset(self) -> None:
+        """A restore replaced the state: the next step gets a keyframe."""
+        self.force_keyframe = True
+        self.m.wlog_limit = 0
 
     def event(self, step: int, kind: str, summary: str, data: dict[str, Any]) -> None:
         if kind not in STORE_EVENT_KINDS:
             return
+        self.m.wlog_limit = 0  # the step that shows this event is stored as soon as it starts
         from runtime.machine.values import to_plain
 
         plain = {k: to_plain(v) if type(v) in (JSArray, JSObject, Result) else v for k, v in data.items()}
@@ -290,40 +281,86 @@ class Recorder:
                 cost=float(plain.get("cost") or 0.0),
                 latency_ms=float(plain.get("latency_ms") or 0.0),
             )
-            small: dict[str, Any] = {k: plain[k] for k in ("provider", "model", "input_tokens", "output_tokens", "latency_ms", "round") if k in plain}
+            small: dict[str, Any] = {
+                k: plain[k]
+                for k in ("provider", "model", "input_tokens", "output_tokens", "latency_ms", "round")
+                if k in plain
+            }
             self.store.add_event(self.run_id, self.branch, step, kind, summary, small)
+            self.store.flush()  # a paid answer is durable before the program goes on
             return
         self.store.add_event(self.run_id, self.branch, step, kind, summary, plain)
 
+    # -- chunks, batches, keyframes ---------------------------------------------------------------
+
+    def flush_chunk(self, m: Machine) -> None:
+        """Store the write log up to its last step marker (the step just started)."""
+        wlog = m.wlog
+        if not wlog:
+            return
+        end = len(wlog) - 1
+        while end >= 0 and type(wlog[end]) is not int:
+            end -= 1
+        if end < 0:
+            return  # no step started since the last flush
+        chunk = wlog[: end + 1]
+        rest = wlog[end + 1 :]
+        del wlog[:]
+        wlog.extend(rest)
+        depth_after = len(m.frames)
+        for w in rest:  # writes after the marker belong to the next step: undo their frames
+            if w[0] == 6:
+                depth_after -= 1
+            elif w[0] == 7:
+                depth_after += 1
+        last = m.step_index  # every step appends its marker, so the last one is this step's
+        try:
+            blob = marshal.dumps((self.first_step, self.depth, depth_after, chunk))
+        except ValueError:  # something the machine logged unencoded: make it plain
+            blob = marshal.dumps((self.first_step, self.depth, depth_after, _plain_data(chunk)))
+        self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
+        self.bytes_written += len(blob)
+        self.since_keyframe += len(blob)
+        self.first_step = last + 1
+        self.last_step = last
+        self.depth = depth_after
+        m.wlog_limit = self.chunk_limit
+        # A keyframe once the deltas since the last one outweigh it twice: keyframes then cost
+        # at most half of what the deltas cost, whatever the size of the state.
+        if not rest and (
+            self.force_keyframe
+            or self.since_keyframe > max(2 * self.keyframe_size, MIN_KEYFRAME_GAP)
+        ):
+            self.write_keyframe(last)
+        for listener in self.listeners:
+            listener(last)
+
     def write_keyframe(self, step: int) -> None:
-        self.flush_batch()  # keyframes and batches must agree on order for readers
         blob = marshal.dumps(self.capture())
+        if len(blob) > 4096:  # large states (long histories) compress well and are rare
+            blob = ZLIB_PREFIX + zlib.compress(blob, 1)
         self.store.put_keyframe(self.run_id, self.branch, step, blob)
         self.keyframe_size = len(blob)
         self.bytes_written += len(blob)
         self.since_keyframe = 0
         self.force_keyframe = False
 
-    def flush_batch(self) -> None:
-        if not self.batch:
-            return
-        blob = marshal.dumps(self.batch)
-        self.store.append_batch(self.run_id, self.branch, self.batch_first, self.last_step, blob)
-        self.bytes_written += len(blob)
-        self.batch = []
-        self.batch_first = -1
-
     def finish(self) -> None:
         """Record the end of the run (a final step holding the result) and flush."""
         m = self.m
         if m.status in (HALTED, FAILED):
             m.step_index += 1
-            self.on_step(m, "end")
-            if not (self.batch and self.batch[-1][4]):
-                self.write_keyframe(m.step_index)  # the last step is where a reader often lands
+            m.location = m.location  # the end step shows where the run stopped
+            self.force_keyframe = True  # the last step is where a reader often lands
+            if m.on_step is not None:
+                m.on_step(m, "end")
+            else:
+                m.wlog.append(self.marker("end"))  # type: ignore[union-attr]
+            self.flush_chunk(m)
         else:
-            self.drain(m.step_index + 1)
-        self.flush_batch()
+            # Stopped mid-step (an interrupt): store every step started so far; the writes
+            # after the last one stay pending for the step a continued run starts next.
+            self.flush_chunk(m)
         status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(m.status, "running")
         from runtime.machine.values import to_plain
 
@@ -336,18 +373,24 @@ class Recorder:
         self.store.flush()
 
     def detach(self) -> None:
-        self.m.wlog = None
-        self.m.on_step = None
+        m = self.m
+        m.wlog = None
+        m.rec = None
+        m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
 
 
-def _stmt_position(f: Any) -> tuple[int, int]:
-    code = f.code
-    pcs = code.step_pcs
-    for i in range(len(pcs) - 1, -1, -1):
-        if pcs[i] <= f.stmt_pc:
-            loc = code.locations[i]
-            return loc.line, loc.col
-    return code.span.line, code.span.col
+def _plain_data(v: Any) -> Any:
+    """Anything marshal cannot write, as its repr (a safety net; the machine encodes writes)."""
+    t = type(v)
+    if t in _PRIMITIVE:
+        return v
+    if t is tuple:
+        return tuple(_plain_data(x) for x in v)
+    if t is list:
+        return [_plain_data(x) for x in v]
+    if t is dict:
+        return {str(k): _plain_data(x) for k, x in v.items()}
+    return repr(v)
 
 
 # ----------------------------------------------------------------------------------------------

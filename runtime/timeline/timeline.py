@@ -8,10 +8,11 @@ views makes going back and forth free. Nothing here re-executes the program or c
 from __future__ import annotations
 
 import marshal
+import zlib
 from collections import OrderedDict
 from typing import Any
 
-from runtime.timeline.recorder import KINDS
+from runtime.timeline.recorder import KINDS, ZLIB_PREFIX
 from runtime.timeline.store import RunStore
 from runtime.timeline.views import (
     BranchInfo,
@@ -54,7 +55,9 @@ class _Raw:
         for w in writes:
             code = w[0]
             if code == 1:
-                frames[w[1]][3][w[2]] = w[3]
+                name = w[2]
+                if name[:2] != "__":
+                    frames[w[1]][3][name] = w[3]
             elif code == 2:
                 self.globals[w[1]] = w[2]
             elif code == 17:
@@ -97,7 +100,8 @@ class _Raw:
             elif code == 12:
                 self.usage = [w[1], w[2], w[3]]
             elif code == 15:
-                self.shared[w[1]] = w[2]
+                if not w[1].startswith("mutable:"):
+                    self.shared[w[1]] = w[2]
             elif code == 16:
                 self.status, self.result, self.error = w[1], w[2], w[3]
 
@@ -165,6 +169,50 @@ class _Raw:
         )
 
 
+def decode_keyframe(blob: bytes) -> Any:
+    if blob[:2] == ZLIB_PREFIX:
+        blob = zlib.decompress(blob[2:])
+    return marshal.loads(blob)
+
+
+class _Batch:
+    """A decoded batch: flat entries, where each step's marker sits; depths on demand."""
+
+    __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
+
+    def __init__(self, blob: bytes) -> None:
+        first, self.depth_before, self.depth_after, entries = marshal.loads(blob)
+        self.first: int = first
+        self.entries: list[Any] = entries
+        self.marks: list[int] = [i for i, e in enumerate(entries) if type(e) is int]
+        self.last: int = first + len(self.marks) - 1
+        self.depths: list[int] | None = None
+
+    def record(self, step: int) -> tuple[Any, ...]:
+        """(location id, kind code, writes, depth) of `step`."""
+        i = step - self.first
+        end = self.marks[i]
+        start = self.marks[i - 1] + 1 if i else 0
+        marker = self.entries[end]
+        return (marker >> 3, marker & 7, tuple(self.entries[start:end]), self.depth(i))
+
+    def depth(self, i: int) -> int:
+        if self.depths is None:
+            depths = []
+            depth = self.depth_before
+            for e in self.entries:
+                if type(e) is int:
+                    depths.append(depth)
+                elif e[0] == 6:
+                    depth += 1
+                elif e[0] == 7:
+                    depth -= 1
+            if depths:
+                depths[-1] = self.depth_after
+            self.depths = depths
+        return self.depths[i]
+
+
 def _message(m: Any) -> Message:
     if not isinstance(m, dict):
         return Message("user", str(m))
@@ -198,10 +246,12 @@ class Timeline:
             table = (run.meta or {}).get("locations", []) if run else []
             locations = [Location(*row) for row in table]
         self.locations = locations
-        self._batches: OrderedDict[tuple[int, int], tuple[int, list[Any]]] = OrderedDict()
+        self._batches: OrderedDict[tuple[int, int], _Batch] = OrderedDict()
         self._views: OrderedDict[int, StateView] = OrderedDict()
         self._cursor: _Raw | None = None
         self._length: int | None = None
+        self._kf_cache: list[tuple[int, int]] = []
+        self._segs: Any = None
 
     @classmethod
     def open(cls, store: RunStore, run_id: str, branch: int = 0) -> Timeline:
@@ -223,24 +273,29 @@ class Timeline:
         """Forget cached facts about a run that is still being recorded."""
         self._length = None
         self._batches.clear()
+        self._kf_cache.clear()
+        self._segs = None
 
     def _record(self, step: int) -> tuple[Any, ...]:
-        for (branch, first), (last, records) in reversed(self._batches.items()):
-            if first <= step <= last:
-                seg_ok = self._segment_branch(step) == branch
-                if seg_ok:
-                    return records[step - first]  # type: ignore[no-any-return]
-        for batch in self.store.batches(self.run_id, self.branch, step, step):
-            if batch.first_step <= step <= batch.last_step and self._segment_branch(step) == batch.branch:
-                records = marshal.loads(batch.blob)
-                self._batches[(batch.branch, batch.first_step)] = (batch.last_step, records)
+        """(location id, kind code, writes, depth) of one step, from its batch."""
+        return self._batch(step).record(step)
+
+    def _batch(self, step: int) -> _Batch:
+        branch = self._segment_branch(step)
+        for (b, first), batch in reversed(self._batches.items()):
+            if b == branch and first <= step <= batch.last:
+                return batch
+        for stored in self.store.batches(self.run_id, self.branch, step, step):
+            if stored.first_step <= step <= stored.last_step and stored.branch == branch:
+                batch = _Batch(stored.blob)
+                self._batches[(stored.branch, stored.first_step)] = batch
                 if len(self._batches) > 64:
                     self._batches.popitem(last=False)
-                return records[step - batch.first_step]  # type: ignore[no-any-return]
+                return batch
         raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
 
     def _segment_branch(self, step: int) -> int:
-        segs = getattr(self, "_segs", None)
+        segs = self._segs
         if segs is None:
             segs = self._segs = self.store.lineage(self.run_id, self.branch)
         for seg in segs:
@@ -264,6 +319,7 @@ class Timeline:
         return KINDS[self._record(self._check(step))[1]]
 
     def depth_at(self, step: int) -> int:
+        """Frames on the stack at `step`, the module frame included."""
         return int(self._record(self._check(step))[3])
 
     def writes_at(self, step: int) -> tuple[Any, ...]:
@@ -278,32 +334,40 @@ class Timeline:
         raw = self._materialise(step)
         view = raw.view(step, self.branch, self.location_at(step))
         self._views[step] = view
-        if len(self._views) > 256:
+        if len(self._views) > 1024:
             self._views.popitem(last=False)
         return view
 
     def _materialise(self, step: int) -> _Raw:
         cur = self._cursor
-        if cur is not None and cur.step <= step and step - cur.step <= 512:
-            ok = True
+        kf_step = self._keyframe_step(step)
+        if cur is not None and kf_step <= cur.step <= step and step - cur.step <= 4096:
             for s in range(cur.step + 1, step + 1):
-                if self._record(s)[4]:
-                    ok = False  # a keyframe (e.g. a restore) lies between: start from it
-                    break
-            if ok:
-                for s in range(cur.step + 1, step + 1):
-                    cur.apply(self._record(s)[2])
-                cur.step = step
-                return cur
+                cur.apply(self._record(s)[2])
+            cur.step = step
+            return cur
         kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
         if kf is None:
             raise IndexError(f"no keyframe at or before step {step}")
-        raw = _Raw(marshal.loads(kf.blob), kf.step)
+        raw = _Raw(decode_keyframe(kf.blob), kf.step)
         for s in range(kf.step + 1, step + 1):
             raw.apply(self._record(s)[2])
         raw.step = step
         self._cursor = raw
         return raw
+
+    def _keyframe_step(self, step: int) -> int:
+        """The step of the latest keyframe at or before `step` (cached per range)."""
+        cache = self._kf_cache
+        for lo, hi in cache:
+            if lo <= step <= hi:
+                return lo
+        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
+        lo = kf.step if kf is not None else 0
+        cache.append((lo, step))
+        if len(cache) > 256:
+            del cache[:128]
+        return lo
 
     def changes_at(self, step: int) -> list[Change]:
         """What step `step` wrote (the delta from step-1 to step), readably."""

@@ -82,10 +82,12 @@ def live_states() -> Iterator[dict[int, Any]]:
         views[m.step_index] = _Raw(data, m.step_index).view(m.step_index, self.branch, loc)
 
     Recorder.on_step = on_step  # type: ignore[method-assign]
+    Recorder.per_step = True  # the machine calls on_step at every step while probed
     try:
         yield views
     finally:
         Recorder.on_step = orig  # type: ignore[method-assign]
+        Recorder.per_step = False
 
 
 def _check_all(tl: Timeline, live: dict[int, Any], where: str) -> None:

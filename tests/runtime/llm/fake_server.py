@@ -1,7 +1,9 @@
 """Provides a scripted HTTP server on 127.0.0.1 for testing the remote providers offline.
 
 `FakeServer` answers POSTs from a queue of `Reply`s (the last one repeats when the queue runs
-dry) and records every request it received, headers and JSON body included.
+dry) and records every request it received, headers and JSON body included. `openai_answer`,
+`openai_tool_call`, `anthropic_answer`, `anthropic_text` and `anthropic_tool_use` build the
+bodies the two APIs send back.
 """
 
 from __future__ import annotations
@@ -87,6 +89,12 @@ class FakeServer:
         )
 
     @property
+    def count(self) -> int:
+        """How many requests the server has received so far."""
+        with self._lock:
+            return len(self.requests)
+
+    @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
@@ -100,3 +108,57 @@ class FakeServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+# -- answer bodies ------------------------------------------------------------------------------
+
+
+def openai_answer(
+    content: str | None = "ok",
+    tool_calls: list[dict[str, Any]] | None = None,
+    *,
+    model: str = "test-model",
+    tokens: tuple[int, int] = (100, 10),
+) -> dict[str, Any]:
+    """A Chat Completions answer: text and/or tool calls, with usage."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+    }
+
+
+def openai_tool_call(id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One entry of a Chat Completions message's `tool_calls`."""
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def anthropic_answer(
+    *blocks: dict[str, Any],
+    model: str = "claude-sonnet-4-5-20250929",
+    tokens: tuple[int, int] = (200, 20),
+) -> dict[str, Any]:
+    """A Messages API answer made of content blocks, with usage."""
+    stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": list(blocks),
+        "stop_reason": stop,
+        "usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]},
+    }
+
+
+def anthropic_text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def anthropic_tool_use(id: str, name: str, args: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": id, "name": name, "input": args}

@@ -1,0 +1,143 @@
+"""Measures the debugger TUI on a 1,000,000-step recorded run: opening it, and keypress to
+updated screen while scrubbing.
+
+    python benchmarks/bench_tui.py [--steps 1000000] [--keys 400]
+
+The run is recorded once into a SQLite run store in a temporary folder; the app opens it the way
+`agency debugger --trace runs.db` does, headless under Pilot at 120x36.
+
+Latency is measured per key: the key event goes to the app, the clock stops when the app has
+redrawn its panels for that key and the screen has been composited (the work a terminal user
+waits for). Pilot's own settle time (it sleeps until the process looks idle, ~60 ms a key) is
+not part of what a person sees, so it is left out; it is printed separately for reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from textual import events  # noqa: E402
+
+PROGRAM = """\
+node main() {{
+  let total = 0
+  let i = 0
+  let log = []
+  while (i < {n}) {{
+    total = total + i
+    i = i + 1
+    if (i % 100000 == 0) {{ log.push(total) }}
+  }}
+  print("total", total)
+  return total
+}}
+"""
+
+BUDGET_MS = 50.0
+OPEN_BUDGET_S = 2.0
+
+
+def record(folder: Path, steps: int) -> tuple[Path, int]:
+    from runtime.program import load_program
+    from runtime.runner import RunConfig
+    from runtime.timeline.recorder import record_program
+    from runtime.timeline.sqlite_store import SQLiteStore
+
+    source = folder / "big.agency"
+    source.write_text(PROGRAM.format(n=max(steps // 4, 1))  # four steps an iteration)
+    program = load_program(str(source))
+    db = folder / "runs.db"
+    store = SQLiteStore(db)
+    started = time.perf_counter()
+    recording = record_program(program, RunConfig(mocks=[], quiet=True), store=store)
+    length = len(recording.timeline)
+    store.close()
+    print(f"recorded {length:,} steps in {time.perf_counter() - started:.2f} s")
+    return db, length
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def press(app, key: str) -> float:  # noqa: ANN001 - DebuggerApp
+    """Seconds from a key event reaching the app to the screen being updated for it."""
+    before = app.renders
+    started = time.perf_counter()
+    app.post_message(events.Key(key, key if len(key) == 1 else None))
+    while app.renders == before:
+        await asyncio.sleep(0)
+    app.screen._on_timer_update()  # composite and write the update now
+    return time.perf_counter() - started
+
+
+async def measure(db: Path, length: int, keys: int) -> tuple[float, list[float], float]:
+    from debugger.debug_command import build_app
+    from tests.debugger.conftest import SIZE
+
+    started = time.perf_counter()
+    app = build_app(None, trace=str(db))
+    async with app.run_test(size=SIZE) as pilot:
+        while app.session is None or app.renders == 0:
+            await asyncio.sleep(0.001)
+        app.screen._on_timer_update()
+        opened = time.perf_counter() - started
+        await pilot.pause()
+
+        rng = random.Random(7)
+        latencies: list[float] = []
+        script: list[str] = []
+        while len(script) < keys:
+            script += rng.choice(
+                [["s"] * 20, ["S"] * 20, ["n"] * 5, ["N"] * 5, ["right_square_bracket"], ["end"], ["home"]]
+            )
+        script = script[:keys]
+        # jump around the run between bursts, as a scrub would
+        for i, key in enumerate(script):
+            if i % 40 == 0:
+                app.session.goto(rng.randrange(length))
+                app._refresh_view()
+                await pilot.pause()
+            latencies.append(await press(app, key))
+        pilot_started = time.perf_counter()
+        for _ in range(10):
+            await pilot.press("s")
+        pilot_each = (time.perf_counter() - pilot_started) / 10
+    return opened, latencies, pilot_each
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=400)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        db, length = record(Path(tmp), options.steps)
+        opened, latencies, pilot_each = asyncio.run(measure(db, length, options.keys))
+    ms = [x * 1000 for x in latencies]
+    p50, p95, worst = percentile(ms, 0.5), percentile(ms, 0.95), max(ms)
+    print(f"opened a {length:,}-step run in {opened:.2f} s (budget {OPEN_BUDGET_S:.0f} s)")
+    print(
+        f"keypress to updated screen over {len(ms)} keys: p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+        f"max {worst:.1f} ms, mean {statistics.mean(ms):.1f} ms (budget p95 {BUDGET_MS:.0f} ms)"
+    )
+    print(f"for reference, Pilot's press() with its idle wait: {pilot_each * 1000:.0f} ms a key")
+    ok = p95 <= BUDGET_MS and opened <= OPEN_BUDGET_S
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

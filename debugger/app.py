@@ -1,0 +1,891 @@
+"""Provides `DebuggerApp`, the time-travel debugger's Textual app.
+
+The app composes the panels and wires them: a key (or a widget's message) asks the `Session` to
+move or change something, then the new state is pushed down to the panels. Drawing is
+collapsed: a burst of keys moves the cursor once per key but renders once, after the burst.
+Long work (recording, restoring, scanning a big run, searching) runs in a thread worker with a
+progress line; the UI keeps answering and Escape cancels a scan.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input
+from textual.worker import get_current_worker
+
+from debugger.session import (
+    Move,
+    Session,
+    SessionError,
+    describe_value,
+    json_type,
+    parse_literal,
+)
+from debugger.widgets.branch_screen import BranchScreen
+from debugger.widgets.call_stack import CallStack
+from debugger.widgets.command_line import CommandLine
+from debugger.widgets.edit_screen import EditScreen
+from debugger.widgets.help_screen import HelpScreen
+from debugger.widgets.llm_inspector import LLMInspector
+from debugger.widgets.messages_panel import MessagesPanel
+from debugger.widgets.output_panel import OutputPanel
+from debugger.widgets.source_view import SourceView
+from debugger.widgets.status_line import StatusLine
+from debugger.widgets.timeline_bar import TimelineBar
+from debugger.widgets.variables_panel import VariablesPanel
+from debugger.widgets.work_progress import WorkProgress
+from runtime.timeline.views import Location
+
+Opener = Callable[[Callable[[int], None]], Session]
+"""Builds the session (records the program, opens a stored run...) in a worker; gets a
+progress callback taking the step reached."""
+
+SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
+SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `:` command: its usage line and what it does (the help screen lists them)."""
+
+    usage: str
+    help: str
+    method: str
+
+
+COMMANDS: dict[str, Command] = {
+    "set": Command(
+        "set NAME = VALUE", "stage an edit (x, obj.a[0], globals.x, messages[i], answer)", "cmd_set"
+    ),
+    "goto": Command("goto STEP", "go to a step (also g STEP, +N, -N, end)", "cmd_goto"),
+    "break": Command("break LINE", "toggle a breakpoint on a line (also b LINE)", "cmd_break"),
+    "restore": Command("restore", "restore from this step with the staged edits", "cmd_restore"),
+    "discard": Command("discard", "drop the edits staged at this step", "cmd_discard"),
+    "write": Command(
+        "write PATH", "save this step as a checkpoint file (also w PATH)", "cmd_write"
+    ),
+    "open": Command("open PATH", "open a checkpoint file of this program", "cmd_open"),
+    "branch": Command("branch ID", "switch to another branch", "cmd_branch"),
+    "search": Command(
+        "search TEXT", "next step whose output, messages or names match", "cmd_search"
+    ),
+    "why": Command("why NAME", "go to the step that last wrote NAME", "cmd_why"),
+    "frame": Command("frame N", "select frame N of the call stack (0 innermost)", "cmd_frame"),
+    "approve": Command(
+        "approve [VALUE]", "approve the waiting interrupt and run on", "cmd_approve"
+    ),
+    "reject": Command("reject [REASON]", "reject the waiting interrupt and run on", "cmd_reject"),
+    "resolve": Command("resolve VALUE", "answer the waiting interrupt with a value", "cmd_resolve"),
+    "quit": Command("quit", "leave the debugger (also q)", "cmd_quit"),
+}
+ALIASES = {"g": "goto", "b": "break", "w": "write", "q": "quit", "s": "set", "o": "open"}
+
+
+class DebuggerApp(App[None]):
+    """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "agency debugger"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right,s", "step_forward", "Step", key_display="s/→", id="step"),
+        Binding("left,S", "step_back", "Back", key_display="S/←", id="step_back"),
+        Binding("n", "next", "Next", id="next"),
+        Binding("N", "reverse_next", "Reverse next", show=False, id="reverse_next"),
+        Binding("c", "continue", "Continue", id="continue"),
+        Binding("C", "reverse_continue", "Reverse continue", show=False, id="reverse_continue"),
+        Binding(
+            "left_square_bracket",
+            "prev_llm",
+            "Previous LLM call",
+            key_display="[",
+            show=False,
+            id="prev_llm",
+        ),
+        Binding(
+            "right_square_bracket",
+            "next_llm",
+            "Next LLM call",
+            key_display="]",
+            show=False,
+            id="next_llm",
+        ),
+        Binding("g", "goto", "Go to", id="goto"),
+        Binding("b", "toggle_breakpoint", "Breakpoint", id="breakpoint"),
+        Binding("e", "edit", "Edit", id="edit"),
+        Binding("r", "restore", "Restore here", id="restore"),
+        Binding("w", "write_checkpoint", "Save checkpoint", show=False, id="write_checkpoint"),
+        Binding("B", "branches", "Branches", id="branches"),
+        Binding("slash", "search", "Search", key_display="/", id="search"),
+        Binding("f3", "search_next", "Next match", show=False, id="search_next"),
+        Binding("shift+f3", "search_previous", "Previous match", show=False, id="search_previous"),
+        Binding("y", "why", "Why this value?", show=False, id="why"),
+        Binding("colon", "command", "Command line", key_display=":", show=False, id="command"),
+        # Priority, so a focused list does not take them; `check_action` lets a text field have them.
+        Binding("home", "first_step", "First step", show=False, priority=True, id="first_step"),
+        Binding("end", "last_step", "Last step", show=False, priority=True, id="last_step"),
+        Binding("o", "open_checkpoint", "Open checkpoint file", show=False, id="open_checkpoint"),
+        Binding("escape", "cancel_work", "Cancel long work", show=False, id="cancel_work"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        opener: Opener | None = None,
+        opening: str = "recording the run",
+    ) -> None:
+        super().__init__()
+        if session is None and opener is None:
+            raise ValueError("DebuggerApp needs a session or an opener")
+        self.session: Session | None = session
+        self._opener = opener
+        self._opening = opening
+        self._render_pending = False
+        self._busy: str | None = None
+        self._cancellable = False
+        self._progress: tuple[int, int] | None = None
+        self._events_key: tuple[Any, ...] = ()
+        self.renders = 0  # how many times the panels were updated (tests and the benchmark)
+
+    # -- layout ------------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="top"):
+            yield SourceView(id="source")
+            with Vertical(id="side"):
+                yield VariablesPanel(id="variables")
+                yield CallStack(id="stack")
+        yield TimelineBar(id="timeline")
+        with Horizontal(id="bottom"):
+            yield MessagesPanel(id="messages")
+            yield OutputPanel(id="output")
+            yield LLMInspector(id="llm")
+        yield WorkProgress(id="work")
+        yield CommandLine(id="command")
+        yield StatusLine(id="status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.source_view = self.query_one(SourceView)
+        self.variables = self.query_one(VariablesPanel)
+        self.stack = self.query_one(CallStack)
+        self.timeline_bar = self.query_one(TimelineBar)
+        self.messages = self.query_one(MessagesPanel)
+        self.output = self.query_one(OutputPanel)
+        self.llm = self.query_one(LLMInspector)
+        self.work_line = self.query_one(WorkProgress)
+        self.command_line = self.query_one(CommandLine)
+        self.status = self.query_one(StatusLine)
+        self.source_view.border_title = "source"
+        self.stack.border_title = "call stack"
+        self.timeline_bar.border_title = "timeline"
+        self.messages.border_title = "messages"
+        self.output.border_title = "output"
+        self.llm.border_title = "LLM call"
+        self.variables.focus()
+        self.set_interval(0.1, self._show_progress)
+        if self.session is not None:
+            self._attached()
+        else:
+            self._open()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("first_step", "last_step"):
+            return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
+        return True
+
+    # -- opening -----------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self._begin(self._opening)
+        self._open_worker()
+
+    @work(thread=True, exclusive=True, group="work")
+    def _open_worker(self) -> None:
+        assert self._opener is not None
+        try:
+            session = self._opener(self._step_progress)
+        except Exception as exc:  # noqa: BLE001 - any failure is shown, never a traceback
+            self.call_from_thread(self._open_failed, f"{exc}")
+            return
+        self.call_from_thread(self._opened, session)
+
+    def _opened(self, session: Session) -> None:
+        self._end()
+        self.session = session
+        self._attached()
+
+    def _open_failed(self, message: str) -> None:
+        self._end()
+        self.exit(return_code=1, message=f"agency: {message}")
+
+    def _attached(self) -> None:
+        assert self.session is not None
+        self.title = f"agency debugger · {self.session.source_path}"
+        self._refresh_view()
+
+    # -- drawing -----------------------------------------------------------------------------------
+
+    def _refresh_view(self) -> None:
+        """Draw the session's state after the keys already queued have moved the cursor."""
+        if not self._render_pending:
+            self._render_pending = True
+            self.call_later(self._render_now)
+
+    def _render_now(self) -> None:
+        self._render_pending = False
+        s = self.session
+        if s is None:
+            return
+        self.renders += 1
+        state = s.state()
+        key = (s.timeline.run_id, s.branch, s.length)
+        if key != self._events_key:
+            self._events_key = key
+            fork = next((b.fork_step for b in s.branches() if b.id == s.branch), None)
+            self.timeline_bar.set_events(s.events(), s.length, fork)
+        self.timeline_bar.step = state.step
+
+        loc = state.location
+        index = s.frame_index()
+        frame = state.frames[index] if state.frames else None
+        if (
+            frame is not None
+            and state.frames
+            and index != len(state.frames) - 1
+            and loc is not None
+        ):
+            loc = Location(loc.file, frame.scope, "", frame.line, frame.col, frame.line, frame.col)
+        path = loc.file if loc is not None else s.source_path
+        self.source_view.set_source(path, s.source_text(path))
+        if self.source_view.location != loc:
+            self.source_view.location = loc
+        breakpoints = frozenset(s.breakpoint_lines(path))
+        if breakpoints != self.source_view.breakpoints:
+            self.source_view.breakpoints = breakpoints
+
+        edits = s.edits if s.edits is not None and s.edits.step == s.step else None
+        args = dict(frame.args) if frame is not None else {}
+        locals_ = dict(frame.locals) if frame is not None else {}
+        globals_ = dict(state.globals)
+        edited: set[tuple[str, str]] = set()
+        if edits is not None:
+            for kind, values in (("args", args), ("locals", locals_), ("globals", globals_)):
+                for name, value in getattr(edits, kind).items():
+                    values[name] = value
+                    edited.add((kind, name))
+        self.variables.show(
+            frame.scope if frame is not None else "",
+            args,
+            locals_,
+            globals_,
+            s.changed_names(),
+            edited,
+        )
+        self.stack.show(state.frames, index)
+        self.messages.show(
+            state.active_thread, s.thread_messages(), edits.messages if edits is not None else {}
+        )
+        self.output.show(state.output)
+        self.llm.show(
+            s.llm_call(),
+            state.step,
+            edits.llm_answer if edits is not None and edits.has_llm_answer else None,
+        )
+        interrupt = s.waiting_interrupt()
+        self.status.show(
+            state,
+            s.length,
+            s.message,
+            len(edits) if edits is not None else 0,
+            _interrupt_text(interrupt) if interrupt is not None else None,
+            len(s.breakpoints),
+        )
+
+    # -- busy work ---------------------------------------------------------------------------------
+
+    def _begin(self, label: str, cancellable: bool = False) -> None:
+        self._busy = label
+        self._cancellable = cancellable
+        self._progress = None
+        self.work_line.start(label)
+
+    def _end(self) -> None:
+        self._busy = None
+        self._cancellable = False
+        self._progress = None
+        self.work_line.stop()
+
+    def _step_progress(self, step: int) -> None:
+        """Progress from the runtime (any thread): the step it reached."""
+        self._progress = (step, 0)
+
+    def _scan_progress(self, done: int, total: int) -> None:
+        self._progress = (done, total)
+
+    def _show_progress(self) -> None:
+        if self._busy is not None and self._progress is not None:
+            self.work_line.advance(*self._progress)
+
+    def _can_act(self) -> bool:
+        """True when the session may be used; otherwise say why not."""
+        if self.session is None:
+            self.notify("the run is still opening", severity="warning")
+            return False
+        if self._busy is not None:
+            self.notify(f"busy: {self._busy} (esc cancels a scan)", severity="warning")
+            return False
+        return True
+
+    def _fail(self, error: SessionError | str) -> None:
+        self.notify(str(error), title="nothing changed", severity="error", timeout=6)
+
+    # -- moving ------------------------------------------------------------------------------------
+
+    def _move(self, fn: Callable[[], object]) -> None:
+        if not self._can_act():
+            return
+        try:
+            fn()
+        except SessionError as exc:
+            self._fail(exc)
+        self._refresh_view()
+
+    def action_step_forward(self) -> None:
+        self._move(lambda: self.session.step_forward())  # type: ignore[union-attr]
+
+    def action_step_back(self) -> None:
+        self._move(lambda: self.session.step_back())  # type: ignore[union-attr]
+
+    def action_first_step(self) -> None:
+        self._move(lambda: self.session.goto(0, "start of the run"))  # type: ignore[union-attr]
+
+    def action_last_step(self) -> None:
+        self._move(lambda: self.session.goto(self.session.last, "end of the run"))  # type: ignore[union-attr]
+
+    def action_next_llm(self) -> None:
+        self._move(lambda: self.session.next_llm())  # type: ignore[union-attr]
+
+    def action_prev_llm(self) -> None:
+        self._move(lambda: self.session.prev_llm())  # type: ignore[union-attr]
+
+    def action_next(self) -> None:
+        self._scan("next", lambda c, p: self.session.next_over(c))  # type: ignore[union-attr]
+
+    def action_reverse_next(self) -> None:
+        self._scan("reverse next", lambda c, p: self.session.reverse_next(c))  # type: ignore[union-attr]
+
+    def action_continue(self) -> None:
+        self._scan("continue", lambda c, p: self.session.continue_forward(c, p))  # type: ignore[union-attr]
+
+    def action_reverse_continue(self) -> None:
+        self._scan("reverse continue", lambda c, p: self.session.reverse_continue(c, p))  # type: ignore[union-attr]
+
+    def _scan(self, label: str, fn: Callable[[Any, Any], Move]) -> None:
+        """Run a scan here when it is quick; otherwise in a worker with progress."""
+        if not self._can_act():
+            return
+        deadline = time.monotonic() + SYNC_SCAN_SECONDS
+        move = fn(lambda: time.monotonic() > deadline, None)
+        if move.reason != "cancelled":
+            self._refresh_view()
+            return
+        self._begin(label, cancellable=True)
+        self._scan_worker(fn)
+
+    @work(thread=True, exclusive=True, group="work")
+    def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
+        worker = get_current_worker()
+        move = fn(lambda: worker.is_cancelled, self._scan_progress)
+        self.call_from_thread(self._scan_done, move)
+
+    def _scan_done(self, move: Move) -> None:
+        self._end()
+        if move.reason == "cancelled":
+            self.notify("cancelled")
+        self._refresh_view()
+
+    def action_cancel_work(self) -> None:
+        if self.command_line.is_open:
+            self.command_line.action_cancel()
+            return
+        if self._busy is None:
+            return
+        if not self._cancellable:
+            self.notify(f"{self._busy} cannot be cancelled", severity="warning")
+            return
+        self.workers.cancel_group(self, "work")
+
+    # -- widgets asking --------------------------------------------------------------------------
+
+    def on_timeline_bar_step_selected(self, message: TimelineBar.StepSelected) -> None:
+        self._move(lambda: self.session.goto(message.step))  # type: ignore[union-attr]
+
+    def on_source_view_breakpoint_toggled(self, message: SourceView.BreakpointToggled) -> None:
+        if self.session is not None:
+            self._toggle_breakpoint(message.line, message.path)
+
+    def on_call_stack_frame_selected(self, message: CallStack.FrameSelected) -> None:
+        self._move(lambda: self.session.select_frame(message.index))  # type: ignore[union-attr]
+
+    def on_command_line_submitted(self, message: CommandLine.Submitted) -> None:
+        self.variables.focus()
+        handler = {
+            "command": self.run_command,
+            "search": self.cmd_search,
+            "goto": self.cmd_goto,
+            "write": self.cmd_write,
+            "open": self.cmd_open,
+        }[message.mode]
+        handler(message.text)
+
+    def on_command_line_cancelled(self, message: CommandLine.Cancelled) -> None:
+        self.variables.focus()
+
+    # -- breakpoints, frames -------------------------------------------------------------------
+
+    def action_toggle_breakpoint(self) -> None:
+        if not self._can_act():
+            return
+        loc = self.source_view.location
+        if loc is None:
+            self._fail("no current line here; use :break LINE")
+            return
+        self._toggle_breakpoint(loc.line, self.source_view.path)
+
+    def _toggle_breakpoint(self, line: int, path: str) -> None:
+        assert self.session is not None
+        on = self.session.toggle_breakpoint(line, path)
+        self.notify(f"breakpoint {'set' if on else 'cleared'} at line {line}")
+        self._refresh_view()
+
+    # -- prompts ---------------------------------------------------------------------------------
+
+    def action_goto(self) -> None:
+        if self._can_act():
+            self.command_line.open("goto")
+
+    def action_search(self) -> None:
+        if self._can_act():
+            self.command_line.open("search", "")
+
+    def action_command(self) -> None:
+        if self._can_act():
+            self.command_line.open("command")
+
+    def action_write_checkpoint(self) -> None:
+        if self._can_act():
+            assert self.session is not None
+            stem = Path(self.session.source_path).stem or "run"
+            self.command_line.open("write", f"{stem}.step{self.session.step}.checkpoint.json")
+
+    def action_open_checkpoint(self) -> None:
+        if self._can_act():
+            self.command_line.open("open")
+
+    def action_help(self) -> None:
+        keys = [
+            (b.key_display or self.get_key_display(b), b.description)
+            for b in _bindings(self.BINDINGS)
+        ]
+        commands = [(f":{c.usage}", c.help) for c in COMMANDS.values()]
+        self.push_screen(HelpScreen(keys, commands))
+
+    def action_search_next(self) -> None:
+        self.cmd_search("")
+
+    def action_search_previous(self) -> None:
+        if self._can_act():
+            self._search(None, backwards=True)
+
+    # -- why -------------------------------------------------------------------------------------
+
+    def action_why(self) -> None:
+        if not self._can_act():
+            return
+        ref = self.variables.selected
+        if ref is None:
+            self._fail("select a variable in the variables panel first")
+            return
+        self.cmd_why(ref.name)
+
+    # -- editing ---------------------------------------------------------------------------------
+
+    def action_edit(self) -> None:
+        if not self._can_act():
+            return
+        s = self.session
+        assert s is not None
+        focused = self.focused
+        if isinstance(focused, MessagesPanel) and focused.selected is not None:
+            index = focused.selected
+            edits = s.edits if s.edits is not None and s.edits.step == s.step else None
+            text = edits.messages.get(index) if edits and index in edits.messages else None
+            if text is None:
+                text = s.thread_messages()[index].content
+            self.push_screen(
+                EditScreen(
+                    f"Edit message {index} ({s.thread_messages()[index].role})",
+                    text,
+                    "the new text, as typed (no quotes); enter stages it, esc cancels",
+                ),
+                partial(self._edited_message, index),
+            )
+            return
+        if isinstance(focused, LLMInspector):
+            call = s.llm_answer_here()
+            if call is None:
+                self._fail("this step made no LLM call: go to one with [ or ] first")
+                return
+            self.push_screen(
+                EditScreen(
+                    f"Edit the LLM answer at step {s.step} ({json_type(call.get('value'))})",
+                    describe_value(call.get("value"), 1_000_000),
+                    'an Agency literal: 3, "text", [1, 2], {a: 1}; enter stages it',
+                ),
+                self._edited_answer,
+            )
+            return
+        ref = self.variables.selected
+        if ref is None:
+            self._fail("select a variable (variables panel), a message or the LLM call to edit")
+            return
+        self.push_screen(
+            EditScreen(
+                f"Edit {ref.kind}.{ref.label} ({json_type(ref.value)})",
+                describe_value(ref.value, 1_000_000),
+                'an Agency literal: 3, -1.5, "text", true, null, [1, 2], {a: 1}; '
+                "enter stages it, r restores from here",
+            ),
+            partial(self._edited_variable, ref.kind, ref.name, ref.path),
+        )
+
+    def _edited_variable(
+        self, kind: str, name: str, path: tuple[Any, ...], text: str | None
+    ) -> None:
+        if text is None or self.session is None:
+            return
+        try:
+            where = self.session.edit_variable(kind, name, parse_literal(text), path)
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        self.notify(f"staged {where}; press r to restore from step {self.session.step}")
+        self._refresh_view()
+
+    def _edited_message(self, index: int, text: str | None) -> None:
+        if text is None or self.session is None:
+            return
+        try:
+            self.session.edit_message(index, text)
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        self.notify(f"staged message {index}; press r to restore from here")
+        self._refresh_view()
+
+    def _edited_answer(self, text: str | None) -> None:
+        if text is None or self.session is None:
+            return
+        try:
+            self.session.edit_llm_answer(parse_literal(text))
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        self.notify("staged the LLM answer; press r to restore from here")
+        self._refresh_view()
+
+    def action_restore(self) -> None:
+        if not self._can_act():
+            return
+        assert self.session is not None
+        self._begin(f"restoring from step {self.session.step}")
+        self._restore_worker()
+
+    @work(thread=True, exclusive=True, group="work")
+    def _restore_worker(self) -> None:
+        assert self.session is not None
+        try:
+            branch = self.session.restore(self._step_progress)
+        except SessionError as exc:
+            self.call_from_thread(self._work_failed, exc)
+            return
+        self.call_from_thread(
+            self._work_done, f"branch {branch} runs from step {self.session.step}"
+        )
+
+    def _work_done(self, message: str) -> None:
+        self._end()
+        self.notify(message)
+        self._refresh_view()
+
+    def _work_failed(self, error: SessionError | str) -> None:
+        self._end()
+        self._fail(error)
+        self._refresh_view()
+
+    def action_branches(self) -> None:
+        if not self._can_act():
+            return
+        s = self.session
+        assert s is not None
+        rows = [(info, s.diverge(s.branch, info.id)) for info in s.branches()]
+        self.push_screen(BranchScreen(rows, s.branch), self._branch_chosen)
+
+    def _branch_chosen(self, branch: int | None) -> None:
+        if branch is None or self.session is None or branch == self.session.branch:
+            return
+        self.cmd_branch(str(branch))
+
+    # -- the command line ----------------------------------------------------------------------
+
+    def run_command(self, text: str) -> None:
+        """Run one `:` command line (also the entry point for scripts and tests)."""
+        text = text.strip().lstrip(":").strip()
+        if not text:
+            return
+        name, _, rest = text.partition(" ")
+        if "=" in name and name.split("=")[0]:
+            name, rest = "set", text  # `:x = 3` is `:set x = 3`
+        name = ALIASES.get(name, name)
+        command = COMMANDS.get(name)
+        if command is None:
+            self._fail(f"unknown command `{name}` (press ? for the list)")
+            return
+        getattr(self, command.method)(rest.strip())
+
+    def cmd_set(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        assert self.session is not None
+        try:
+            where = self.session.set_command(rest)
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        self.notify(f"staged {where}; r restores from step {self.session.step}")
+        self._refresh_view()
+
+    def cmd_goto(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        s = self.session
+        assert s is not None
+        text = rest.strip().lower()
+        try:
+            if text in ("end", "$", "last"):
+                target = s.last
+            elif text.startswith(("+", "-")):
+                target = s.step + int(text)
+            elif text.endswith("%"):
+                target = round(s.last * float(text[:-1]) / 100)
+            else:
+                target = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            self._fail(f"not a step: `{rest}` (a number, +N, -N, N% or end)")
+            return
+        if not 0 <= target <= s.last:
+            self._fail(f"step {target} is outside the run (0..{s.last})")
+            return
+        self._move(lambda: s.goto(target, f"went to step {target}"))
+
+    def cmd_break(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        try:
+            line = int(rest)
+        except ValueError:
+            self._fail(f"not a line number: `{rest}`")
+            return
+        text = self.session.source_text(self.source_view.path)  # type: ignore[union-attr]
+        if not 1 <= line <= max(len(text.splitlines()), 1):
+            self._fail(f"line {line} is outside {self.source_view.path}")
+            return
+        self._toggle_breakpoint(line, self.source_view.path)
+
+    def cmd_restore(self, rest: str) -> None:
+        self.action_restore()
+
+    def cmd_discard(self, rest: str) -> None:
+        if self._can_act():
+            self.session.discard_edits()  # type: ignore[union-attr]
+            self.notify("staged edits dropped")
+            self._refresh_view()
+
+    def cmd_write(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        assert self.session is not None
+        try:
+            path = self.session.save_checkpoint(rest.strip())
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - the runtime failing to rebuild the step
+            self._fail(f"cannot save step {self.session.step}: {exc}")
+            return
+        self.notify(f"saved step {self.session.step} to {path}")
+
+    def cmd_open(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        path = rest.strip()
+        if not path:
+            self._fail("give the checkpoint file to open")
+            return
+        if not Path(path).is_file():
+            self._fail(f"{path}: no such checkpoint file")
+            return
+        self._begin(f"opening {path}")
+        self._open_checkpoint_worker(path)
+
+    @work(thread=True, exclusive=True, group="work")
+    def _open_checkpoint_worker(self, path: str) -> None:
+        assert self.session is not None
+        try:
+            self.session.open_checkpoint(path, self._step_progress)
+        except SessionError as exc:
+            self.call_from_thread(self._work_failed, exc)
+            return
+        self.call_from_thread(self._work_done, f"opened {path}")
+
+    def cmd_branch(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        try:
+            branch = int(rest)
+        except ValueError:
+            self._fail(f"not a branch id: `{rest}`")
+            return
+        self._move(lambda: self.session.switch_branch(branch))  # type: ignore[union-attr]
+        self._events_key = ()
+
+    def cmd_search(self, rest: str) -> None:
+        if self._can_act():
+            self._search(rest or None, backwards=False)
+
+    def _search(self, text: str | None, backwards: bool) -> None:
+        s = self.session
+        assert s is not None
+        needle = text if text is not None else s.last_search
+        if needle and not s.searched(needle) and s.length > SYNC_SEARCH_STEPS:
+            self._begin(f"searching for `{needle}`")
+            self._search_worker(needle, backwards)
+            return
+        self._move(lambda: s.search_next(text, backwards))
+
+    @work(thread=True, exclusive=True, group="work")
+    def _search_worker(self, text: str, backwards: bool) -> None:
+        assert self.session is not None
+        self.session.search(text)
+        self.call_from_thread(self._searched, text, backwards)
+
+    def _searched(self, text: str, backwards: bool) -> None:
+        self._end()
+        self._move(lambda: self.session.search_next(text, backwards))  # type: ignore[union-attr]
+
+    def cmd_why(self, rest: str) -> None:
+        name = rest.strip()
+        self._move(lambda: self.session.why(name))  # type: ignore[union-attr]
+
+    def cmd_frame(self, rest: str) -> None:
+        if not self._can_act():
+            return
+        frames = self.session.state().frames  # type: ignore[union-attr]
+        try:
+            depth = int(rest)
+        except ValueError:
+            self._fail(f"not a frame number: `{rest}`")
+            return
+        self._move(lambda: self.session.select_frame(len(frames) - 1 - depth))  # type: ignore[union-attr]
+
+    def cmd_approve(self, rest: str) -> None:
+        self._answer("approve", rest)
+
+    def cmd_reject(self, rest: str) -> None:
+        self._answer("reject", rest)
+
+    def cmd_resolve(self, rest: str) -> None:
+        self._answer("resolve", rest)
+
+    def _answer(self, action: str, rest: str) -> None:
+        if not self._can_act():
+            return
+        assert self.session is not None
+        if self.session.waiting_interrupt() is None:
+            self._fail("the run is not waiting on an interrupt")
+            return
+        value: Any = None
+        if rest.strip():
+            if action == "reject":
+                value = rest.strip()
+            else:
+                try:
+                    value = parse_literal(rest)
+                except SessionError as exc:
+                    self._fail(exc)
+                    return
+        elif action == "resolve":
+            self._fail("usage: :resolve VALUE")
+            return
+        self._begin(f"{action} and run on")
+        self._answer_worker(action, value)
+
+    @work(thread=True, exclusive=True, group="work")
+    def _answer_worker(self, action: str, value: Any) -> None:
+        assert self.session is not None
+        try:
+            self.session.answer_interrupt(action, value, self._step_progress)
+        except SessionError as exc:
+            self.call_from_thread(self._work_failed, exc)
+            return
+        self.call_from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
+
+    def cmd_quit(self, rest: str) -> None:
+        self.exit()
+
+    # -- the command palette ---------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Any:
+        yield from super().get_system_commands(screen)
+        for binding in _bindings(self.BINDINGS):
+            if binding.show or binding.action in ("quit", "cancel_work"):
+                continue
+            key = binding.key_display or self.get_key_display(binding)
+            yield SystemCommand(
+                binding.description,
+                f"key {key}",
+                partial(self.run_action, binding.action),
+            )
+        if self.session is not None and self.session.waiting_interrupt() is not None:
+            yield SystemCommand(
+                "Approve the interrupt", "and run on", partial(self._answer, "approve", "")
+            )
+            yield SystemCommand(
+                "Reject the interrupt", "and run on", partial(self._answer, "reject", "")
+            )
+        yield SystemCommand("Discard staged edits", ":discard", partial(self.cmd_discard, ""))
+
+
+def _bindings(bindings: list[BindingType]) -> list[Binding]:
+    return [b for b in bindings if isinstance(b, Binding)]
+
+
+def _interrupt_text(pending: Any) -> str:
+    message = pending.get("message") if isinstance(pending, dict) else pending
+    return f"waiting on interrupt: {message}"

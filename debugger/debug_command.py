@@ -1,0 +1,147 @@
+"""Provides the `agency debugger` command (alias `agency debug`): open the time-travel debugger
+on a program (recording a run of it), on a checkpoint file beside its source, or on a run
+stored in a run store. `register(cli)` adds it to the `agency` group."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["register", "build_app"]
+
+
+def build_app(
+    file: str | None,
+    *,
+    config: Any = None,
+    checkpoint: str | None = None,
+    trace: str | None = None,
+    run_id: str | None = None,
+    store_path: str | None = None,
+) -> Any:
+    """The DebuggerApp for these options. Problems found before anything runs (a syntax error,
+    a checkpoint of another source, a missing file) raise AgencyError here, so the command
+    prints them and exits non-zero without a traceback."""
+    from debugger.app import DebuggerApp
+    from debugger.session import checkpoint_session, record_session, trace_session
+    from runtime.errors import AgencyError
+
+    if trace is not None or (run_id is not None and checkpoint is None):
+        from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+
+        db = trace or store_path or str(default_db_path())
+        if trace is not None and not __import__("os").path.exists(trace):
+            raise AgencyError(f"{trace}: no such run store")
+        store = SQLiteStore(db)
+        record = store.get_run(run_id) if run_id is not None else store.latest_run()
+        if record is None:
+            what = f"no run {run_id!r}" if run_id is not None else "no runs"
+            raise AgencyError(f"{db}: {what} in this run store")
+        return DebuggerApp(
+            opener=lambda progress: trace_session(store, record.id),
+            opening=f"opening run {record.id}",
+        )
+
+    if file is None:
+        raise click.UsageError("give a FILE to debug, or --trace RUNS.db")
+    from runtime.program import load_program
+
+    program = load_program(file)
+    store = None
+    if store_path is not None:
+        from runtime.timeline.sqlite_store import SQLiteStore
+
+        store = SQLiteStore(store_path)
+    if checkpoint is not None:
+        from runtime.checkpoints import load_file
+
+        load_file(checkpoint, program)  # refuse a foreign or broken checkpoint before starting
+        return DebuggerApp(
+            opener=lambda progress: checkpoint_session(
+                program, checkpoint, config, store, progress
+            ),
+            opening=f"running on from {checkpoint}",
+        )
+    return DebuggerApp(
+        opener=lambda progress: record_session(program, config, store, progress),
+        opening=f"recording a run of {file}",
+    )
+
+
+def register(cli: click.Group) -> None:
+    """Add `debugger` and its alias `debug` to the `agency` command group."""
+    from debugger.cli import CONTEXT, entry_options, make_config, model_options
+
+    @click.command("debugger", context_settings=CONTEXT)
+    @click.argument("file", required=False, type=click.Path(dir_okay=False))
+    @entry_options
+    @model_options
+    @click.option(
+        "--checkpoint",
+        "checkpoint_file",
+        type=click.Path(dir_okay=False),
+        help="Open a checkpoint file beside its source and run on from it.",
+    )
+    @click.option(
+        "--trace",
+        type=click.Path(dir_okay=False),
+        metavar="RUNS.db",
+        help="Open a recorded run from a run store instead of running the program.",
+    )
+    @click.option(
+        "--run", "run_id", metavar="ID", help="Which stored run to open (default: the latest)."
+    )
+    @click.option(
+        "--store",
+        "store_path",
+        type=click.Path(dir_okay=False),
+        metavar="RUNS.db",
+        help="Record into this SQLite run store (default: in memory only).",
+    )
+    def debugger(
+        file: str | None,
+        node: str,
+        args_json: str | None,
+        model_spec: str | None,
+        base_url: str | None,
+        mock: str | None,
+        seed: int,
+        checkpoint_file: str | None,
+        trace: str | None,
+        run_id: str | None,
+        store_path: str | None,
+    ) -> None:
+        """Open the time-travel debugger: step back and forth through a run, inspect it, edit a
+        value and restore from that step.
+
+        \b
+        Examples:
+          agency debugger examples/dice.agency --mock examples/dice.mocks.json
+          agency debug agent.agency --node greet --args '["Ada"]'
+          agency debugger agent.agency --checkpoint cp.json
+          agency debugger --trace .agency/runs.db --run r1m8kdw1
+        Inside, the footer shows the main keys and ? lists them all.
+        """
+        if trace is not None and file is not None and checkpoint_file is not None:
+            raise click.UsageError("--trace and --checkpoint do not go together")
+        config = None
+        if trace is None and run_id is None:
+            config = make_config(node, args_json, model_spec, base_url, mock, seed)
+            config.quiet = True
+        app = build_app(
+            file,
+            config=config,
+            checkpoint=checkpoint_file,
+            trace=trace,
+            run_id=run_id,
+            store_path=store_path,
+        )
+        app.run()
+        code = app.return_code or 0
+        if code:
+            sys.exit(code)
+
+    cli.add_command(debugger, "debugger")
+    cli.add_command(debugger, "debug")

@@ -1,0 +1,59 @@
+"""Provides `CallStack`: the frames at the current step, innermost first (as gdb's `bt`).
+
+Choosing a frame (enter or click) posts `FrameSelected`; the app selects it in the session and
+the variables and source panels follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from runtime.timeline.views import FrameView
+
+KIND_STYLE = {"node": "bold $text-accent", "def": "$text-primary", "prelude": "$text-muted"}
+
+
+class CallStack(OptionList):
+    """The call stack; `show(frames, selected)` with frames outermost first."""
+
+    class FrameSelected(Message):
+        """The person chose frame `index` (outermost 0)."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._shape: tuple[tuple[str, str, int], ...] = ()
+        self._count = 0
+
+    def show(self, frames: Sequence[FrameView], selected: int) -> None:
+        shape = tuple((f.scope, f.kind, f.line) for f in frames)
+        if shape != self._shape:
+            self._shape = shape
+            self._count = len(frames)
+            options = []
+            for depth, i in enumerate(range(len(frames) - 1, -1, -1)):
+                f = frames[i]
+                prompt = Content.assemble(
+                    (f"#{depth} ", "$text-muted"),
+                    (f.scope, KIND_STYLE.get(f.kind, "")),
+                    (f"  {f.kind}", "$text-muted"),
+                    (f"  line {f.line}" if f.line else "", ""),
+                )
+                options.append(Option(prompt, id=str(i)))
+            self.set_options(options)
+        row = self._count - 1 - selected
+        if 0 <= row < self._count and self.highlighted != row:
+            self.highlighted = row
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id is not None:
+            self.post_message(self.FrameSelected(int(event.option.id)))

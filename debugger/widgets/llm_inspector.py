@@ -1,0 +1,87 @@
+"""Provides `LLMInspector`: the LLM call at (or nearest before) the current step: the prompt
+messages, the answer, model, tokens, cost and latency. With focus, `e` edits the answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from debugger.session import describe_value
+
+ROLE_STYLE = {
+    "system": "$text-secondary",
+    "user": "$text-primary",
+    "assistant": "$text-success",
+    "tool": "$text-warning",
+}
+
+
+def describe_call(call: dict[str, Any] | None, step: int) -> Content:
+    """The call as text for the panel."""
+    if call is None:
+        return Content.styled("no LLM call at or before this step", "$text-muted")
+    at = call.get("step", step)
+    head = "this step" if at == step else f"step {at} (the latest call before this step)"
+    usage = (
+        f"{call.get('input_tokens', 0)} in · {call.get('output_tokens', 0)} out · "
+        f"${float(call.get('cost') or 0):.4f} · {float(call.get('latency_ms') or 0):.1f} ms"
+    )
+    parts: list[tuple[str, str] | str] = [
+        (f"{call.get('provider', '?')}/{call.get('model', '?')}", "bold $text-accent"),
+        f"  {head}\n",
+        (usage + "\n", "$text-muted"),
+        ("prompt\n", "bold"),
+    ]
+    request = call.get("request") or {}
+    for m in request.get("messages", []) if isinstance(request, dict) else []:
+        role = str(m.get("role", "?")) if isinstance(m, dict) else "?"
+        text = str(m.get("content", "")) if isinstance(m, dict) else str(m)
+        parts += [(f"  {role}: ", ROLE_STYLE.get(role, "bold")), text + "\n"]
+    tools = request.get("tools") if isinstance(request, dict) else None
+    if tools:
+        names = [t.get("name", "?") if isinstance(t, dict) else str(t) for t in tools]
+        parts.append((f"  tools: {', '.join(names)}\n", "$text-muted"))
+    response = call.get("response") or {}
+    text = response.get("text") if isinstance(response, dict) else str(response)
+    parts.append(("answer\n", "bold"))
+    if text:
+        parts.append(f"  {text}\n")
+    for tc in (response.get("tool_calls") or []) if isinstance(response, dict) else []:
+        parts.append((f"  → {describe_value(tc, 100)}\n", "$text-warning"))
+    parts += [("value ", "bold"), describe_value(call.get("value"), 200)]
+    return Content.assemble(*parts)
+
+
+class LLMInspector(VerticalScroll, can_focus=True):
+    """Shows one LLM call; `show(call, step)` replaces it only when the call changes."""
+
+    DEFAULT_CSS = """
+    LLMInspector > Static {
+        width: 1fr;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._body = Static(describe_call(None, 0))
+        self._shown: tuple[int, int | None] | None = None
+
+    def compose(self):  # noqa: ANN201 - ComposeResult
+        yield self._body
+
+    def show(self, call: dict[str, Any] | None, step: int, edited: Any = None) -> None:
+        at = call.get("step", step) if call is not None else None
+        key = (id(call), at == step, repr(edited) if edited is not None else None)
+        if key == self._shown:
+            return
+        self._shown = key
+        body = describe_call(call, step)
+        if edited is not None:
+            body = body + Content.styled(
+                f"\n✎ staged answer: {describe_value(edited, 200)}", "bold $text-success"
+            )
+        self._body.update(body)
+        self.border_title = "LLM call" + (f" · step {at}" if at is not None else "")

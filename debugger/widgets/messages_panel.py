@@ -1,0 +1,67 @@
+"""Provides `MessagesPanel`: the messages of the active thread, by role.
+
+The highlighted message is the one `e` edits. Rebuilt only when the thread changes (new
+messages, a restore that rolled some back, another branch), not on every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.content import Content
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from runtime.timeline.views import Message
+
+ROLE_STYLE = {
+    "system": "bold $text-secondary",
+    "user": "bold $text-primary",
+    "assistant": "bold $text-success",
+    "tool": "bold $text-warning",
+}
+MAX_CHARS = 600  # of one message shown; the edit dialog has the whole text
+
+
+class MessagesPanel(OptionList):
+    """One option per message: role, then content (tool calls summarised)."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._shape: tuple[object, ...] = ()
+        self.messages: tuple[Message, ...] = ()
+
+    @property
+    def selected(self) -> int | None:
+        """Index of the highlighted message in the thread."""
+        return self.highlighted if self.messages else None
+
+    def show(self, thread: str, messages: Sequence[Message], edited: dict[int, str]) -> None:
+        messages = tuple(messages)
+        shape = (thread, len(messages), messages[-1] if messages else None, tuple(edited.items()))
+        self.border_title = f"messages · thread {thread} · {len(messages)}"
+        if shape == self._shape:
+            return
+        self._shape = shape
+        self.messages = messages
+        keep = self.highlighted
+        options = []
+        for i, m in enumerate(messages):
+            text = edited.get(i, m.content)
+            if len(text) > MAX_CHARS:
+                text = text[:MAX_CHARS] + "…"
+            parts: list[tuple[str, str] | str] = [(f"{m.role:<10}", ROLE_STYLE.get(m.role, "bold"))]
+            if i in edited:
+                parts.append(("✎ ", "bold $text-success"))
+            if m.name:
+                parts.append((f"[{m.name}] ", "$text-muted"))
+            parts.append(text)
+            for call in m.tool_calls:
+                name = call.get("name") if isinstance(call, dict) else str(call)
+                parts.append((f"  → calls {name}", "$text-warning"))
+            options.append(Option(Content.assemble(*parts), id=str(i)))
+        self.set_options(options)
+        if messages:
+            self.highlighted = (
+                keep if keep is not None and keep < len(messages) else len(messages) - 1
+            )

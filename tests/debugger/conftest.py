@@ -1,0 +1,59 @@
+"""Shared fixtures of the debugger tests: real recorded runs of small programs (mock LLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from debugger.session import Session, record_session
+from runtime.llm.mock import load_mocks
+from runtime.program import load_program
+from runtime.runner import RunConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+DICE = ROOT / "examples" / "dice.agency"
+DICE_MOCKS = ROOT / "examples" / "dice.mocks.json"
+CALLS = PROGRAMS / "calls.agency"
+CALLS_MOCKS = PROGRAMS / "calls.mocks.json"
+INTERRUPT = PROGRAMS / "interrupt.agency"
+SIZE = (120, 36)
+
+
+def config(mocks: Path | None) -> RunConfig:
+    return RunConfig(mocks=load_mocks(str(mocks)) if mocks else [], quiet=True)
+
+
+def make_session(path: Path, mocks: Path | None = None) -> Session:
+    """A session over a fresh recording of `path` (relative path, as a user would type it)."""
+    program = load_program(str(path.relative_to(ROOT)))
+    return record_session(program, config(mocks))
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.fixture
+def dice() -> Session:
+    return make_session(DICE, DICE_MOCKS)
+
+
+@pytest.fixture
+def calls() -> Session:
+    return make_session(CALLS, CALLS_MOCKS)
+
+
+@pytest.fixture
+def interrupted() -> Session:
+    return make_session(INTERRUPT)
+
+
+async def settle(pilot) -> None:  # noqa: ANN001 - textual.pilot.Pilot
+    """Wait for workers (restores, scans) and the redraw after them."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.pause()

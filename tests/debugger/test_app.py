@@ -1,0 +1,427 @@
+"""Pilot tests: drive every feature of the debugger with keys and clicks, assert on state."""
+
+from __future__ import annotations
+
+import json
+
+from textual import events
+
+from debugger.app import DebuggerApp
+from debugger.session import Session
+from debugger.widgets.branch_screen import BranchScreen
+from debugger.widgets.call_stack import CallStack
+from debugger.widgets.edit_screen import EditScreen
+from debugger.widgets.help_screen import HelpScreen
+from debugger.widgets.llm_inspector import LLMInspector
+from debugger.widgets.messages_panel import MessagesPanel
+from debugger.widgets.output_panel import OutputPanel
+from debugger.widgets.source_view import SourceView
+from debugger.widgets.status_line import StatusLine
+from debugger.widgets.variables_panel import VariablesPanel
+from tests.debugger.conftest import SIZE, settle
+
+
+def errors(app: DebuggerApp) -> list[str]:
+    return [n.message for n in app._notifications if n.severity == "error"]
+
+
+def select_variable(app: DebuggerApp, name: str) -> None:
+    tree = app.query_one(VariablesPanel)
+    for line in range(tree.last_line + 1):
+        node = tree.get_node_at_line(line)
+        if node is not None and node.data is not None and node.data.name == name and not node.data.path:
+            tree.cursor_line = line
+            return
+    raise AssertionError(f"no variable {name} on screen")
+
+
+async def type_text(pilot, text: str) -> None:  # noqa: ANN001
+    await pilot.press(*[c if c != " " else "space" for c in text])
+
+
+async def prompt(pilot, key: str, text: str) -> None:  # noqa: ANN001
+    """Open the command line with `key`, fill it in (typing is slow under Pilot), press enter."""
+    await pilot.press(key)
+    pilot.app.query_one("#command-input").value = text
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def test_opens_at_step_zero_and_steps_both_ways(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.session.step == 0
+        assert app.query_one(SourceView).current_line == 2
+        await pilot.press("s", "right", "s")
+        assert app.session.step == 3
+        await pilot.press("S", "left")
+        assert app.session.step == 1
+        await pilot.press("left", "left")
+        assert app.session.step == 0
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.session.step == len(dice.timeline) - 1
+        status = str(app.query_one(StatusLine).content)
+        assert f"step {app.session.step}/{app.session.step}" in status and "finished" in status
+        assert app.query_one(OutputPanel).lines[-1] == "Good roll: 5 after 1 rolls"
+
+
+async def test_key_repeats_collapse_into_one_redraw(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        before = app.renders
+        for _ in range(10):
+            app.post_message(events.Key("s", "s"))
+        await settle(pilot)
+        assert app.session.step == 10
+        assert app.renders - before < 10
+
+
+async def test_next_and_reverse_next_step_over_calls(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 3")  # let total = add(counter, 2)
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.session.step == 6 and app.query_one(SourceView).current_line == 12
+        await pilot.press("N")
+        await settle(pilot)
+        assert app.session.step == 3
+        await pilot.press("s")  # into add()
+        await settle(pilot)
+        assert app.session.selected_frame().scope == "add"
+
+
+async def test_continue_to_debugger_statement_breakpoints_and_ends(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        assert app.session.step == 9 and "after llm" in app.session.message
+        await pilot.press("c")
+        await settle(pilot)
+        assert app.session.step == len(calls.timeline) - 1
+        await pilot.press("C")
+        await settle(pilot)
+        assert app.session.step == 9
+        await pilot.press("C")
+        await settle(pilot)
+        assert app.session.step == 0
+        app.run_command("break 4")
+        await settle(pilot)
+        assert app.query_one(SourceView).breakpoints == frozenset({4})
+        await pilot.press("c")
+        await settle(pilot)
+        assert app.session.step == 4 and "breakpoint" in app.session.message
+        # b toggles the breakpoint on the current line
+        await pilot.press("b")
+        await settle(pilot)
+        assert app.session.breakpoints == set()
+
+
+async def test_breakpoint_by_clicking_the_gutter(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # the source pane has a border: line 4 is row 4, the gutter starts at column 1
+        await pilot.click(SourceView, offset=(2, 4))
+        await settle(pilot)
+        assert app.session.breakpoint_lines() == {4}
+        assert 4 in app.query_one(SourceView).breakpoints
+
+
+async def test_llm_calls_previous_and_next(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("]")
+        await settle(pilot)
+        assert app.session.step == 3
+        await pilot.press("]", "]")
+        await settle(pilot)
+        assert app.session.step == 17
+        await pilot.press("[")
+        await settle(pilot)
+        assert app.session.step == 10
+        inspector = str(app.query_one(LLMInspector)._body.content)
+        assert "Generate a random integer" in inspector and "value 1" in inspector
+
+
+async def test_go_to_step_with_g(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await type_text(pilot, "12")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.session.step == 12
+        await prompt(pilot, "g", "nope")
+        assert app.session.step == 12 and any("not a step" in e for e in errors(app))
+        await prompt(pilot, "g", "999")
+        assert app.session.step == 12 and any("outside the run" in e for e in errors(app))
+
+
+async def test_search_the_timeline(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await prompt(pilot, "/", "Bad roll")
+        first = app.session.step
+        assert app.query_one(OutputPanel).lines[-1] == "Bad roll, rolling back..."
+        await pilot.press("f3")
+        await settle(pilot)
+        assert app.session.step > first
+        await prompt(pilot, "/", "zebra")
+        assert any("zebra" in e for e in errors(app))
+
+
+async def test_why_jumps_to_the_last_write(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 19")
+        await settle(pilot)
+        select_variable(app, "result")
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.session.step == 18
+        assert app.session.state().frames[-1].locals["result"] == 5
+
+
+async def test_edit_a_local_and_restore_from_here_makes_a_branch(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")  # answer = 4, counter = 1
+        await settle(pilot)
+        select_variable(app, "answer")
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, EditScreen)
+        app.screen.query_one("Input").value = "10"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.session.edits.locals == {"answer": 10}
+        assert "staged" in str(app.query_one(StatusLine).content)
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.session.branch == 1
+        assert [b.id for b in app.session.branches()] == [0, 1]
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.query_one(OutputPanel).lines == ["counter is 11"]
+        # the old branch stays: switch back with the branch list
+        await pilot.press("B")
+        await settle(pilot)
+        assert isinstance(app.screen, BranchScreen)
+        await pilot.press("home", "enter")
+        await settle(pilot)
+        assert app.session.branch == 0
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.query_one(OutputPanel).lines == ["counter is 5"]
+
+
+async def test_edit_of_the_wrong_type_changes_nothing(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")
+        await settle(pilot)
+        select_variable(app, "counter")
+        await pilot.press("e")
+        await settle(pilot)
+        app.screen.query_one("Input").value = '"three"'
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.session.edits is None
+        assert any("is a number, not a string" in e for e in errors(app))
+        assert app.session.branch == 0 and len(app.session.branches()) == 1
+
+
+async def test_set_command_line(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")
+        await settle(pilot)
+        await pilot.press("colon")
+        await type_text(pilot, "set x =")  # typed, as a person would
+        await pilot.press("enter")
+        await settle(pilot)
+        for bad in ("set counter =", "set counter = oops", "set = 3", "set nobody = 1"):
+            await prompt(pilot, "colon", bad)
+            assert app.session.edits is None, bad
+        assert len(errors(app)) == 5
+        await prompt(pilot, "colon", 'set items[1].name = "y"')
+        assert app.session.edits.locals == {"items": [1, {"name": "y"}]}
+        app.run_command("set limit = 3")
+        await settle(pilot)
+        assert app.session.edits.globals == {"limit": 3}
+        app.run_command("discard")
+        await settle(pilot)
+        assert app.session.edits is None
+
+
+async def test_select_a_frame_in_the_call_stack(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 5")  # inside add()
+        await settle(pilot)
+        assert app.query_one(VariablesPanel).border_title == "variables · add"
+        stack = app.query_one(CallStack)
+        stack.focus()
+        await pilot.press("down", "enter")  # #1 main
+        await settle(pilot)
+        assert app.session.selected_frame().scope == "main"
+        assert app.query_one(VariablesPanel).border_title == "variables · main"
+        assert app.query_one(SourceView).current_line == 11  # the pending call in main
+
+
+async def test_edit_an_llm_answer_and_a_message(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("]")
+        await settle(pilot)
+        assert app.session.step == 7
+        app.query_one(LLMInspector).focus()
+        await pilot.press("e")
+        await settle(pilot)
+        app.screen.query_one("Input").value = "9"
+        await pilot.press("enter")
+        await settle(pilot)
+        messages = app.query_one(MessagesPanel)
+        messages.focus()
+        messages.highlighted = 0
+        await pilot.press("e")
+        await settle(pilot)
+        assert app.screen.query_one("Input").value == "Pick a number"
+        app.screen.query_one("Input").value = "Pick a big number"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.session.edits.as_dict()["llm_answer"] == 9
+        assert app.session.edits.messages == {0: "Pick a big number"}
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.session.branch == 1
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.query_one(OutputPanel).lines == ["counter is 10"]
+
+
+async def test_write_a_checkpoint_and_open_it(calls: Session, tmp_path) -> None:
+    app = DebuggerApp(calls)
+    target = tmp_path / "cp.json"
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")
+        await settle(pilot)
+        await pilot.press("w")
+        field = app.query_one("#command-input")
+        assert field.value.endswith(".step8.checkpoint.json")
+        field.value = str(target)
+        await pilot.press("enter")
+        await settle(pilot)
+        data = json.loads(target.read_text())
+        assert data["format"] == "agency-checkpoint" and data["step"] == 8
+        # a missing checkpoint file: a message, nothing changes
+        run_id = app.session.timeline.run_id
+        app.run_command(f"open {tmp_path / 'missing.json'}")
+        await settle(pilot)
+        assert any("no such checkpoint file" in e for e in errors(app))
+        assert app.session.timeline.run_id == run_id
+        # the saved one opens as a new run continued from it
+        app.run_command(f"open {target}")
+        await settle(pilot)
+        assert app.session.timeline.run_id != run_id
+        assert app.session.step == app.session.first >= 8  # steps go on from the checkpoint
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.query_one(OutputPanel).lines == ["counter is 5"]
+
+
+async def test_timeline_click_and_drag(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = app.timeline_bar
+        width = bar.content_size.width
+        await pilot.click("#timeline", offset=(2 + width - 1, 2))
+        await settle(pilot)
+        assert app.session.step == len(dice.timeline) - 1
+        await pilot.click("#timeline", offset=(2 + width // 2, 2))
+        await settle(pilot)
+        assert 8 <= app.session.step <= 12
+
+
+async def test_interrupt_is_answered_and_the_run_goes_on(interrupted: Session) -> None:
+    app = DebuggerApp(interrupted)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        assert app.session.step == 2 and "interrupt" in app.session.message
+        assert "waiting on interrupt: Pay?" in str(app.query_one(StatusLine).content)
+        app.run_command("resolve nope")
+        await settle(pilot)
+        assert any("only literal values" in e for e in errors(app))
+        app.run_command("resolve 7")
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.session.state().status == "finished"
+        assert app.query_one(OutputPanel).lines == ["paid 7"]
+
+
+async def test_help_lists_every_binding(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text").content)
+        for binding in DebuggerApp.BINDINGS:
+            assert binding.description in text
+        assert ":set NAME = VALUE" in text
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_every_binding_has_a_description_and_an_id() -> None:
+    ids = [b.id for b in DebuggerApp.BINDINGS]
+    assert all(b.description for b in DebuggerApp.BINDINGS)
+    assert all(ids) and len(set(ids)) == len(ids)
+
+
+async def test_palette_offers_the_hidden_verbs(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for binding in DebuggerApp.BINDINGS:
+            if not binding.show and binding.action not in ("cancel_work",):
+                assert binding.description in titles
+
+
+async def test_unknown_command_and_busy_guard(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("frobnicate")
+        await settle(pilot)
+        assert any("unknown command" in e for e in errors(app))
+        app._begin("pretend work")
+        await pilot.press("s")
+        await settle(pilot)
+        assert app.session.step == 0
+        app._end()
