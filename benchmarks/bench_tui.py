@@ -54,7 +54,7 @@ def record(folder: Path, steps: int) -> tuple[Path, int]:
     from runtime.timeline.sqlite_store import SQLiteStore
 
     source = folder / "big.agency"
-    source.write_text(PROGRAM.format(n=max(steps // 4, 1))  # four steps an iteration)
+    source.write_text(PROGRAM.format(n=max(steps // 4, 1)))  # four steps an iteration
     program = load_program(str(source))
     db = folder / "runs.db"
     store = SQLiteStore(db)
@@ -100,7 +100,15 @@ async def measure(db: Path, length: int, keys: int) -> tuple[float, list[float],
         script: list[str] = []
         while len(script) < keys:
             script += rng.choice(
-                [["s"] * 20, ["S"] * 20, ["n"] * 5, ["N"] * 5, ["right_square_bracket"], ["end"], ["home"]]
+                [
+                    ["s"] * 20,
+                    ["S"] * 20,
+                    ["n"] * 5,
+                    ["N"] * 5,
+                    ["right_square_bracket"],
+                    ["end"],
+                    ["home"],
+                ]
             )
         script = script[:keys]
         # jump around the run between bursts, as a scrub would

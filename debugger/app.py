@@ -127,7 +127,7 @@ class DebuggerApp(App[None]):
         Binding("e", "edit", "Edit", id="edit"),
         Binding("r", "restore", "Restore here", id="restore"),
         Binding("w", "write_checkpoint", "Save checkpoint", show=False, id="write_checkpoint"),
-        Binding("B", "branches", "Branches", id="branches"),
+        Binding("B", "branches", "Branches", show=False, id="branches"),
         Binding("slash", "search", "Search", key_display="/", id="search"),
         Binding("f3", "search_next", "Next match", show=False, id="search_next"),
         Binding("shift+f3", "search_previous", "Previous match", show=False, id="search_previous"),

@@ -205,7 +205,7 @@ def finish(machine: Machine, as_json: bool) -> None:
 @click.option(
     "--checkpoint",
     "checkpoint_file",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Continue from a checkpoint file of this program.",
 )
 @click.option("--approve-all", is_flag=True, help="Approve every interrupt nobody else answers.")
@@ -269,7 +269,14 @@ def run(
         drive(machine, answer)
         finish(machine, as_json)
         return
-    from runtime.lifecycle import StoreJournal
+    from runtime.lifecycle import (
+        EXIT_STOPPED,
+        GracefulStop,
+        StoreJournal,
+        mark_running,
+        mark_stopped,
+        recording_answers,
+    )
     from runtime.llm.registry import config_of
     from runtime.timeline.recorder import start_run
     from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
@@ -280,13 +287,29 @@ def run(
     if config.mocks is not None:
         run_config["mocks"] = config.mocks
     rec = start_run(program, machine, store, run_config)
+    # The process and the working directory: a killed run shows as interrupted; resume and
+    # replay work in the same directory wherever they are started.
+    mark_running(store, rec.run_id, machine.world.root)
     machine.journal = StoreJournal(store, rec.run_id)
     click.echo(f"agency: recording run {rec.run_id} (agency show {rec.run_id})", err=True)
+    stop = GracefulStop(machine)
     try:
-        drive(machine, answer)
+        with stop:
+            drive(machine, stop.answer(recording_answers(answer, store, rec.run_id, machine)))
+    except KeyboardInterrupt:
+        stop.requested = True  # the second Ctrl-C: stopped mid-step; resume redoes the step
     finally:
         rec.recorder.finish()
+        if stop.stopped():
+            mark_stopped(store, rec.run_id, "stopped by Ctrl-C")
         store.close()
+    if stop.stopped():
+        click.echo(
+            f"agency: stopped at step {machine.step_index} (Ctrl-C); the run is saved as "
+            f"interrupted: continue it with `agency resume {rec.run_id}`",
+            err=True,
+        )
+        sys.exit(EXIT_STOPPED)
     finish(machine, as_json)
 
 

@@ -32,7 +32,11 @@ def open_store(db: str | None, must_exist: bool = True) -> Any:
         raise AgencyError(
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
         )
-    return SQLiteStore(path)
+    store = SQLiteStore(path)
+    from runtime.lifecycle import reap_dead_runs
+
+    reap_dead_runs(store)  # runs whose process died (kill -9) show as interrupted
+    return store
 
 
 def parse_ref(ref: str) -> tuple[str, int | None]:
@@ -232,18 +236,29 @@ def prune(older_than: str, db: str | None) -> None:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("run_ref", required=False)
-@click.option("--last", is_flag=True, help="Resume the most recent run.")
+@click.option("--last", is_flag=True, help="Resume the most recent run in the store.")
 @db_option
 @click.option("--approve", is_flag=True, help="Approve the interrupt the run is waiting on.")
 @click.option("--reject", is_flag=True, help="Reject the interrupt the run is waiting on.")
 @click.option(
     "--resolve", "resolve_json", metavar="JSON", help="Answer the interrupt with this value."
 )
-@click.option("--force", is_flag=True, help="Resume even if the source or model changed.")
 @click.option(
-    "--model", "model_spec", help="Model for the rest of the run (default: the recorded one)."
+    "--force", is_flag=True, help="Resume even if the source or the model configuration changed."
 )
-@click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="PROVIDER/NAME",
+    help="Model for the rest of the run (default: the recorded one; another one needs --force).",
+)
+@click.option("--base-url", help="Base URL of the model's endpoint (default: the recorded one).")
+@click.option(
+    "--mock",
+    type=click.Path(dir_okay=False),
+    help="Scripted model answers for the rest of the run (default: the recorded ones).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Also print the result as JSON.")
 def resume(
     run_ref: str | None,
     last: bool,
@@ -253,29 +268,39 @@ def resume(
     resolve_json: str | None,
     force: bool,
     model_spec: str | None,
+    base_url: str | None,
+    mock: str | None,
     as_json: bool,
 ) -> None:
-    """Continue a run that stopped (crash, kill, interrupt) from its last completed step.
+    """Continue a run that stopped (killed, timed out, Ctrl-C, waiting on an interrupt) from its
+    last completed step.
 
-    Earlier steps are re-executed from the record (no model calls, no repeated side effects);
-    later model calls are live.
+    Earlier steps are re-executed from the record: no model is called for them and no side
+    effect is repeated (the effect journal returns what each one did). Then the run goes on
+    live, on the same run: its step count continues. A changed source or a different model
+    configuration is refused unless --force.
 
     \b
     Examples:
       agency resume --last
       agency resume r01HX… --approve
+      agency resume r01HX… --resolve '{"city": "Paris"}'
     """
-    from debugger.cli import finish
-    from runtime.lifecycle import resume_run
+    from debugger.cli import finish, interactive_answer
+    from runtime.lifecycle import EXIT_STOPPED, GracefulStop, resume_run
     from runtime.runner import decision_from
 
+    if sum(bool(x) for x in (approve, reject, resolve_json is not None)) > 1:
+        raise AgencyError("choose one of --approve, --reject and --resolve")
+    if run_ref and last:
+        raise AgencyError("give a run or --last, not both")
     store = open_store(db)
-    if last or not run_ref:
+    if run_ref and run_ref not in ("last", "latest"):
+        run = find_run(store, run_ref)
+    else:
         run = store.latest_run()
         if run is None:
             raise AgencyError("no runs in this store")
-    else:
-        run = find_run(store, run_ref)
     decision = None
     if approve:
         decision = decision_from("approve")
@@ -286,55 +311,148 @@ def resume(
             decision = decision_from("resolve", json.loads(resolve_json))
         except json.JSONDecodeError as exc:
             raise AgencyError(f"--resolve is not valid JSON: {exc.msg}") from None
-    machine = resume_run(store, run, decision=decision, force=force, model_spec=model_spec)
-    store.close()
+    mocks = None
+    if mock:
+        from runtime.llm.mock import load_mocks
+
+        mocks = load_mocks(mock)
+    stop = GracefulStop(None)  # type: ignore[arg-type]
+    try:
+        machine = resume_run(
+            store,
+            run,
+            decision=decision,
+            force=force,
+            model_spec=model_spec,
+            base_url=base_url,
+            mocks=mocks,
+            answer=interactive_answer(False, False),
+            notice=lambda text: click.echo(f"agency: {text}", err=True),
+            stop=stop,
+        )
+    finally:
+        store.close()
+    if stop.stopped():
+        click.echo(
+            f"agency: stopped at step {machine.step_index}; continue with `agency resume {run.id}`",
+            err=True,
+        )
+        sys.exit(EXIT_STOPPED)
     finish(machine, as_json)
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("run_ref")
+@click.argument("run_ref", required=False)
+@click.option("--last", is_flag=True, help="Replay the most recent run in the store.")
 @db_option
+@click.option(
+    "--from",
+    "from_step",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="STEP",
+    help="Show output from this step on (the run is still re-executed from its start).",
+)
 @click.option(
     "--then-live", is_flag=True, help="At a divergence, continue live instead of stopping."
 )
-@click.option("--json", "as_json", is_flag=True)
-def replay(run_ref: str, db: str | None, then_live: bool, as_json: bool) -> None:
-    """Re-execute a recorded run offline: model answers come from the record, side effects are
-    not performed. Stops at the first step where the program no longer does what was recorded.
+@click.option("--json", "as_json", is_flag=True, help="Also print the result as JSON.")
+def replay(
+    run_ref: str | None,
+    last: bool,
+    db: str | None,
+    from_step: int,
+    then_live: bool,
+    as_json: bool,
+) -> None:
+    """Re-execute a recorded run offline: every model answer and tool result comes from the
+    record, no model is called, side effects are not performed, so the result is the recorded
+    one. If the program now asks for something the record does not have (its source was
+    edited), stop there and report where it diverged (exit 4), or go on live with --then-live.
 
     \b
-    Example:
+    Examples:
       agency replay r01HX…
+      agency replay --last --from 500
+      agency replay r01HX… --then-live
     """
-    from debugger.cli import finish
-    from runtime.lifecycle import replay_run
+    from debugger.cli import finish, interactive_answer
+    from runtime.lifecycle import EXIT_DIVERGED, replay_run
 
+    if run_ref and last:
+        raise AgencyError("give a run or --last, not both")
+    if not run_ref and not last:
+        raise AgencyError("which run? give its id (see `agency runs`) or --last")
     store = open_store(db)
-    run = find_run(store, run_ref)
-    machine, divergence = replay_run(store, run, then_live=then_live, progress=_progress_bar())
-    store.close()
+    run = find_run(store, run_ref or "last")
+    if from_step < 0 or (run.step_count and from_step >= run.step_count):
+        store.close()
+        raise AgencyError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")
+    bar = _progress_bar(from_step)
+    try:
+        machine, divergence = replay_run(
+            store,
+            run,
+            then_live=then_live,
+            from_step=from_step,
+            progress=bar,
+            answer=interactive_answer(False, False),
+        )
+    finally:
+        if bar is not None:
+            bar(-1, -1)
+        store.close()
     if divergence and not then_live:
         click.echo(f"agency: {divergence}", err=True)
-        sys.exit(4)
+        sys.exit(EXIT_DIVERGED)
     if divergence:
         click.echo(f"agency: {divergence}; continued live", err=True)
+    elif machine.status == "running" or (
+        machine.status == "interrupted" and run.status != "finished"
+    ):
+        click.echo(
+            f"agency: replayed the {run.step_count} recorded steps of run {run.id} "
+            f"(it {run.status if run.status != 'running' else 'stopped'} there)",
+            err=True,
+        )
+        return
     finish(machine, as_json)
 
 
-def _progress_bar() -> Any:
+def _progress_bar(from_step: int = 0) -> Any:
+    """A rich progress bar on stderr (when it is a terminal); `update(-1, -1)` closes it."""
     if not sys.stderr.isatty():
         return None
-    from rich.progress import Progress
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    progress = Progress(transient=True)
-    task = {"id": None}
+    progress = Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task: dict[str, Any] = {"id": None}
 
     def update(step: int, total: int) -> None:
+        if step < 0:
+            if task["id"] is not None:
+                progress.stop()
+            return
         if task["id"] is None:
+            if total < 2000:
+                return  # short replays need no bar
             progress.start()
-            task["id"] = progress.add_task("replaying", total=total)
-        progress.update(task["id"], completed=step)
-        if step >= total - 1:
-            progress.stop()
+            task["id"] = progress.add_task("replaying", total=total, completed=from_step)
+        progress.update(task["id"], completed=min(step, total))
 
     return update

@@ -141,7 +141,10 @@ class Decoder:
                 if "$decision" in v:
                     return Decision(str(v["$decision"]), self.dec(v.get("value")))
                 if "$object" in v and len(v) == 1:
-                    return JSObject((str(k), self.dec(x)) for k, x in v["$object"])
+                    pairs = v["$object"]
+                    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+                        raise CheckpointFormatError("a `$object` value is malformed")
+                    return JSObject((str(k), self.dec(x)) for k, x in pairs)
             return JSObject((k, self.dec(x)) for k, x in v.items())
         raise CheckpointFormatError(f"unexpected value in checkpoint: {v!r:.60}")
 
@@ -420,7 +423,46 @@ def validate(data: Any, program: CompiledProgram | None = None, origin: str = "c
                 raise CheckpointFormatError(f"{origin}: frame {i} is in `{scope}`, which this program lacks")
             if not 0 <= f["position"]["pc"] < len(code.ops):
                 raise CheckpointFormatError(f"{origin}: frame {i} position is outside `{scope}`")
+        trial_decode(data, program, origin)
     return data
+
+
+def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
+    """Decode everything once, so a damaged inside is one clear error, never a traceback."""
+    try:
+        dec = Decoder(data.get("heap") if isinstance(data.get("heap"), dict) else {})
+        frames = decode_frames(program, data, dec)
+        for f in frames:
+            for t in f.traps:
+                if len(t) != 3 or not all(isinstance(x, (int, bool)) for x in t):
+                    raise ValueError("a frame's traps are malformed")
+            for h in f.handlers:
+                if len(h) != 2 or not all(isinstance(x, str) for x in h):
+                    raise ValueError("a frame's handlers are malformed")
+        for k, v in data["globals"].items():
+            dec.dec(v)
+        decode_threads(data, dec)
+        for key in ("step", "id"):
+            v = data.get(key)
+            if v is not None and not isinstance(v, int):
+                raise ValueError(f"`{key}` should be a number")
+        extra = data.get("machine")
+        if extra is not None:
+            if not isinstance(extra, dict):
+                raise ValueError("`machine` should be an object")
+            for key in ("shared", "mutable", "entry_named", "checkpoints", "restore_counts", "restores_of", "effects"):
+                if not isinstance(extra.get(key) or {}, dict):
+                    raise ValueError(f"`machine.{key}` should be an object")
+            for v in (extra.get("shared") or {}).values():
+                dec.dec(v)
+            int(extra.get("step_index", -1))
+            int(extra.get("cp_counter", 0))
+            int(extra.get("thread_counter", 1))
+    except CheckpointFormatError as exc:
+        raise CheckpointFormatError(f"{origin}: {exc}") from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+        what = str(exc) or type(exc).__name__
+        raise CheckpointFormatError(f"{origin}: damaged checkpoint ({what})") from None
 
 
 def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, Any]:
@@ -464,6 +506,10 @@ def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) 
         for k, v in (f.get("hidden") or {}).items():
             locals_[k] = dec.dec(v)
         pos = f["position"]
+        if not isinstance(pos.get("pc"), int) or not isinstance(pos.get("stmt_pc", 0), int):
+            raise ValueError(f"frame `{scope}` has a bad position")
+        if not isinstance(f.get("stack") or [], list) or not isinstance(f.get("entry") or {}, dict):
+            raise ValueError(f"frame `{scope}` has a malformed stack or entry")
         frame = Frame(code, locals_, pos["pc"])
         frame.stmt_pc = pos.get("stmt_pc", pos["pc"])
         frame.stmt_sp = pos.get("stmt_sp", 0)
@@ -482,6 +528,8 @@ def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) 
 def decode_threads(data: dict[str, Any], dec: Decoder) -> dict[str, list[dict[str, Any]]]:
     raw = data.get("threads") or {}
     threads = raw.get("threads", raw) if isinstance(raw, dict) else {}
+    if not isinstance(threads, dict):
+        raise ValueError("`threads.threads` should be an object")
     out: dict[str, list[dict[str, Any]]] = {}
     for tid, msgs in threads.items():
         if not isinstance(msgs, list):
@@ -593,6 +641,22 @@ def apply_restore(m: Machine, data: dict[str, Any], options: dict[str, Any]) -> 
     m.event("restore", f"restore checkpoint {ident if ident is not None else ''}".strip(), {"id": ident})
 
 
+def module_shared(program: CompiledProgram) -> dict[str, Any]:
+    """`shared` and `static` values as the module's initialisers make them (a checkpoint does not
+    hold them: they are not rolled back)."""
+    from runtime.machine.builtins import World
+    from runtime.machine.machine import Machine
+
+    if not program.shared:
+        return {}
+    m = Machine(program, "__none__", world=World(quiet=True))
+    try:
+        m.run()  # runs the module statements, then fails to find the node: that is fine
+    except Exception:  # noqa: BLE001 - best effort: a module that cannot initialise keeps nulls
+        return {}
+    return dict(m.shared)
+
+
 def rebuild(program: CompiledProgram, data: dict[str, Any], *, model: Any = None, world: Any = None) -> Machine:
     """A machine rebuilt from a snapshot or checkpoint (validated against `program`)."""
     from runtime.machine.machine import Machine
@@ -640,6 +704,7 @@ def rebuild(program: CompiledProgram, data: dict[str, Any], *, model: Any = None
         # except the checkpoint counter, which must not hand out an id that is already taken.
         ident = data.get("id")
         m.cp_counter = (ident + 1) if isinstance(ident, int) else 0
+        m.shared.update(module_shared(program))
         m.step_index = int(data.get("step") or 0) - 1
         m.nodes_traversed = [str(data.get("node") or "main")]
     return m

@@ -31,6 +31,7 @@ Values in the journal use the checkpoint encoding (lossless: results, shared con
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -105,10 +106,22 @@ def lookup(m: Machine, key: str) -> dict[str, Any] | None:
         return entry
     recorded = getattr(m, "recorded_effects", None)
     if recorded and m.replaying:
-        entry = recorded.get(key)
-        if entry is not None and "error" not in entry:
+        entry = recorded.get(short_key(key))
+        if entry is not None and "result" in entry:
             return entry
     return None
+
+
+def short_key(key: str) -> str:
+    """`run:branch:step:call` → `step:call`, how re-execution finds what the record holds."""
+    parts = key.rsplit(":", 2)
+    return f"{parts[-2]}:{parts[-1]}" if len(parts) == 3 else key
+
+
+def _check(m: Machine, key: str, kind: str, args: dict[str, Any]) -> None:
+    check = getattr(m, "check_effect", None)
+    if check is not None:
+        check(m, key, kind, args)
 
 
 def _record(m: Machine, key: str, kind: str, args: dict[str, Any], result: Any) -> None:
@@ -131,12 +144,14 @@ def perform(
 ) -> Any:
     """Run `act` unless this effect already happened (or the run is a replay)."""
     key = effect_key(m)
+    if m.replaying:
+        _check(m, key, kind, args)
     entry = lookup(m, key)
     if entry is not None:
         m.event("effect", f"{kind} (already done)", {"key": key, "kind": kind, "args": args, "skipped": True})
         return unpack(entry.get("result"))
     if m.replaying:
-        recorded = (getattr(m, "recorded_effects", None) or {}).get(key)
+        recorded = (getattr(m, "recorded_effects", None) or {}).get(short_key(key))
         if recorded is not None and "error" in recorded:
             raise AgencyRuntimeError(str(recorded["error"]))
         m.event("effect", f"{kind} (suppressed in replay)", {"key": key, "kind": kind, "args": args, "skipped": True})
@@ -164,8 +179,10 @@ def observe(m: Machine, kind: str, args: dict[str, Any], act: Callable[[], Any])
     """Read the world, or, while re-executing from a record, what the record says was read."""
     key = effect_key(m)
     if m.replaying:
+        _check(m, key, kind, args)
+    if m.replaying:
         recorded = getattr(m, "recorded_effects", None) or {}
-        entry = recorded.get(key)
+        entry = recorded.get(short_key(key))
         if entry is not None:
             if "error" in entry:
                 raise AgencyRuntimeError(str(entry["error"]))
@@ -227,6 +244,11 @@ def atomic_write(path: Path, data: str) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def content_hash(data: str) -> str:
+    """A short digest of what an effect writes (the journal tells two writes apart by it)."""
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
 
 
 def file_holds(path: Path, data: str) -> bool:

@@ -60,6 +60,12 @@ class MessagesPanel(OptionList):
                 name = call.get("name") if isinstance(call, dict) else str(call)
                 parts.append((f"  → calls {name}", "$text-warning"))
             options.append(Option(Content.assemble(*parts), id=str(i)))
+        if not options:
+            options.append(
+                Option(
+                    Content.styled("no messages in this thread yet", "$text-muted"), disabled=True
+                )
+            )
         self.set_options(options)
         if messages:
             self.highlighted = (

@@ -17,6 +17,14 @@ from textual.strip import Strip
 class OutputPanel(ScrollView, can_focus=False):
     """Printed lines so far."""
 
+    COMPONENT_CLASSES = {"output--empty"}
+    DEFAULT_CSS = """
+    OutputPanel > .output--empty {
+        color: $text-muted;
+        text-style: italic;
+    }
+    """
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.lines: list[str] = []
@@ -50,6 +58,10 @@ class OutputPanel(ScrollView, can_focus=False):
         width = self.scrollable_content_region.width
         style = self.rich_style
         if index >= len(self.lines):
+            if index == 0:
+                muted = self.get_component_rich_style("output--empty", partial=True)
+                text = Strip([Segment("nothing printed yet", style + muted)])
+                return text.crop_extend(0, width, style)
             return Strip.blank(width, style)
         strip = Strip([Segment(self.lines[index], style)])
         return strip.crop_extend(scroll_x, scroll_x + width, style)

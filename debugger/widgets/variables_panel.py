@@ -157,6 +157,8 @@ class VariablesPanel(Tree[VarRef]):
                     node.expand()
                 if cursor is not None and (cursor.kind, cursor.name) == (kind, name):
                     line_of_cursor = node
+        if line_of_cursor is None and self._var_nodes:
+            line_of_cursor = next(iter(self._var_nodes.values()))  # the first variable
         if line_of_cursor is not None:
             self.call_after_refresh(self._restore_cursor, line_of_cursor)
 

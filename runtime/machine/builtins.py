@@ -337,7 +337,7 @@ def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
 
 @builtin("write")
 def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    from runtime.effects import atomic_write, file_holds, perform
+    from runtime.effects import atomic_write, content_hash, file_holds, perform
 
     path_arg = _arg(args, named, 0, "path")
     text = to_str(_arg(args, named, 1, "text", ""))
@@ -351,12 +351,13 @@ def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             raise AgencyRuntimeError(f"write: cannot write {path_arg}: {exc.strerror}") from None
         return True
 
-    return perform(m, "write", {"path": path_arg, "bytes": len(text)}, act, lambda: file_holds(path, text))
+    args_ = {"path": path_arg, "bytes": len(text), "sha256": content_hash(text)}
+    return perform(m, "write", args_, act, lambda: file_holds(path, text))
 
 
 @builtin("saveToDisk")
 def _save_to_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    from runtime.effects import atomic_write, file_holds, perform
+    from runtime.effects import atomic_write, content_hash, file_holds, perform
 
     value = _arg(args, named, 0, "value")
     path_arg = _arg(args, named, 1, "path")
@@ -371,7 +372,8 @@ def _save_to_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             raise AgencyRuntimeError(f"saveToDisk: cannot write {path_arg}: {exc.strerror}") from None
         return True
 
-    return perform(m, "saveToDisk", {"path": path_arg, "bytes": len(text)}, act, lambda: file_holds(path, text + "\n"))
+    args_ = {"path": path_arg, "bytes": len(text), "sha256": content_hash(text + "\n")}
+    return perform(m, "saveToDisk", args_, act, lambda: file_holds(path, text + "\n"))
 
 
 @builtin("loadFromDisk")

@@ -277,7 +277,14 @@ class Machine:
             except RestoreSignal as sig:
                 from runtime.checkpoints import apply_restore
 
-                apply_restore(self, sig.checkpoint, sig.options)
+                try:
+                    apply_restore(self, sig.checkpoint, sig.options)
+                except AgencyRuntimeError as err:
+                    if not self._raise(err):
+                        return
+                except Exception as exc:  # noqa: BLE001 - a damaged checkpoint, never a crash
+                    if not self._raise(AgencyRuntimeError(f"restore: damaged checkpoint ({exc})")):
+                        return
             except RejectSignal:
                 self._reject()
             except PauseSignal as sig:

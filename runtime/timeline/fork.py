@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from runtime.effects import short_key
 from runtime.errors import AgencyError
 from runtime.llm.base import Completion, LLMError
 from runtime.machine.frames import Decision
@@ -74,25 +75,21 @@ def recorded_effects(tl: Timeline) -> dict[str, dict[str, Any]]:
     for e in tl.store.events(tl.run_id, tl.branch, kind="effect"):
         data = e.data if isinstance(e.data, dict) else {}
         key = data.get("key")
-        if isinstance(key, str) and ("result" in data or "error" in data):
-            entry = {"status": "applied", "result": data.get("result")}
-            if "error" in data:
-                entry = {"status": "failed", "error": data["error"]}
-            out[short_key(key)] = entry
-    try:
-        applied = tl.store.effects(tl.run_id, tl.branch)
-    except Exception:  # noqa: BLE001 - a store without a journal
-        applied = []
-    for rec in applied:
-        if rec.status == "applied":
-            out[short_key(rec.key)] = {"status": "applied", "result": rec.result}
+        if not isinstance(key, str):
+            continue
+        entry = out.setdefault(short_key(key), {})
+        entry.setdefault("kind", data.get("kind"))
+        entry.setdefault("args", data.get("args"))
+        if "result" in data:
+            entry["result"] = data["result"]
+        elif "error" in data:
+            entry["error"] = data["error"]
+    for rec in tl.store.effects(tl.run_id, tl.branch):
+        if rec.status == "applied" and not str(rec.kind).startswith("def "):
+            out[short_key(rec.key)] = {"kind": rec.kind, "args": rec.args, "result": rec.result}
+        elif rec.status == "applied":
+            out.setdefault(short_key(rec.key), {}).update(kind=rec.kind, result=rec.result)
     return out
-
-
-def short_key(key: str) -> str:
-    """`run:branch:step:call` → `step:call` (a lineage mixes branches; steps identify)."""
-    parts = key.rsplit(":", 2)
-    return f"{parts[-2]}:{parts[-1]}" if len(parts) == 3 else key
 
 
 class DecisionFeed:

@@ -29,7 +29,12 @@ def select_variable(app: DebuggerApp, name: str) -> None:
     tree = app.query_one(VariablesPanel)
     for line in range(tree.last_line + 1):
         node = tree.get_node_at_line(line)
-        if node is not None and node.data is not None and node.data.name == name and not node.data.path:
+        if (
+            node is not None
+            and node.data is not None
+            and node.data.name == name
+            and not node.data.path
+        ):
             tree.cursor_line = line
             return
     raise AssertionError(f"no variable {name} on screen")

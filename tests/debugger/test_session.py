@@ -121,7 +121,7 @@ def test_parse_literal() -> None:
 def test_parse_set_command() -> None:
     assert parse_set_command(":set x = [1, 2]") == ("x", [], [1, 2])
     assert parse_set_command("set obj.a[0] = 3") == ("obj", ["a", 0], 3)
-    assert parse_set_command('globals.limit = 5') == ("globals", ["limit"], 5)
+    assert parse_set_command("globals.limit = 5") == ("globals", ["limit"], 5)
     for bad in (":set", ":set x", ":set = 3", ":set x = y", ":set 3 = 4", ":set x.. = 1"):
         with pytest.raises(SessionError):
             parse_set_command(bad)
@@ -168,7 +168,7 @@ def test_edits_are_dropped_when_moving(session: Session) -> None:
 
 def test_nested_message_and_answer_edits(session: Session) -> None:
     session.goto(5)
-    session.set_command(":set messages[1] = \"6\"")
+    session.set_command(':set messages[1] = "6"')
     session.set_command(":set answer = 6")
     with pytest.raises(SessionError, match="answer is a number"):
         session.set_command(':set answer = "six"')

@@ -193,20 +193,10 @@ BAD = [
     ),
     Bad("another_program", lambda d: "other.json", ("same source", "other.agency", "prog.agency")),
 ]
-# Problems the loader does not validate yet: each escapes as a Python exception (a traceback
-# from the CLI) instead of one clear line. xfail(strict) until runtime/checkpoints.py validates
-# the inside of frames, values and threads (see DEEP_REASON).
-DEEP_REASON = (
-    "runtime/checkpoints.py validate() checks only the top-level shape; decode_frames / "
-    "Decoder.dec / decode_threads / rebuild then crash on bad inner fields with TypeError, "
-    "ValueError or AttributeError (a traceback from `agency run --checkpoint`)"
-)
+# Damage inside frames, values and threads: the loader decodes everything once, so each is one
+# clear line too (these once escaped as Python exceptions).
 DANGLING = Bad(
     "dangling_heap_reference", _edit(lambda d: d["globals"].update(g={"$ref": 42})), ("heap", "42")
-)
-UNNAMED_REASON = (
-    "runtime/checkpoints.py Decoder._ref raises 'checkpoint refers to heap entry 42, which is "
-    "missing' during rebuild(), after load_file(): the line does not name the checkpoint file"
 )
 DEEP = [
     Bad("frame_stack_not_a_list", _edit(lambda d: d["stack"][-1].update(stack=5)), ("stack",)),
@@ -218,15 +208,6 @@ DEEP = [
     ),
     Bad("threads_not_an_object", _edit(lambda d: d["threads"].update(threads=5)), ("threads",)),
 ]
-DEEP_RESTORE_REASON = DEEP_REASON.replace(
-    "(a traceback from `agency run --checkpoint`)",
-    "(through restore(obj) the exception escapes Machine.run(); see the dangling-reference test)",
-)
-DIRECTORY_REASON = (
-    "debugger/cli.py `run --checkpoint` uses click.Path(dir_okay=False): a directory gives "
-    "Click's 4-line usage error ('Error: Invalid value for --checkpoint: …') instead of one "
-    "`agency:` line"
-)
 CLI_ONLY = [
     Bad("nonexistent_path", lambda d: "missing/cp.json", ("no such",), False),
 ]
@@ -239,17 +220,15 @@ def _params(cases: list[Bad], marks: list[Any] | None = None) -> list[Any]:
 def _cli_params() -> list[Any]:
     return (
         _params(BAD + CLI_ONLY)
-        + _params(DEEP, [pytest.mark.xfail(reason=DEEP_REASON, strict=True)])
+        + _params(DEEP, [])
         + [
             pytest.param(
                 DANGLING,
                 id=DANGLING.ident,
-                marks=[pytest.mark.xfail(reason=UNNAMED_REASON, strict=True)],
             ),
             pytest.param(
                 Bad("directory", _directory, ("directory",), False),
                 id="directory",
-                marks=[pytest.mark.xfail(reason=DIRECTORY_REASON, strict=True)],
             ),
         ]
     )
@@ -342,7 +321,7 @@ def test_restore_of_good_file_restores(work: Path) -> None:
     # `step` is informational to restore() (only a rebuilt machine reads it): not a problem there.
     + _params(
         [b for b in DEEP if b.ident != "step_not_a_number"],
-        [pytest.mark.xfail(reason=DEEP_RESTORE_REASON, strict=True)],
+        [],
     ),
 )
 def test_restore_in_def_returns_failure(bad: Bad, work: Path) -> None:
@@ -356,14 +335,6 @@ def test_restore_in_def_returns_failure(bad: Bad, work: Path) -> None:
         assert result["error"].startswith("restore"), result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime/machine/machine.py Machine._run applies a restore inside `except RestoreSignal`, "
-        "outside the try: an error raised by apply_restore (here CheckpointFormatError from "
-        "Decoder._ref) escapes machine.run() instead of making the def return a failure"
-    ),
-)
 def test_restore_with_dangling_reference_returns_failure(work: Path) -> None:
     _edit(lambda d: d["globals"].update(g={"$ref": 42}))(work)
     m = _check(work, "bad.json")
@@ -437,7 +408,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any
 # While the test is expected to fail, shrinking only costs time (~30 s): it is off, and so is the
 # search for more than one bug. Once the runtime validates deeply, drop the xfail and add
 # Phase.shrink back to get minimal counterexamples.
-@pytest.mark.xfail(reason=DEEP_REASON, strict=True)
 @settings(
     max_examples=200,
     deadline=None,

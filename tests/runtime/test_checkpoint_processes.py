@@ -223,14 +223,6 @@ node main() {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime/checkpoints.py rebuild(): for a user checkpoint (no `machine` section) the "
-        "module initialisers never run, so `shared` and `static const` values read as null "
-        "in `agency run FILE --checkpoint cp.json` (got [null,null], expected [11,7])"
-    ),
-)
 def test_shared_and_static_start_fresh_when_continuing_from_a_file(tmp_path: Path) -> None:
     (tmp_path / "prog.agency").write_text(KEPT, encoding="utf-8")
     assert _ok(agency(tmp_path, "run", "prog.agency", "--json")).splitlines() == ['"saved"']
