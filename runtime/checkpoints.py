@@ -439,7 +439,7 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
             for h in f.handlers:
                 if len(h) != 2 or not all(isinstance(x, str) for x in h):
                     raise ValueError("a frame's handlers are malformed")
-        for k, v in data["globals"].items():
+        for v in data["globals"].values():
             dec.dec(v)
         decode_threads(data, dec)
         for key in ("step", "id"):
