@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,11 +24,13 @@ from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
 from debugger.session import (
+    COMMANDS,
     Move,
     Session,
     SessionError,
     describe_value,
     json_type,
+    parse_command,
     parse_literal,
 )
 from debugger.widgets.branch_screen import BranchScreen
@@ -45,7 +46,6 @@ from debugger.widgets.status_line import StatusLine
 from debugger.widgets.timeline_bar import TimelineBar
 from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.work_progress import WorkProgress
-from runtime.timeline.views import Location
 
 Opener = Callable[[Callable[[int], None]], Session]
 """Builds the session (records the program, opens a stored run...) in a worker; gets a
@@ -53,43 +53,6 @@ progress callback taking the step reached."""
 
 SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
-
-
-@dataclass(frozen=True)
-class Command:
-    """A `:` command: its usage line and what it does (the help screen lists them)."""
-
-    usage: str
-    help: str
-    method: str
-
-
-COMMANDS: dict[str, Command] = {
-    "set": Command(
-        "set NAME = VALUE", "stage an edit (x, obj.a[0], globals.x, messages[i], answer)", "cmd_set"
-    ),
-    "goto": Command("goto STEP", "go to a step (also g STEP, +N, -N, end)", "cmd_goto"),
-    "break": Command("break LINE", "toggle a breakpoint on a line (also b LINE)", "cmd_break"),
-    "restore": Command("restore", "restore from this step with the staged edits", "cmd_restore"),
-    "discard": Command("discard", "drop the edits staged at this step", "cmd_discard"),
-    "write": Command(
-        "write PATH", "save this step as a checkpoint file (also w PATH)", "cmd_write"
-    ),
-    "open": Command("open PATH", "open a checkpoint file of this program", "cmd_open"),
-    "branch": Command("branch ID", "switch to another branch", "cmd_branch"),
-    "search": Command(
-        "search TEXT", "next step whose output, messages or names match", "cmd_search"
-    ),
-    "why": Command("why NAME", "go to the step that last wrote NAME", "cmd_why"),
-    "frame": Command("frame N", "select frame N of the call stack (0 innermost)", "cmd_frame"),
-    "approve": Command(
-        "approve [VALUE]", "approve the waiting interrupt and run on", "cmd_approve"
-    ),
-    "reject": Command("reject [REASON]", "reject the waiting interrupt and run on", "cmd_reject"),
-    "resolve": Command("resolve VALUE", "answer the waiting interrupt with a value", "cmd_resolve"),
-    "quit": Command("quit", "leave the debugger (also q)", "cmd_quit"),
-}
-ALIASES = {"g": "goto", "b": "break", "w": "write", "q": "quit", "s": "set", "o": "open"}
 
 
 class DebuggerApp(App[None]):
@@ -257,20 +220,10 @@ class DebuggerApp(App[None]):
         key = (s.timeline.run_id, s.branch, s.length)
         if key != self._events_key:
             self._events_key = key
-            fork = next((b.fork_step for b in s.branches() if b.id == s.branch), None)
-            self.timeline_bar.set_events(s.events(), s.length, fork)
+            self.timeline_bar.set_events(s.events(), s.length, s.fork_step())
         self.timeline_bar.step = state.step
 
-        loc = state.location
-        index = s.frame_index()
-        frame = state.frames[index] if state.frames else None
-        if (
-            frame is not None
-            and state.frames
-            and index != len(state.frames) - 1
-            and loc is not None
-        ):
-            loc = Location(loc.file, frame.scope, "", frame.line, frame.col, frame.line, frame.col)
+        loc = s.shown_location()
         path = loc.file if loc is not None else s.source_path
         self.source_view.set_source(path, s.source_text(path))
         if self.source_view.location != loc:
@@ -279,25 +232,18 @@ class DebuggerApp(App[None]):
         if breakpoints != self.source_view.breakpoints:
             self.source_view.breakpoints = breakpoints
 
-        edits = s.edits if s.edits is not None and s.edits.step == s.step else None
-        args = dict(frame.args) if frame is not None else {}
-        locals_ = dict(frame.locals) if frame is not None else {}
-        globals_ = dict(state.globals)
-        edited: set[tuple[str, str]] = set()
-        if edits is not None:
-            for kind, values in (("args", args), ("locals", locals_), ("globals", globals_)):
-                for name, value in getattr(edits, kind).items():
-                    values[name] = value
-                    edited.add((kind, name))
+        edits = s.staged()
+        shown = s.variables()
         self.variables.show(
-            frame.scope if frame is not None else "",
-            args,
-            locals_,
-            globals_,
+            shown.scope,
+            shown.args,
+            shown.locals,
+            shown.globals,
             s.changed_names(),
-            edited,
+            shown.edited,
+            shown.outcome,
         )
-        self.stack.show(state.frames, index)
+        self.stack.show(state.frames, s.frame_index())
         self.messages.show(
             state.active_thread, s.thread_messages(), edits.messages if edits is not None else {}
         )
@@ -307,13 +253,12 @@ class DebuggerApp(App[None]):
             state.step,
             edits.llm_answer if edits is not None and edits.has_llm_answer else None,
         )
-        interrupt = s.waiting_interrupt()
         self.status.show(
             state,
             s.length,
             s.message,
             len(edits) if edits is not None else 0,
-            _interrupt_text(interrupt) if interrupt is not None else None,
+            s.waiting_interrupt(),
             len(s.breakpoints),
         )
 
@@ -462,16 +407,26 @@ class DebuggerApp(App[None]):
     def action_toggle_breakpoint(self) -> None:
         if not self._can_act():
             return
-        loc = self.source_view.location
+        loc = self.session.location()  # type: ignore[union-attr]
+        frame = self.session.selected_frame()  # type: ignore[union-attr]
         if loc is None:
             self._fail("no current line here; use :break LINE")
             return
-        self._toggle_breakpoint(loc.line, self.source_view.path)
+        state = self.session.state()  # type: ignore[union-attr]
+        line = loc.line
+        if frame is not None and state.frames and frame is not state.frames[-1] and frame.line:
+            line = frame.line  # a caller's frame is selected: its line
+        self._toggle_breakpoint(line, loc.file)
 
     def _toggle_breakpoint(self, line: int, path: str) -> None:
         assert self.session is not None
-        on = self.session.toggle_breakpoint(line, path)
-        self.notify(f"breakpoint {'set' if on else 'cleared'} at line {line}")
+        try:
+            at, on = self.session.toggle_breakpoint(line, path)
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        moved = f" (line {line} has no statement)" if at != line else ""
+        self.notify(f"breakpoint {'set' if on else 'cleared'} at line {at}{moved}")
         self._refresh_view()
 
     # -- prompts ---------------------------------------------------------------------------------
@@ -503,7 +458,7 @@ class DebuggerApp(App[None]):
             (b.key_display or self.get_key_display(b), b.description)
             for b in _bindings(self.BINDINGS)
         ]
-        commands = [(f":{c.usage}", c.help) for c in COMMANDS.values()]
+        commands = [(f":{usage}", about) for usage, about in COMMANDS.values()]
         self.push_screen(HelpScreen(keys, commands))
 
     def action_search_next(self) -> None:
@@ -534,7 +489,7 @@ class DebuggerApp(App[None]):
         focused = self.focused
         if isinstance(focused, MessagesPanel) and focused.selected is not None:
             index = focused.selected
-            edits = s.edits if s.edits is not None and s.edits.step == s.step else None
+            edits = s.staged()
             text = edits.messages.get(index) if edits and index in edits.messages else None
             if text is None:
                 text = s.thread_messages()[index].content
@@ -656,18 +611,14 @@ class DebuggerApp(App[None]):
 
     def run_command(self, text: str) -> None:
         """Run one `:` command line (also the entry point for scripts and tests)."""
-        text = text.strip().lstrip(":").strip()
-        if not text:
+        try:
+            parsed = parse_command(text)
+        except SessionError as exc:
+            self._fail(exc)
             return
-        name, _, rest = text.partition(" ")
-        if "=" in name and name.split("=")[0]:
-            name, rest = "set", text  # `:x = 3` is `:set x = 3`
-        name = ALIASES.get(name, name)
-        command = COMMANDS.get(name)
-        if command is None:
-            self._fail(f"unknown command `{name}` (press ? for the list)")
-            return
-        getattr(self, command.method)(rest.strip())
+        if parsed is not None:
+            name, rest = parsed
+            getattr(self, f"cmd_{name}")(rest)
 
     def cmd_set(self, rest: str) -> None:
         if not self._can_act():
@@ -686,21 +637,10 @@ class DebuggerApp(App[None]):
             return
         s = self.session
         assert s is not None
-        text = rest.strip().lower()
         try:
-            if text in ("end", "$", "last"):
-                target = s.last
-            elif text.startswith(("+", "-")):
-                target = s.step + int(text)
-            elif text.endswith("%"):
-                target = round(s.last * float(text[:-1]) / 100)
-            else:
-                target = int(text.replace("_", "").replace(",", ""))
-        except ValueError:
-            self._fail(f"not a step: `{rest}` (a number, +N, -N, N% or end)")
-            return
-        if not 0 <= target <= s.last:
-            self._fail(f"step {target} is outside the run (0..{s.last})")
+            target = s.parse_step(rest)
+        except SessionError as exc:
+            self._fail(exc)
             return
         self._move(lambda: s.goto(target, f"went to step {target}"))
 
@@ -712,11 +652,13 @@ class DebuggerApp(App[None]):
         except ValueError:
             self._fail(f"not a line number: `{rest}`")
             return
-        text = self.session.source_text(self.source_view.path)  # type: ignore[union-attr]
+        loc = self.session.location()  # type: ignore[union-attr]
+        path = loc.file if loc is not None else self.session.source_path  # type: ignore[union-attr]
+        text = self.session.source_text(path)  # type: ignore[union-attr]
         if not 1 <= line <= max(len(text.splitlines()), 1):
-            self._fail(f"line {line} is outside {self.source_view.path}")
+            self._fail(f"line {line} is outside {path}")
             return
-        self._toggle_breakpoint(line, self.source_view.path)
+        self._toggle_breakpoint(line, path)
 
     def cmd_restore(self, rest: str) -> None:
         self.action_restore()
@@ -884,8 +826,3 @@ class DebuggerApp(App[None]):
 
 def _bindings(bindings: list[BindingType]) -> list[Binding]:
     return [b for b in bindings if isinstance(b, Binding)]
-
-
-def _interrupt_text(pending: Any) -> str:
-    message = pending.get("message") if isinstance(pending, dict) else pending
-    return f"waiting on interrupt: {message}"

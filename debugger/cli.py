@@ -289,7 +289,7 @@ def run(
     rec = start_run(program, machine, store, run_config)
     # The process and the working directory: a killed run shows as interrupted; resume and
     # replay work in the same directory wherever they are started.
-    mark_running(store, rec.run_id, machine.world.root)
+    mark_running(store, rec.run_id, machine.world.root, program)
     machine.journal = StoreJournal(store, rec.run_id)
     click.echo(f"agency: recording run {rec.run_id} (agency show {rec.run_id})", err=True)
     stop = GracefulStop(machine)

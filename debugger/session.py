@@ -29,13 +29,16 @@ from typing import Any, Protocol
 from runtime.timeline.views import BranchInfo, Change, Event, FrameView, Location, StateView
 
 __all__ = [
+    "COMMANDS",
     "Edits",
     "Move",
     "Session",
     "SessionError",
     "TimelineLike",
+    "Variables",
     "describe_value",
     "json_type",
+    "parse_command",
     "parse_literal",
     "parse_set_command",
 ]
@@ -135,6 +138,18 @@ class Edits:
         if self.has_llm_answer:
             lines.append(f"llm answer = {describe_value(self.llm_answer, 40)}")
         return lines
+
+
+@dataclass
+class Variables:
+    """The variables at the cursor, as the variables panel shows them."""
+
+    scope: str
+    args: dict[str, Any]
+    locals: dict[str, Any]
+    globals: dict[str, Any]
+    edited: set[tuple[str, str]] = field(default_factory=set)  # (kind, name) staged
+    outcome: dict[str, Any] | None = None  # result (or error) of a run that has ended
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -379,6 +394,44 @@ def _recorded(timeline: Any, step: int) -> bool:
     return True
 
 
+# -- the command line ----------------------------------------------------------------------------
+
+# `:` commands: name -> (usage, what it does). The app runs `cmd_<name>`; the help screen lists
+# these, so the list and the behaviour cannot drift apart.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "set": ("set NAME = VALUE", "stage an edit (x, obj.a[0], globals.x, messages[i], answer)"),
+    "goto": ("goto STEP", "go to a step (also g STEP, +N, -N, N%, end)"),
+    "break": ("break LINE", "toggle a breakpoint on a line (also b LINE)"),
+    "restore": ("restore", "restore from this step with the staged edits"),
+    "discard": ("discard", "drop the edits staged at this step"),
+    "write": ("write PATH", "save this step as a checkpoint file (also w PATH)"),
+    "open": ("open PATH", "open a checkpoint file of this program"),
+    "branch": ("branch ID", "switch to another branch"),
+    "search": ("search TEXT", "next step whose output, messages or names match"),
+    "why": ("why NAME", "go to the step that last wrote NAME"),
+    "frame": ("frame N", "select frame N of the call stack (0 innermost)"),
+    "approve": ("approve [VALUE]", "approve the waiting interrupt and run on"),
+    "reject": ("reject [REASON]", "reject the waiting interrupt and run on"),
+    "resolve": ("resolve VALUE", "answer the waiting interrupt with a value"),
+    "quit": ("quit", "leave the debugger (also q)"),
+}
+ALIASES = {"g": "goto", "b": "break", "w": "write", "q": "quit", "s": "set", "o": "open"}
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """`:goto 12` -> ("goto", "12"); `:x = 3` is `:set x = 3`; None for an empty line."""
+    text = text.strip().lstrip(":").strip()
+    if not text:
+        return None
+    name, _, rest = text.partition(" ")
+    name = ALIASES.get(name, name)
+    if name not in COMMANDS and re.match(r"[A-Za-z_][^=]*=", text):
+        return "set", text
+    if name not in COMMANDS:
+        raise SessionError(f"unknown command `{name}` (press ? for the list)")
+    return name, rest.strip()
+
+
 # -- the session ----------------------------------------------------------------------------------
 
 
@@ -489,6 +542,47 @@ class Session:
 
     def location(self) -> Location | None:
         return self.timeline.location_at(self.step)
+
+    def shown_location(self) -> Location | None:
+        """Where the source pane points: the current statement, or the pending call's line
+        when a caller's frame is selected."""
+        state = self.state()
+        loc = state.location
+        index = self.frame_index()
+        if loc is None or not state.frames or index == len(state.frames) - 1:
+            return loc
+        f = state.frames[index]
+        return Location(loc.file, f.scope, "", f.line, f.col, f.line, f.col)
+
+    def staged(self) -> Edits | None:
+        """The edits staged at the cursor (None when there are none)."""
+        return self.edits if self.edits is not None and self.edits.step == self.step else None
+
+    def variables(self) -> Variables:
+        """What the variables panel shows: the selected frame with staged edits applied."""
+        state = self.state()
+        frame = self.selected_frame()
+        shown = Variables(
+            scope=frame.scope if frame is not None else "",
+            args=dict(frame.args) if frame is not None else {},
+            locals=dict(frame.locals) if frame is not None else {},
+            globals=dict(state.globals),
+        )
+        edits = self.staged()
+        if edits is not None:
+            for kind in ("args", "locals", "globals"):
+                for name, value in getattr(edits, kind).items():
+                    getattr(shown, kind)[name] = value
+                    shown.edited.add((kind, name))
+        if state.status == "finished":
+            shown.outcome = {"result": state.result}
+        elif state.status == "failed":
+            shown.outcome = {"error": state.error}
+        return shown
+
+    def fork_step(self) -> int | None:
+        """Where the branch on screen left its parent (None for branch 0)."""
+        return next((b.fork_step for b in self.branches() if b.id == self.branch), None)
 
     def changed_targets(self) -> set[str]:
         """Readable targets (`main.x`, `globals.total`, `output`) the current step wrote."""
@@ -652,6 +746,26 @@ class Session:
             return Move(self.step, self.message)
         return self.goto(steps[i], f"LLM call {i + 1} of {len(steps)}")
 
+    def parse_step(self, text: str) -> int:
+        """A step typed by a person: `12`, `1_000`, `+10`, `-5`, `50%`, `end`."""
+        t = text.strip().lower().replace("_", "").replace(",", "")
+        try:
+            if t in ("end", "$", "last"):
+                target = self.last
+            elif t in ("start", "first"):
+                target = self.first
+            elif t.startswith(("+", "-")):
+                target = self.step + int(t)
+            elif t.endswith("%"):
+                target = self.first + round((self.last - self.first) * float(t[:-1]) / 100)
+            else:
+                target = int(t)
+        except ValueError:
+            raise SessionError(f"not a step: `{text}` (a number, +N, -N, N% or end)") from None
+        if not self.first <= target <= self.last:
+            raise SessionError(f"step {target} is outside the run ({self.first}..{self.last})")
+        return target
+
     def search(self, text: str) -> list[int]:
         """Steps whose output, messages or changed variable names contain `text` (cached)."""
         self.length  # noqa: B018
@@ -673,15 +787,16 @@ class Session:
         hits = self.search(text)
         if not hits:
             raise SessionError(f"`{text}` is nowhere in this run")
+        wrapped = ""
         if backwards:
             i = bisect.bisect_left(hits, self.step) - 1
             if i < 0:
-                raise SessionError(f"no match for `{text}` before step {self.step}")
+                i, wrapped = len(hits) - 1, " (wrapped to the last)"
         else:
             i = bisect.bisect_right(hits, self.step)
             if i >= len(hits):
-                raise SessionError(f"no match for `{text}` after step {self.step}")
-        return self.goto(hits[i], f"match {i + 1} of {len(hits)} for `{text}`")
+                i, wrapped = 0, " (wrapped to the first)"
+        return self.goto(hits[i], f"match {i + 1} of {len(hits)} for `{text}`{wrapped}")
 
     def why(self, name: str) -> Move:
         """Jump to the step that last wrote variable `name` at or before the cursor."""
@@ -701,14 +816,34 @@ class Session:
         self.frame = index
         return frames[index]
 
-    def toggle_breakpoint(self, line: int, file: str | None = None) -> bool:
-        """Set or clear a breakpoint; True when it is now set."""
-        key = (file or self.source_path, int(line))
+    def statement_lines(self, file: str | None = None) -> set[int] | None:
+        """Lines of `file` where a step can start (None when the timeline does not say)."""
+        file = file or self.source_path
+        locations = getattr(self.timeline, "locations", None)
+        if not locations:
+            return None
+        return {loc.line for loc in locations if loc.file == file}
+
+    def toggle_breakpoint(self, line: int, file: str | None = None) -> tuple[int, bool]:
+        """Set or clear a breakpoint. A line where no statement starts moves to the next one
+        that has one (as gdb does). Returns the line and whether a breakpoint is now set."""
+        file = file or self.source_path
+        line = int(line)
+        key = (file, line)
         if key in self.breakpoints:
             self.breakpoints.discard(key)
-            return False
+            return line, False
+        lines = self.statement_lines(file)
+        if lines is not None and line not in lines:
+            later = [n for n in lines if n > line]
+            if not later:
+                raise SessionError(f"no statement starts on or after line {line}")
+            line = min(later)
+            key = (file, line)
+            if key in self.breakpoints:
+                return line, True
         self.breakpoints.add(key)
-        return True
+        return line, True
 
     def breakpoint_lines(self, file: str | None = None) -> set[int]:
         file = file or self.source_path
@@ -761,7 +896,7 @@ class Session:
         if kind is None:
             kind = self.resolve(name)
         if kind not in ("locals", "args", "globals"):
-            raise SessionError(f"cannot edit {kind}")
+            raise SessionError(f"the run's {name} cannot be edited; edit a variable before it")
         if kind != "globals":
             frame = self.selected_frame()
             if frame is not None and frame.kind in USER_HIDDEN_KINDS:

@@ -514,7 +514,7 @@ def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) 
         frame.stmt_pc = pos.get("stmt_pc", pos["pc"])
         frame.stmt_sp = pos.get("stmt_sp", 0)
         frame.stack = [dec.dec(v) for v in f.get("stack") or []]
-        frame.traps = [tuple(t) for t in f.get("traps") or []]  # type: ignore[misc]
+        frame.traps = [tuple(t) for t in f.get("traps") or []]
         frame.handlers = [tuple(h) for h in f.get("handlers") or []]
         frame.threads = [str(t) for t in f.get("threads") or []]
         entry = f.get("entry")

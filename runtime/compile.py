@@ -707,21 +707,21 @@ class FunctionCompiler:
         if simple:
             keys = []
             for entry in e.entries:
-                self.expr(entry.value)  # type: ignore[union-attr]
+                self.expr(entry.value)
                 keys.append(entry.key)  # type: ignore[union-attr]
             self.emit(BUILD_OBJECT, tuple(keys))
             return
         spec = []
         for entry in e.entries:
-            if type(entry) is A.Spread:
+            if isinstance(entry, A.Spread):
                 self.expr(entry.value)
                 spec.append("spread")
-            elif isinstance(entry.key, str):  # type: ignore[union-attr,arg-type,misc]
-                self.emit(CONST, entry.key)  # type: ignore[union-attr,arg-type,misc]
+            elif isinstance(entry.key, str):
+                self.emit(CONST, entry.key)
                 self.expr(entry.value)
                 spec.append("pair")
             else:
-                self.expr(entry.key)  # type: ignore[union-attr,arg-type,misc]
+                self.expr(entry.key)
                 self.expr(entry.value)
                 spec.append("pair")
         self.emit(BUILD_OBJECT_SPREAD, tuple(spec))
@@ -757,7 +757,7 @@ class FunctionCompiler:
                 self.emit(CONST, None)
                 return
             if name == "debugger" and name not in self.unit.function_names:
-                label = e.args[0].value.value if e.args and type(e.args[0].value) is A.Literal else None  # type: ignore[union-attr]
+                label = e.args[0].value.value if e.args and type(e.args[0].value) is A.Literal else None
                 self.emit(BREAKPOINT, label)
                 self.emit(CONST, None)
                 return
@@ -943,7 +943,7 @@ class ProgramCompiler:
             shared=shared_order,
             statics=sorted(self.statics),
             types=self.types,
-            imports=[i for i in items if type(i) is A.Import],  # type: ignore[misc]
+            imports=[i for i in items if type(i) is A.Import],
         )
 
     def compile_function(self, d: A.FuncDecl, file: str, kind: str) -> Code:

@@ -156,15 +156,47 @@ def process_alive(proc: dict[str, Any]) -> bool | None:
     return True
 
 
-def mark_running(store: Any, run_id: str, root: Any = None) -> None:
-    """Write this process (and the run's working directory) into the run's meta, durably."""
+def mark_running(store: Any, run_id: str, root: Any = None, program: Any = None) -> None:
+    """Write this process (and the run's working directory, and the text of the program's
+    statements, for replay to quote) into the run's meta, durably."""
     run = store.get_run(run_id)
     meta = dict((run.meta if run is not None else None) or {})
     meta["process"] = process_meta()
     if root is not None:
         meta["cwd"] = str(root)
+    if program is not None:
+        meta["statements"] = statement_texts(program)
     store.update_run(run_id, meta=meta)
     store.flush()
+
+
+def statement_texts(program: Any) -> list[str]:
+    """The source text of every step location (whitespace collapsed, at most 120 characters),
+    in the order of the recorder's location table."""
+    sources: dict[str, list[str]] = {program.path: program.source.splitlines()}
+    out = []
+    for code in [program.module, *program.functions.values()]:
+        for loc in code.locations:
+            lines = sources.get(loc.file)
+            if lines is None:
+                try:
+                    lines = Path(loc.file).read_text(encoding="utf-8").splitlines()
+                except OSError:
+                    lines = []
+                sources[loc.file] = lines
+            out.append(_span_text(lines, loc))
+    return out
+
+
+def _span_text(lines: list[str], loc: Any) -> str:
+    if not 0 < loc.line <= len(lines):
+        return ""
+    if loc.end_line == loc.line:
+        text = lines[loc.line - 1][loc.col - 1 : loc.end_col - 1]
+    else:
+        text = " ".join([lines[loc.line - 1][loc.col - 1 :], *lines[loc.line : loc.end_line - 1], lines[min(loc.end_line, len(lines)) - 1][: loc.end_col - 1]])
+    text = " ".join(text.split())
+    return text[:120]
 
 
 def reap_dead_runs(store: Any, runs: list[Any] | None = None, limit: int = 200) -> list[str]:
@@ -369,10 +401,12 @@ def resume_run(
     answer: Callable[[Any], Decision | None] | None = None,
     notice: Callable[[str], None] | None = None,
     stop: GracefulStop | None = None,
+    root: Any = None,
 ) -> Machine:
     """Continue `run` from its last completed step, live, recording on branch 0.
 
     `decision` answers the interrupt the run was waiting on; `answer` answers later ones.
+    Paths resolve against `root`, by default the directory the run was started in.
     Refuses (AgencyError) a finished run, a run another process is recording, and a changed
     source or model configuration unless `force`.
     """
@@ -391,9 +425,7 @@ def resume_run(
             )
     if decision is not None and run.status != "interrupted":
         raise AgencyError(f"run {run.id} is not waiting on an interrupt (it is {run.status}); resume it without --approve/--reject/--resolve")
-    if not Path(run.source_path).exists():
-        raise AgencyError(f"{run.source_path}: the program of run {run.id} is not there any more")
-    program = load_program(run.source_path)
+    program = _program_of(run)
     recorded = dict(run.config or {})
     problems = []
     if program.sha256 != run.source_sha256:
@@ -402,6 +434,7 @@ def resume_run(
             f"(sha256 {run.source_sha256[:12]} then, {program.sha256[:12]} now)"
         )
     live = None
+    current: dict[str, Any] = {}
     if model_spec is not None or base_url is not None or mocks is not None:
         live, current = current_config(model_spec or recorded.get("spec"), base_url, mocks)
         problems.extend(config_differences(recorded, current))
@@ -422,22 +455,23 @@ def resume_run(
     if live is None:
         live = _live_model(tl)
     m.model = _Handover(answers[position:], live, m, position)
-    root = (run.meta or {}).get("cwd")
-    m.world = World(root=root if root and Path(root).is_dir() else None)
+    if root is None:
+        recorded_root = (run.meta or {}).get("cwd")
+        root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
+    m.world = World(root=root)
     m.journal = journal
     store.truncate_after(run.id, 0, step)
     if problems:  # forced: the run goes on with the new program / model
         fields: dict[str, Any] = {"source_sha256": program.sha256}
         meta = dict(run.meta or {})
         meta["locations"] = location_table(program)
+        meta["statements"] = statement_texts(program)
         fields["meta"] = meta
-        if live is not None:
-            from runtime.llm.registry import config_of
-
-            fields["config"] = {**recorded, **config_of(live)}
+        if current:
+            fields["config"] = {**recorded, **current}
         store.update_run(run.id, **fields)
     store.update_run(run.id, status="running", error=None, result=None, finished_at=None)
-    mark_running(store, run.id, m.world.root)
+    mark_running(store, run.id, m.world.root, program)
     rec = Recorder(m, store, run.id, 0)
     if m.step_index >= 0:
         rec.write_keyframe(m.step_index)
@@ -466,6 +500,18 @@ def resume_run(
         if stopper.stopped():
             mark_stopped(store, run.id, "stopped by Ctrl-C")
     return m
+
+
+def _program_of(run: Any) -> Any:
+    """The run's program as its source is now (a relative path is taken from the directory the
+    run was started in, wherever resume or replay are)."""
+    path = Path(run.source_path)
+    cwd = (run.meta or {}).get("cwd")
+    if not path.is_absolute() and cwd and Path(cwd).resolve() != Path.cwd().resolve():
+        path = Path(cwd) / path
+    if not path.exists():
+        raise AgencyError(f"{run.source_path}: the program of run {run.id} is not there any more")
+    return load_program(path)
 
 
 def _answer_steps(tl: Timeline) -> list[int]:
@@ -498,10 +544,59 @@ def _norm(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str, ensure_ascii=False)
 
 
+def _shape(loc: Any) -> tuple[Any, ...]:
+    return (loc.scope, loc.path, loc.end_line - loc.line)
+
+
+def _cut(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _lines(loc: Any) -> str:
+    if loc.end_line > loc.line:
+        return f"{loc.scope} lines {loc.line}-{loc.end_line}"
+    return f"{loc.scope} line {loc.line}"
+
+
 def _args_text(args: Any) -> str:
     if not isinstance(args, dict):
         return _norm(args)
     return ", ".join(f"{k} {v}" for k, v in args.items() if k != "path")
+
+
+def _request(messages: Any, tools: Any, schema: Any) -> dict[str, Any]:
+    """A model request as comparable JSON data."""
+    return json.loads(_norm({"messages": messages, "tools": tools or [], "schema": schema}))  # type: ignore[no-any-return]
+
+
+def _tool_dicts(tools: list[Any]) -> list[dict[str, Any]]:
+    return [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+
+
+def _request_difference(was: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
+    """What differs between two model requests, in words: (recorded, now)."""
+    a, b = _prompt(was["messages"]), _prompt(now["messages"])
+    if a != b:
+        return f"prompt {a}", f"prompt {b}"
+    if was["messages"] != now["messages"]:
+        wm, nm = was["messages"] or [], now["messages"] or []
+        i = next((k for k, (x, y) in enumerate(zip(wm, nm)) if x != y), min(len(wm), len(nm)))
+        return _message_text(wm, i), _message_text(nm, i)
+    if was["tools"] != now["tools"]:
+        return (
+            "tools " + ", ".join(str(t.get("name")) for t in was["tools"]),
+            "tools " + ", ".join(str(t.get("name")) for t in now["tools"]) + ("" if [t.get("name") for t in was["tools"]] != [t.get("name") for t in now["tools"]] else " (other parameters)"),
+        )
+    return f"the answer schema {_cut(_norm(was['schema']))}", f"{_cut(_norm(now['schema']))}"
+
+
+def _message_text(messages: list[Any], i: int) -> str:
+    if i >= len(messages):
+        return f"no message {i + 1}"
+    msg = messages[i] if isinstance(messages[i], dict) else {}
+    content = msg.get("content")
+    text = " ".join((content if isinstance(content, str) else _norm(content)).split())
+    return f"message {i + 1} ({msg.get('role')}) {json.dumps(_cut(text), ensure_ascii=False)}"
 
 
 def _prompt(messages: Any) -> str:
@@ -518,8 +613,19 @@ class _Replay:
     """One replay: the checks at every step, model call and effect, and what happens at the
     first divergence (stop, or go on live)."""
 
-    def __init__(self, store: Any, run: Any, tl: Timeline, program: Any, then_live: bool) -> None:
+    def __init__(
+        self,
+        store: Any,
+        run: Any,
+        tl: Timeline,
+        program: Any,
+        then_live: bool,
+        from_step: int = 0,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.store = store
+        self.from_step = from_step
+        self.progress = progress
         self.run = run
         self.tl = tl
         self.program = program
@@ -535,9 +641,17 @@ class _Replay:
             resp = call.response if isinstance(call.response, dict) else {}
             self.answers.append(Completion.from_json(resp.get("completion") or {}))
             req = call.request if isinstance(call.request, dict) else {}
-            self.requests.append(json.loads(_norm(req.get("messages"))) if "messages" in req else None)
+            self.requests.append(_request(req.get("messages"), req.get("tools"), req.get("schema")) if "messages" in req else None)
         self.position = 0
         self.effects = recorded_effects(tl)
+        meta = run.meta or {}
+        rows, texts = meta.get("locations") or [], meta.get("statements") or []
+        self.texts: dict[tuple[str, str], str] = {}  # (scope, path): function names are unique
+        if len(rows) == len(texts):
+            for row, text in zip(rows, texts):
+                self.texts[(row[1], row[2])] = text
+        self.suspect: tuple[int, str, str, str] | None = None
+        self.lines: dict[str, list[str]] = {program.path: program.source.splitlines()}
 
     # -- where -----------------------------------------------------------------------------
 
@@ -557,9 +671,10 @@ class _Replay:
             text = " ".join(lines[loc.line - 1].split())
             text = f": `{text[:50]}{'…' if len(text) > 50 else ''}`"
         path = f" (statement {loc.path})" if with_path else ""
-        return f"{loc.scope} line {loc.line}{path}{text}"
+        return f"{_lines(loc)}{path}{text}"
 
     def diverge(self, m: Machine, step: int, where: str, was: str, now: str, mid_step: bool) -> None:
+        self.suspect = None  # a precise divergence in the edited statement says more
         self.divergence = f"diverged at step {step} ({where}): recorded {was}, now {now}"
         if self.then_live:
             self.go_live(m)
@@ -579,6 +694,7 @@ class _Replay:
         if hasattr(live, "position"):
             live.position = self.position
         m.model = live
+        m.model_cache = {}  # type: ignore[attr-defined]
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -593,17 +709,50 @@ class _Replay:
                 self.record_ended = True
                 m.stop_at = step
             return
+        if self.suspect is not None:  # the edited statement ran without asking for more
+            self.report_suspect(m)
+            return
         was = self.tl.location_at(step)
         now = m.location
         if was is None or now is None:
             return
-        # The statement's place in its function, not its line: moving code is no divergence.
-        if (was.scope, was.path) != (now.scope, now.path):
-            recorded = f"{was.scope} line {was.line}"
-            same_line = (was.scope, was.line) == (now.scope, now.line)
-            if same_line:
+        # The statement's place in its function and its shape, not its line: code that only
+        # moved (lines added above it) is no divergence.
+        if _shape(was) != _shape(now):
+            recorded = _lines(was)
+            same = recorded == _lines(now)
+            if same:
                 recorded += f" (statement {was.path})"
-            self.diverge(m, step, self._where(m), recorded, self._now(m, same_line), False)
+            self.diverge(m, step, self._where(m), recorded, self._now(m, same), False)
+            return
+        # Same place, other text: the statement was edited. Let it run: if it asks the model
+        # or the world for something else, that is the divergence to report; if not, the
+        # edit is reported at the next step.
+        was_text = self.texts.get((was.scope, was.path))
+        if was_text is not None and kind == "step":
+            now_text = self.text_of(now)
+            if now_text and "".join(now_text.split()) != "".join(was_text.split()):
+                self.suspect = (step, self._where(m), was_text, now_text)
+
+    def text_of(self, loc: Any) -> str:
+        lines = self.lines.get(loc.file)
+        if lines is None:
+            try:
+                lines = Path(loc.file).read_text(encoding="utf-8").splitlines()
+            except OSError:
+                lines = []
+            self.lines[loc.file] = lines
+        return _span_text(lines, loc)
+
+    def report_suspect(self, m: Machine, at_end: bool = False) -> None:
+        assert self.suspect is not None
+        step, where, was, now = self.suspect
+        self.suspect = None
+        self.divergence = f"diverged at step {step} ({where}): recorded `{_cut(was)}`, now `{_cut(now)}`"
+        if self.then_live:
+            self.go_live(m)
+        elif not at_end:
+            m.stop_at = m.step_index
 
     def check_effect(self, m: Machine, key: str, kind: str, args: dict[str, Any]) -> None:
         entry = self.effects.get(short_key(key))
@@ -626,8 +775,9 @@ class _Replay:
         if self.divergence is None and m.replaying:
             if i >= len(self.answers):
                 self.diverge(m, m.step_index, self._where(m), "no model call", f"a model call with prompt {_prompt(messages)}", True)
-            elif self.requests[i] is not None and self.requests[i] != json.loads(_norm(messages)):
-                self.diverge(m, m.step_index, self._where(m), f"a model call with prompt {_prompt(self.requests[i])}", f"prompt {_prompt(messages)}", True)
+            elif (was := self.requests[i]) is not None and was != (now := _request(messages, _tool_dicts(tools), response_schema)):
+                was_text, now_text = _request_difference(was, now)
+                self.diverge(m, m.step_index, self._where(m), f"a model call with {was_text}", now_text, True)
             else:
                 self.position += 1
                 return self.answers[i]
@@ -635,6 +785,8 @@ class _Replay:
         return m.model.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
 
     def check_end(self, m: Machine) -> None:
+        if self.suspect is not None and self.divergence is None:
+            self.report_suspect(m, at_end=True)
         if self.divergence is not None or self.record_ended or not m.done:
             return
         run = self.run
@@ -659,20 +811,39 @@ class _Replay:
 
 
 class _Checker:
-    """The replay's model: every answer from the record, each request checked against it."""
+    """The replay's model: every answer from the record, each request checked against it.
 
-    provider = "replay"
-    model = "replay"
+    It looks like the recorded model (provider, a scripted queue's position) to the program,
+    which can save it in a checkpoint; a call that names another model is routed to it too
+    (`_RouteAll`), never to a live one.
+    """
 
-    def __init__(self, replay: _Replay) -> None:
+    def __init__(self, replay: _Replay, config: dict[str, Any]) -> None:
         self.replay = replay
-
-    @property
-    def position(self) -> int:
-        return self.replay.position
+        self.provider = str(config.get("provider") or "replay")
+        self.model = str(config.get("model") or "replay")
+        if self.provider == "mock":
+            self.position = 0
 
     def complete(self, messages: list[dict[str, Any]], tools: list[Any], response_schema: Any, params: dict[str, Any]) -> Completion:
-        return self.replay.complete(messages, tools, response_schema, params)
+        answer = self.replay.complete(messages, tools, response_schema, params)
+        if hasattr(self, "position"):
+            self.position = self.replay.position
+        return answer
+
+
+class _RouteAll(dict):  # type: ignore[type-arg]
+    """`model_for`'s cache of other models: in a replay, every name is the replay's model."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.model
 
 
 def replay_run(
@@ -689,13 +860,9 @@ def replay_run(
     """Re-execute a recorded run offline; returns the machine and the divergence (None when
     the program did exactly what was recorded). Nothing is recorded; no model is called and no
     effect is performed (unless `then_live`, from the divergence on)."""
-    if not Path(run.source_path).exists():
-        raise AgencyError(f"{run.source_path}: the program of run {run.id} is not there any more")
-    program = load_program(run.source_path)
+    program = _program_of(run)
     tl = Timeline(store, run.id, 0)  # the recorded locations, even if the source changed
-    replay = _Replay(store, run, tl, program, then_live)
-    replay.progress = progress  # type: ignore[attr-defined]
-    replay.from_step = from_step  # type: ignore[attr-defined]
+    replay = _Replay(store, run, tl, program, then_live, from_step, progress)
     args = run.args or {}
     recorded_root = (run.meta or {}).get("cwd")
     if root is None and recorded_root and Path(recorded_root).is_dir():
@@ -706,9 +873,10 @@ def replay_run(
         run.node,
         from_plain(args.get("args") or []),
         dict(from_plain(args.get("named") or {})),
-        model=_Checker(replay),
+        model=_Checker(replay, dict(run.config or {})),
         world=world,
     )
+    m.model_cache = _RouteAll(m.model)  # type: ignore[attr-defined]
     world.machine = m
     replay.m = m
     m.replaying = True

@@ -54,7 +54,7 @@ def gather_imports(
         out.extend(gather_imports(tree, text, seen))
         out.append((tree, text))
         if item.names:
-            defined = {i.name for i in tree.items if type(i) in (A.FuncDecl, A.TypeAlias)}  # type: ignore[union-attr,arg-type,misc]
+            defined = {i.name for i in tree.items if isinstance(i, (A.FuncDecl, A.TypeAlias))}
             defined |= {i.target.name for i in tree.items if type(i) is A.VarDecl and type(i.target) is A.PBind}
             for name in item.names:
                 if name not in defined:

@@ -36,19 +36,20 @@ class CallStack(OptionList):
     def show(self, frames: Sequence[FrameView], selected: int) -> None:
         shape = tuple((f.scope, f.kind, f.line) for f in frames)
         if shape != self._shape:
+            same_frames = [s[:2] for s in shape] == [s[:2] for s in self._shape]
+            old = self._shape
             self._shape = shape
             self._count = len(frames)
-            options = []
-            for depth, i in enumerate(range(len(frames) - 1, -1, -1)):
-                f = frames[i]
-                prompt = Content.assemble(
-                    (f"#{depth} ", "$text-muted"),
-                    (f.scope, KIND_STYLE.get(f.kind, "")),
-                    (f"  {f.kind}", "$text-muted"),
-                    (f"  line {f.line}" if f.line else "", ""),
+            rows = list(range(len(frames) - 1, -1, -1))
+            if same_frames:
+                # Only lines moved (the usual step): relabel the rows that changed.
+                for depth, i in enumerate(rows):
+                    if old[i] != shape[i]:
+                        self.replace_option_prompt_at_index(depth, _prompt(depth, frames[i]))
+            else:
+                self.set_options(
+                    [Option(_prompt(depth, frames[i]), id=str(i)) for depth, i in enumerate(rows)]
                 )
-                options.append(Option(prompt, id=str(i)))
-            self.set_options(options)
         row = self._count - 1 - selected
         if 0 <= row < self._count and self.highlighted != row:
             self.highlighted = row
@@ -57,3 +58,12 @@ class CallStack(OptionList):
         event.stop()
         if event.option.id is not None:
             self.post_message(self.FrameSelected(int(event.option.id)))
+
+
+def _prompt(depth: int, f: FrameView) -> Content:
+    return Content.assemble(
+        (f"#{depth} ", "$text-muted"),
+        (f.scope, KIND_STYLE.get(f.kind, "")),
+        (f"  {f.kind}", "$text-muted"),
+        (f"  line {f.line}" if f.line else "", ""),
+    )

@@ -28,6 +28,7 @@ class EditScreen(ModalScreen[str | None]):
     }
     EditScreen .hint {
         color: $text-muted;
+        width: 1fr;
     }
     """
 

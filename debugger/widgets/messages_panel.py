@@ -39,7 +39,9 @@ class MessagesPanel(OptionList):
     def show(self, thread: str, messages: Sequence[Message], edited: dict[int, str]) -> None:
         messages = tuple(messages)
         shape = (thread, len(messages), messages[-1] if messages else None, tuple(edited.items()))
-        self.border_title = f"messages · thread {thread} · {len(messages)}"
+        title = f"messages · thread {thread} · {len(messages)}"
+        if self.border_title != title:
+            self.border_title = title
         if shape == self._shape:
             return
         self._shape = shape

@@ -4,7 +4,7 @@ cursor stopped where it is; staged edits and a waiting interrupt are called out.
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
+from textual.widget import Widget
 
 from runtime.timeline.views import StateView
 
@@ -16,8 +16,22 @@ STATUS_STYLE = {
 }
 
 
-class StatusLine(Static):
-    """One line under the panels."""
+class StatusLine(Widget):
+    """One line under the panels. Redrawn in place on every step; a plain refresh, never a
+    layout pass (which would repaint the whole screen)."""
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.content = Content("")
+
+    def render(self) -> Content:
+        return self.content
 
     def show(
         self,
@@ -25,7 +39,7 @@ class StatusLine(Static):
         length: int,
         reason: str = "",
         edits: int = 0,
-        interrupt: str | None = None,
+        interrupt: object = None,
         breakpoints: int = 0,
     ) -> None:
         loc = state.location
@@ -49,10 +63,17 @@ class StatusLine(Static):
             parts += [("  ● ", "$text-error"), f"{breakpoints}"]
         if edits:
             parts += [("  ✎ ", "bold $text-success"), f"{edits} staged (r: restore from here)"]
-        if interrupt:
-            parts += [("  ⏸ ", "bold $text-warning"), f"{interrupt} (:approve / :reject)"]
+        if interrupt is not None:
+            message = interrupt.get("message") if isinstance(interrupt, dict) else interrupt
+            parts += [
+                ("  ⏸ ", "bold $text-warning"),
+                f"waiting on interrupt: {message} (:approve / :reject)",
+            ]
         if state.error:
             parts += [("  error: ", "bold $text-error"), state.error]
         if reason:
             parts += [("  — ", "$text-muted"), (reason, "italic")]
-        self.update(Content.assemble(*parts))
+        content = Content.assemble(*parts)
+        if content.plain != self.content.plain or content != self.content:
+            self.content = content
+            self.refresh()

@@ -84,6 +84,7 @@ class VariablesPanel(Tree[VarRef]):
         self.show_root = False
         self.guide_depth = 2
         self._shape: tuple[Any, ...] = ()
+        self._scope = ""
         self._sections: dict[str, TreeNode[VarRef]] = {}
         self._var_nodes: dict[tuple[str, str], TreeNode[VarRef]] = {}
         self._open_paths: set[tuple[str, str, tuple[str | int, ...]]] = set()
@@ -102,15 +103,25 @@ class VariablesPanel(Tree[VarRef]):
         globals_: dict[str, Any],
         changed: set[str] = frozenset(),  # type: ignore[assignment]
         edited: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+        outcome: dict[str, Any] | None = None,
     ) -> None:
-        """Show a frame's variables; `changed` names are marked, `edited` (kind, name) too."""
-        sections = [("args", args), ("locals", locals_), ("globals", globals_)]
+        """Show a frame's variables; `changed` names are marked, `edited` (kind, name) too.
+        `outcome` (the result or error of a finished run) is shown first when given."""
+        sections = [
+            ("run", outcome or {}),
+            ("args", args),
+            ("locals", locals_),
+            ("globals", globals_),
+        ]
         shape = tuple(
             (kind, tuple((name, _expandable(v)) for name, v in values.items()))
             for kind, values in sections
-            if values or kind == "locals"
+            if values or (kind == "locals" and scope)
         )
-        self.border_title = f"variables · {scope}" if scope else "variables"
+        title = f"variables · {scope}" if scope else "variables"
+        if self.border_title != title:
+            self.border_title = title
+        self._scope = scope
         if shape != self._shape:
             self._rebuild(shape, sections, changed, edited)
             return
@@ -121,8 +132,10 @@ class VariablesPanel(Tree[VarRef]):
                     continue
                 old = node.data
                 ref = VarRef(kind, name, (), value)
+                label = self._var_label(ref, name in changed, (kind, name) in edited)
                 node.data = ref
-                node.set_label(self._var_label(ref, name in changed, (kind, name) in edited))
+                if label != node.label:
+                    node.set_label(label)
                 if node.is_expanded and old is not None and old.value != value:
                     self._fill(node, ref)
 
@@ -140,7 +153,7 @@ class VariablesPanel(Tree[VarRef]):
         self._var_nodes.clear()
         line_of_cursor = None
         for kind, values in sections:
-            if not values and kind != "locals":
+            if not values and not (kind == "locals" and self._scope):
                 continue
             section = self.root.add(Text(kind, self._style("section")), expand=True)
             self._sections[kind] = section

@@ -142,8 +142,8 @@ def _entries(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
 @builtin("len")
 def _len(m: Machine, args: list[Any], named: dict[str, Any]) -> int:
     v = args[0] if args else None
-    if type(v) in (JSArray, str, JSObject):
-        return len(v)  # type: ignore[union-attr,arg-type,misc]
+    if isinstance(v, (JSArray, str, JSObject)):
+        return len(v)
     raise AgencyRuntimeError(f"len() expects an array, string or object, got {type_name(v)}")
 
 

@@ -943,7 +943,7 @@ def _callee_text(v: Any) -> str:
 def _index(key: Any) -> int | None:
     t = type(key)
     if t is int:
-        return key if key >= 0 else None  # type: ignore[no-any-return]
+        return key if key >= 0 else None
     if t is float and key.is_integer() and key >= 0:
         return int(key)
     if t is str and key.isdigit():

@@ -120,9 +120,9 @@ def truthy(v: Any) -> bool:
         return False
     t = type(v)
     if t is int or t is float:
-        return v == v and v != 0
+        return bool(v == v and v != 0)
     if t is str:
-        return v != ""
+        return bool(v != "")
     return True
 
 
@@ -138,7 +138,7 @@ def format_number(v: int | float) -> str:
         return "Infinity" if v > 0 else "-Infinity"
     if v == 0:
         return "0"
-    if v.is_integer() and abs(v) < 2**53:  # type: ignore[union-attr,arg-type,misc]
+    if float(v).is_integer() and abs(v) < 2**53:
         return str(int(v))
     # Shortest round-trip digits (as JavaScript), laid out the JavaScript way.
     from decimal import Decimal
@@ -178,7 +178,7 @@ def to_str(v: Any) -> str:
 def display(v: Any) -> str:
     """How `print` shows a value: strings raw, everything else like console.log (JSON)."""
     if type(v) is str:
-        return v  # type: ignore[no-any-return]
+        return v
     if type(v) in (JSArray, JSObject, Result):
         return stringify(v)
     return to_str(v)
@@ -403,7 +403,7 @@ def stringify(v: Any, indent: int | str | None = None) -> str:
     plain = to_plain(v)
     if indent in (None, 0, ""):
         return json.dumps(plain, separators=(",", ":"), ensure_ascii=False)
-    return json.dumps(plain, indent=indent, ensure_ascii=False)  # type: ignore[arg-type]
+    return json.dumps(plain, indent=indent, ensure_ascii=False)
 
 
 def from_plain(v: Any) -> Any:

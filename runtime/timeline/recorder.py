@@ -111,7 +111,7 @@ class Recorder:
             oid = self.next_oid
             self.next_oid += 1
             c.oid = oid
-        return oid  # type: ignore[no-any-return]
+        return oid
 
     def enc(self, v: Any, out: list[Any]) -> Any:
         t = type(v)

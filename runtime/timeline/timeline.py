@@ -210,7 +210,7 @@ class _Batch:
             if depths:
                 depths[-1] = self.depth_after
             self.depths = depths
-        return self.depths[i]
+        return int(self.depths[i])
 
 
 def _message(m: Any) -> Message:
@@ -300,7 +300,7 @@ class Timeline:
             segs = self._segs = self.store.lineage(self.run_id, self.branch)
         for seg in segs:
             if seg.lo <= step <= seg.hi:
-                return seg.branch
+                return int(seg.branch)
         return self.branch
 
     def _check(self, step: int) -> int:

@@ -430,3 +430,56 @@ async def test_unknown_command_and_busy_guard(dice: Session) -> None:
         await settle(pilot)
         assert app.session.step == 0
         app._end()
+
+
+async def test_long_scans_run_in_a_worker_with_progress(calls: Session, monkeypatch) -> None:
+    import debugger.app as app_module
+
+    monkeypatch.setattr(app_module, "SYNC_SCAN_SECONDS", -1.0)  # every scan is "long"
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        assert app.work_line.busy or app.session.step == 9  # visible while it runs
+        await settle(pilot)
+        assert app.session.step == 9 and not app.work_line.busy
+        await pilot.press("N")
+        await settle(pilot)
+        assert app.session.step == 8
+
+
+async def test_expandable_values_and_changed_marks(calls: Session) -> None:
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 3")  # `items` was just written
+        await settle(pilot)
+        tree = app.query_one(VariablesPanel)
+        select_variable(app, "items")
+        node = tree.cursor_node
+        assert "●" in str(node.label)  # written by the step that led here
+        await pilot.press("space")
+        await settle(pilot)
+        children = [child.data for child in node.children]
+        assert [c.path for c in children] == [(0,), (1,)]
+        assert children[1].value == {"name": "x"}
+        app.run_command("goto 6")  # back in main after add(): the tree is rebuilt
+        await settle(pilot)
+        select_variable(app, "items")  # and keeps the object open
+        assert tree.cursor_node.is_expanded
+        assert "●" not in str(tree.cursor_node.label)
+
+
+async def test_themes_and_no_color(dice: Session, monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        plain = app.export_screenshot()
+        for theme in ("textual-light", "nord", "gruvbox"):
+            app.theme = theme
+            await settle(pilot)
+            assert app.export_screenshot()
+        assert app.session.step == 3 and app.no_color and "<svg" in plain

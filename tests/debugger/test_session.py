@@ -9,9 +9,11 @@ import sys
 import pytest
 
 from debugger.session import (
+    COMMANDS,
     Session,
     SessionError,
     describe_value,
+    parse_command,
     parse_literal,
     parse_set_command,
 )
@@ -60,7 +62,7 @@ def test_continue_stops_at_debugger_then_end(session: Session) -> None:
 
 
 def test_continue_stops_at_breakpoints(session: Session) -> None:
-    assert session.toggle_breakpoint(3) is True
+    assert session.toggle_breakpoint(3) == (3, True)
     assert session.breakpoint_lines() == {3}
     move = session.continue_forward()
     assert move.step == 3 and "breakpoint" in move.reason
@@ -68,7 +70,7 @@ def test_continue_stops_at_breakpoints(session: Session) -> None:
     assert session.reverse_continue().step == 6  # the debugger() event comes first
     session.goto(5)
     assert session.reverse_continue().step == 3
-    assert session.toggle_breakpoint(3) is False
+    assert session.toggle_breakpoint(3) == (3, False)
     assert session.breakpoints == set()
 
 
@@ -83,8 +85,8 @@ def test_llm_calls_prev_next(session: Session) -> None:
 
 def test_search_and_why(session: Session) -> None:
     assert session.search_next("counter is").step == 9
-    with pytest.raises(SessionError, match="after step 9"):
-        session.search_next()
+    assert session.search_next().step == 9
+    assert "wrapped" in session.message
     session.goto(10)
     assert session.search_next(backwards=True).step == 9
     with pytest.raises(SessionError, match="nowhere"):
@@ -212,3 +214,25 @@ def test_describe_value() -> None:
     assert describe_value({"$function": "add"}) == "<def add>"
     assert describe_value(list(range(100)), 10).endswith("…")
     assert len(describe_value(list(range(100)), 10)) == 10
+
+
+def test_parse_command_and_step(session: Session) -> None:
+    assert parse_command(":goto 12") == ("goto", "12")
+    assert parse_command("g 3") == ("goto", "3")
+    assert parse_command(":x = 3") == ("set", "x = 3")
+    assert parse_command("   ") is None
+    with pytest.raises(SessionError, match="unknown command"):
+        parse_command(":frobnicate")
+    assert all(usage and about for usage, about in COMMANDS.values())
+    session.goto(4)
+    assert [session.parse_step(t) for t in ("7", "+2", "-4", "end", "50%", "1_0")] == [
+        7,
+        6,
+        0,
+        10,
+        5,
+        10,
+    ]
+    for bad in ("x", "11", "-9", ""):
+        with pytest.raises(SessionError):
+            session.parse_step(bad if bad != "-9" else "-9")

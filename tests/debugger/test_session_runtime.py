@@ -1,0 +1,84 @@
+"""Session tests on real recordings (the runtime's Timeline), without a terminal."""
+
+from __future__ import annotations
+
+import pytest
+
+from debugger.session import Session, SessionError, checkpoint_session
+from runtime.errors import CheckpointFormatError
+from runtime.program import load_program
+from tests.debugger.conftest import CALLS, DICE, ROOT, config
+
+
+def test_dice_moves_and_restores(dice: Session) -> None:
+    assert dice.length == 21 and dice.step == 0
+    assert dice.next_llm().step == 3
+    assert dice.llm_answer_here()["value"] == 2
+    dice.goto(4)
+    assert dice.why("result").step == 4
+    dice.set_command(":set result = 6")
+    dice.restore()
+    dice.goto(dice.last)
+    assert dice.state().output[-1] == "Good roll: 6 after 1 rolls"
+    # stepping back through the old branch never calls a model: the record answers
+    dice.switch_branch(0)
+    dice.goto(dice.last)
+    assert dice.state().output[-1] == "Good roll: 5 after 1 rolls"
+
+
+def test_a_restore_that_the_runtime_refuses_changes_nothing(calls: Session) -> None:
+    calls.goto(5)  # inside add(): main's `answer` does not exist yet
+    calls.edits = None
+    calls.select_frame(0)
+    with pytest.raises(SessionError):
+        calls.set_command(":set answer = 1")
+    assert calls.branch == 0 and len(calls.branches()) == 1
+
+
+def test_interrupt_answered_in_the_session(interrupted: Session) -> None:
+    assert interrupted.waiting_interrupt()["message"] == "Pay?"
+    with pytest.raises(SessionError):
+        interrupted.answer_interrupt("resolve_nope")
+    interrupted.answer_interrupt("resolve", 7)
+    assert interrupted.waiting_interrupt() is None
+    interrupted.goto(interrupted.last)
+    assert interrupted.state().status == "finished"
+    assert interrupted.state().output == ("paid 7",)
+
+
+def test_checkpoint_session_refuses_another_source(calls: Session, tmp_path) -> None:
+    calls.goto(8)
+    path = calls.save_checkpoint(str(tmp_path / "cp.json"))
+    with pytest.raises(CheckpointFormatError, match="same source"):
+        checkpoint_session(load_program(str(DICE.relative_to(ROOT))), path, config(None))
+    session = checkpoint_session(load_program(str(CALLS.relative_to(ROOT))), path, config(None))
+    assert session.step == session.first >= 8
+    session.goto(session.last)
+    assert session.state().output == ("counter is 5",)
+
+
+def test_open_checkpoint_replaces_the_run(calls: Session, tmp_path) -> None:
+    calls.goto(8)
+    path = calls.save_checkpoint(str(tmp_path / "cp.json"))
+    with pytest.raises(SessionError, match="no such checkpoint file"):
+        calls.open_checkpoint(str(tmp_path / "missing.json"))
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(SessionError, match="checkpoint JSON"):
+        calls.open_checkpoint(str(tmp_path / "broken.json"))
+    assert calls.step == 8
+    calls.open_checkpoint(path)
+    assert calls.step == calls.first and calls.state().frames[-1].locals["answer"] == 4
+
+
+def test_search_and_breakpoints_on_a_real_run(dice: Session) -> None:
+    assert dice.search_next("Bad roll").step == 6
+    assert dice.search_next().step == 13
+    dice.goto(0)
+    assert dice.toggle_breakpoint(9, "examples/dice.agency") == (10, True)  # `}`: moves on
+    assert dice.toggle_breakpoint(10, "examples/dice.agency") == (10, False)
+    with pytest.raises(SessionError):
+        dice.toggle_breakpoint(40, "examples/dice.agency")
+    dice.toggle_breakpoint(7, "examples/dice.agency")
+    assert dice.continue_forward().step == 6  # step 6 is about to run line 7
+    assert dice.continue_forward().step == 13
+    assert dice.reverse_continue().step == 6

@@ -1,0 +1,139 @@
+"""End to end under tmux: the real `agency debugger` in a real terminal, driven by keystrokes,
+checking that each key does what the footer says it does. Skipped when tmux is absent."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.debugger.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Terminal:
+    """A detached 120x36 tmux session running one command, on a private tmux server."""
+
+    def __init__(self, command: str) -> None:
+        self.name = f"agency-test-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name, "-f", "/dev/null"]
+        subprocess.run(
+            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", "120", "-y", "36", command],
+            check=True,
+            cwd=ROOT,
+        )
+        # No wait after Escape: a person's Escape then `?` must not become Alt+?.
+        subprocess.run([*self.tmux, "set", "-s", "escape-time", "0"], check=True)
+
+    def screen(self) -> str:
+        result = subprocess.run(
+            [*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        )
+        return result.stdout
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
+
+    def wait_for(self, pattern: str, timeout: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if re.search(pattern, screen):
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"{pattern!r} never appeared; the screen was:\n{screen}")
+
+    def wait_until_gone(self, pattern: str, timeout: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = self.screen()
+        while re.search(pattern, screen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            screen = self.screen()
+        assert not re.search(pattern, screen), f"{pattern!r} stayed on the screen:\n{screen}"
+        return screen
+
+    def close(self) -> None:
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def terminal():  # noqa: ANN201
+    command = (
+        f"{sys.executable} -m debugger debugger examples/dice.agency "
+        "--mock examples/dice.mocks.json; sleep 5"
+    )
+    # pytest may export COLUMNS/LINES of its own terminal; the app must size itself from tmux
+    term = Terminal(f"cd {ROOT} && env -u COLUMNS -u LINES TERM=xterm-256color {command}")
+    yield term
+    term.close()
+
+
+def footer_says(footer: str) -> dict[str, str]:
+    """The verbs of the app's shown bindings that the footer line displays, by key display."""
+    from debugger.app import DebuggerApp
+
+    shown = {}
+    for binding in DebuggerApp.BINDINGS:
+        if binding.show:
+            display = binding.key_display or binding.key
+            if f"{display} {binding.description}" in footer:
+                shown[display] = binding.description
+    return shown
+
+
+def test_keystrokes_do_what_the_footer_says(terminal: Terminal) -> None:
+    screen = terminal.wait_for(r"step 0/20(.|\n)*q Quit")
+    footer = next(line for line in screen.splitlines() if "q Quit" in line)
+    says = footer_says(footer)
+    expected = {
+        "s/→": "Step",
+        "S/←": "Back",
+        "n": "Next",
+        "c": "Continue",
+        "g": "Go to",
+        "b": "Breakpoint",
+        "e": "Edit",
+        "?": "Help",
+        "q": "Quit",
+    }
+    for key, verb in expected.items():
+        assert says.get(key) == verb, (key, footer)
+
+    terminal.keys("s")  # Step
+    terminal.wait_for(r"step 1/20")
+    terminal.keys("Right")  # also Step
+    terminal.wait_for(r"step 2/20")
+    terminal.keys("S")  # Back
+    terminal.wait_for(r"step 1/20")
+    terminal.keys("Left")
+    terminal.wait_for(r"step 0/20")
+    terminal.keys("n")  # Next
+    terminal.wait_for(r"step 1/20")
+    terminal.keys("b")  # Breakpoint on the current line (3)
+    terminal.wait_for(r"●\s+3")
+    terminal.keys("c")  # Continue: back at line 3 after the first restore
+    terminal.wait_for(r"step 8/20.*breakpoint at line 3")
+    terminal.keys("b", "c")  # clear it; continue to the end
+    terminal.wait_for(r"step 20/20.*finished")
+    assert "Good roll: 5 after" in terminal.screen()  # the output panel, cut to its width
+    terminal.keys("g")  # Go to
+    terminal.wait_for(r"go to step:")
+    terminal.keys("4", "Enter")
+    terminal.wait_for(r"step 4/20")
+    terminal.keys("e")  # Edit the selected variable
+    terminal.wait_for(r"Edit locals\.")
+    terminal.keys("Escape")
+    terminal.wait_until_gone(r"Edit locals\.")
+    terminal.keys("?")  # Help
+    terminal.wait_for(r"Reverse continue")
+    terminal.keys("Escape")
+    terminal.wait_until_gone(r"Reverse continue")
+    terminal.keys("q")  # Quit
+    terminal.wait_until_gone(r"step 4/20")
