@@ -126,16 +126,6 @@ def make_config(
     )
 
 
-def announce_model(model: Any) -> None:
-    if getattr(model, "provider", "") == "sim":
-        click.echo(
-            model.announce()
-            if hasattr(model, "announce")
-            else "agency: using the simulated model (sim)",
-            err=True,
-        )
-
-
 def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
     from runtime.runner import decision_from
 
@@ -255,7 +245,6 @@ def run(
     program = load_program(file)
     config = make_config(node, args_json, model_spec, base_url, mock, seed)
     model = config.make_model()
-    announce_model(model)
     if checkpoint_file:
         from runtime.checkpoints import load_file, rebuild
         from runtime.machine.builtins import World
@@ -269,6 +258,8 @@ def run(
         drive(machine, answer)
         finish(machine, as_json)
         return
+    from pathlib import Path
+
     from runtime.lifecycle import (
         EXIT_STOPPED,
         GracefulStop,
@@ -286,6 +277,8 @@ def run(
     run_config["seed"] = seed
     if config.mocks is not None:
         run_config["mocks"] = config.mocks
+    if checkpoint_file:  # re-execution from the record starts at the node, not at the checkpoint
+        run_config["from_checkpoint"] = str(Path(checkpoint_file).resolve())
     rec = start_run(program, machine, store, run_config)
     # The process and the working directory: a killed run shows as interrupted; resume and
     # replay work in the same directory wherever they are started.

@@ -91,12 +91,27 @@ def tool_specs(m: Machine, names: list[str]) -> list[Any]:
     return specs
 
 
+def announce(m: Machine) -> None:
+    """Say once, on stderr, that answers are simulated (only when a model is really asked)."""
+    model = m.model
+    if getattr(model, "provider", "") != "sim" or getattr(m.world, "quiet", True):
+        return
+    if getattr(m.world, "announced", False):
+        return
+    m.world.announced = True
+    import sys
+
+    sys.stderr.write(model.announce() + "\n")
+    sys.stderr.flush()
+
+
 def call_model(m: Machine, req: JSObject) -> JSObject:
     from runtime.llm.base import MISSING
     from runtime.llm.schema import parse_structured
 
     if m.model is None:
         raise AgencyRuntimeError("llm: no model is configured")
+    announce(m)
     rnd = int(req.get("round") or 0)
     if rnd >= MAX_TOOL_ROUNDS:
         raise AgencyRuntimeError(

@@ -1,8 +1,10 @@
 """Provides the simulated model: the offline default when no real model is configured.
 
 It answers instantly, costs nothing and never calls tools. Answers are deterministic: the same
-seed and the same request (messages and schema) always give the same answer, so a replayed or
-restored request sees what it saw before. Structured answers are valid for any schema `schema.py`
+seed, the same request (messages and schema) and the same call number (`position`, which a
+snapshot keeps and a restore does not roll back, like the mock queue's) give the same answer. So
+a run is reproducible, and a request asked again after a restore gets a fresh answer, as it would
+from a real model (the dice example rolls until it wins). Structured answers are valid for any schema `schema.py`
 produces (a member of a literal union, 1–3 array items, every required field); plain-text
 answers start with `[sim]` so nobody mistakes them for a real model's.
 """
@@ -28,6 +30,7 @@ class SimModel:
     def __init__(self, seed: int = 0, model: str = "sim") -> None:
         self.seed = seed
         self.model = model
+        self.position = 0  # calls answered so far
 
     def __repr__(self) -> str:
         return f"SimModel(seed={self.seed})"
@@ -49,6 +52,7 @@ class SimModel:
     ) -> Completion:
         """A made-up answer: schema-valid JSON when a schema is given, else `[sim] …` text."""
         rng = random.Random(self._request_seed(messages, response_schema))
+        self.position += 1
         if response_schema is not None:
             answer = generate(response_schema, rng)
             text = json.dumps(answer, ensure_ascii=False)
@@ -84,7 +88,10 @@ class SimModel:
 
     def _request_seed(self, messages: list[Message], schema: dict[str, Any] | None) -> int:
         blob = json.dumps(
-            [self.seed, messages, schema], sort_keys=True, default=repr, ensure_ascii=True
+            [self.seed, self.position, messages, schema],
+            sort_keys=True,
+            default=repr,
+            ensure_ascii=True,
         )
         return int.from_bytes(hashlib.sha256(blob.encode()).digest()[:8], "big")
 

@@ -213,11 +213,8 @@ def test_lexical_errors(source: str, message: str, span: Span) -> None:
     assert [(d.message, d.span) for d in diagnostics] == [(message, span)]
 
 
-def test_lexing_is_fast() -> None:
-    import time
-
+def test_lexing_a_large_file() -> None:
+    # How fast: benchmarks/bench_parser.py (timed tests are flaky on shared machines).
     source = 'let x = foo(a, "text ${b} more", 1_000.5) // note\n' * 5000
-    start = time.perf_counter()
-    tokens, _ = tokenize(source)
-    assert time.perf_counter() - start < 1.0
-    assert len(tokens) > 50_000
+    tokens, diagnostics = tokenize(source)
+    assert len(tokens) > 50_000 and not diagnostics

@@ -24,11 +24,16 @@ def test_plain_answers_are_marked_and_deterministic() -> None:
     assert a.provider == "sim" and a.usage.cost == 0.0 and not a.tool_calls
 
 
-def test_answers_depend_on_seed_and_request_not_on_call_count() -> None:
-    model = SimModel(seed=0)
+def test_answers_depend_on_seed_request_and_call_number() -> None:
     schema = wrap_schema({"type": "number"})
-    first = [model.complete(MESSAGES, [], schema, {}).value for _ in range(3)]
-    assert len(set(first)) == 1  # the same request, asked again (say after a restore)
+    model = SimModel(seed=0)
+    first = [model.complete(MESSAGES, [], schema, {}).value for _ in range(12)]
+    again = SimModel(seed=0)
+    assert [again.complete(MESSAGES, [], schema, {}).value for _ in range(12)] == first
+    assert len(set(first)) > 1  # asked again after a restore, a fresh answer (like a real model)
+    resumed = SimModel(seed=0)
+    resumed.position = 5  # a snapshot keeps the position: a rebuilt run goes on the same way
+    assert resumed.complete(MESSAGES, [], schema, {}).value == first[5]
     seen = {SimModel(seed=s).complete(MESSAGES, [], schema, {}).value for s in range(30)} | {
         model.complete([{"role": "user", "content": f"q{i}"}], [], schema, {}).value
         for i in range(30)
