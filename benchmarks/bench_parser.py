@@ -50,7 +50,9 @@ def main() -> None:
     lines = agency.count("\n")
     print(f"agency parse, {lines} lines:   {ours * 1000:.0f} ms ({lines / ours:,.0f} lines/s)")
     print(f"CPython ast.parse, {python.count(chr(10))} lines: {cpython * 1000:.0f} ms")
-    print(f"ratio (ours / C parser):      {ours / cpython:.1f}x  (goal: a 5,000-line file well under 1 s)")
+    print(
+        f"ratio (ours / C parser):      {ours / cpython:.1f}x  (goal: a 5,000-line file well under 1 s)"
+    )
 
 
 if __name__ == "__main__":

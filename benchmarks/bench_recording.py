@@ -163,11 +163,15 @@ def access(n_steps: int, samples: int = 1000) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller runs (1e4 loop, 1e5-step access run)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller runs (1e4 loop, 1e5-step access run)"
+    )
     opts = ap.parse_args()
     n_loop = 10_000 if opts.quick else 100_000
     n_access = 100_000 if opts.quick else 1_000_000
-    print(f"# bench_recording ({'quick' if opts.quick else 'full'}) — python {platform.python_version()}, nproc {os.cpu_count()}")
+    print(
+        f"# bench_recording ({'quick' if opts.quick else 'full'}) — python {platform.python_version()}, nproc {os.cpu_count()}"
+    )
 
     bare, recorded, steps, disk = overhead(n_loop)
     print(f"\n## Recording overhead ({n_loop} iterations, {steps} steps)")
@@ -177,20 +181,32 @@ def main() -> None:
 
     small, kf1, s1 = size("", n_loop)
     big, kf2, s2 = size(HISTORY, n_loop)
-    print(f"\n## Size on disk (marginal bytes per loop step, batches + keyframes, one variable changed per step; {n_loop} more iterations)")
+    print(
+        f"\n## Size on disk (marginal bytes per loop step, batches + keyframes, one variable changed per step; {n_loop} more iterations)"
+    )
     print(f"small state:                  {small:.1f} bytes/step ({s1} steps, {kf1} keyframes)")
     print(f"+ 2,000-message array:        {big:.1f} bytes/step ({s2} steps, {kf2} keyframes)")
-    print(f"ratio:                        {big / small:.2f}  (goals <= 100 bytes/step, ratio <= 1.5)")
+    print(
+        f"ratio:                        {big / small:.2f}  (goals <= 100 bytes/step, ratio <= 1.5)"
+    )
 
     acc = access(n_access)
-    print(f"\n## Random access ({int(acc['steps'])} steps recorded to SQLite in {acc['record_s']:.1f} s, {acc['disk_mib']:.1f} MiB; store reopened)")
-    print(f"state_at, 1,000 random steps: mean {acc['rand_mean_ms']:.3f} ms, p99 {acc['rand_p99_ms']:.3f} ms  (goals 1 ms, 10 ms)")
+    print(
+        f"\n## Random access ({int(acc['steps'])} steps recorded to SQLite in {acc['record_s']:.1f} s, {acc['disk_mib']:.1f} MiB; store reopened)"
+    )
+    print(
+        f"state_at, 1,000 random steps: mean {acc['rand_mean_ms']:.3f} ms, p99 {acc['rand_p99_ms']:.3f} ms  (goals 1 ms, 10 ms)"
+    )
     print(f"sequential back and forth:    {acc['seq_ms_per_step']:.3f} ms/step  (goal <= 0.2 ms)")
 
     print("\n## Peer comparison (1e5-iteration loop)")
-    print("TypeScript Agency (reported, not run here): 19 s and 267 MiB for the 1e5-iteration loop with --trace")
+    print(
+        "TypeScript Agency (reported, not run here): 19 s and 267 MiB for the 1e5-iteration loop with --trace"
+    )
     if n_loop == 100_000:
-        print(f"this implementation, recorded: {recorded:.2f} s and {disk / 2**20:.1f} MiB SQLite file")
+        print(
+            f"this implementation, recorded: {recorded:.2f} s and {disk / 2**20:.1f} MiB SQLite file"
+        )
     else:
         print("this implementation: run without --quick for the 1e5-iteration figure")
 

@@ -135,14 +135,20 @@ class Decoder:
                     if v["$result"] == "success":
                         return Result(True, value=self.dec(v.get("value")))
                     cp = v.get("checkpoint")
-                    return Result(False, error=self.dec(v.get("error")), checkpoint=self.dec(cp) if cp is not None else None)
+                    return Result(
+                        False,
+                        error=self.dec(v.get("error")),
+                        checkpoint=self.dec(cp) if cp is not None else None,
+                    )
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))
                 if "$decision" in v:
                     return Decision(str(v["$decision"]), self.dec(v.get("value")))
                 if "$object" in v and len(v) == 1:
                     pairs = v["$object"]
-                    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+                    if not isinstance(pairs, list) or not all(
+                        isinstance(p, list) and len(p) == 2 for p in pairs
+                    ):
                         raise CheckpointFormatError("a `$object` value is malformed")
                     return JSObject((str(k), self.dec(x)) for k, x in pairs)
             return JSObject((k, self.dec(x)) for k, x in v.items())
@@ -152,7 +158,9 @@ class Decoder:
         if label in self.made:
             return self.made[label]
         if label not in self.raw:
-            raise CheckpointFormatError(f"checkpoint refers to heap entry {label}, which is missing")
+            raise CheckpointFormatError(
+                f"checkpoint refers to heap entry {label}, which is missing"
+            )
         raw = self.raw[label]
         if type(raw) is list:
             out: Any = JSArray()
@@ -173,7 +181,9 @@ class Decoder:
 
 
 def plain_message(message: dict[str, Any]) -> dict[str, Any]:
-    return {k: to_plain(v) if type(v) in (JSArray, JSObject, Result) else v for k, v in message.items()}
+    return {
+        k: to_plain(v) if type(v) in (JSArray, JSObject, Result) else v for k, v in message.items()
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +344,13 @@ def envelope(m: Machine, state: dict[str, Any], ident: int | None, kind: str) ->
         "source": {"path": m.program.path, "sha256": m.program.sha256},
         "node": m.nodes_traversed[-1] if m.nodes_traversed else m.node,
         "location": (
-            {"file": loc.file, "scope": loc.scope, "path": loc.path, "line": loc.line, "col": loc.col}
+            {
+                "file": loc.file,
+                "scope": loc.scope,
+                "path": loc.path,
+                "line": loc.line,
+                "col": loc.col,
+            }
             if loc
             else None
         ),
@@ -377,7 +393,9 @@ def snapshot(m: Machine) -> dict[str, Any]:
 # Validation
 
 
-def validate(data: Any, program: CompiledProgram | None = None, origin: str = "checkpoint") -> dict[str, Any]:
+def validate(
+    data: Any, program: CompiledProgram | None = None, origin: str = "checkpoint"
+) -> dict[str, Any]:
     """Check a checkpoint's shape (and its source, given a program); raise one clear error."""
     if not isinstance(data, dict):
         raise CheckpointFormatError(f"{origin}: not a checkpoint (expected a JSON object)")
@@ -420,7 +438,9 @@ def validate(data: Any, program: CompiledProgram | None = None, origin: str = "c
             else:
                 code = program.functions.get(scope)  # type: ignore[assignment]
             if code is None:
-                raise CheckpointFormatError(f"{origin}: frame {i} is in `{scope}`, which this program lacks")
+                raise CheckpointFormatError(
+                    f"{origin}: frame {i} is in `{scope}`, which this program lacks"
+                )
             if not 0 <= f["position"]["pc"] < len(code.ops):
                 raise CheckpointFormatError(f"{origin}: frame {i} position is outside `{scope}`")
         trial_decode(data, program, origin)
@@ -450,7 +470,15 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
         if extra is not None:
             if not isinstance(extra, dict):
                 raise ValueError("`machine` should be an object")
-            for key in ("shared", "mutable", "entry_named", "checkpoints", "restore_counts", "restores_of", "effects"):
+            for key in (
+                "shared",
+                "mutable",
+                "entry_named",
+                "checkpoints",
+                "restore_counts",
+                "restores_of",
+                "effects",
+            ):
                 if not isinstance(extra.get(key) or {}, dict):
                     raise ValueError(f"`machine.{key}` should be an object")
             for v in (extra.get("shared") or {}).values():
@@ -552,7 +580,9 @@ def _site(m: Machine) -> str:
     return "?"
 
 
-def prepare_restore(m: Machine, target: Any, options: JSObject) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def prepare_restore(
+    m: Machine, target: Any, options: JSObject
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Decide whether `restore()` rolls back; returns (checkpoint, options) or None to go on."""
     opts = {k: v for k, v in options.items()}
     site = _site(m)
@@ -566,7 +596,9 @@ def prepare_restore(m: Machine, target: Any, options: JSObject) -> tuple[dict[st
         key = int(target)
         data = m.checkpoints.get(key)
         if data is None:
-            raise AgencyRuntimeError(f"restore: no checkpoint with id {to_str(target)} (it may have been deleted by a restore)")
+            raise AgencyRuntimeError(
+                f"restore: no checkpoint with id {to_str(target)} (it may have been deleted by a restore)"
+            )
     elif type(target) is JSObject:
         try:
             data = validate(to_plain(target), m.program, origin="restore")
@@ -575,7 +607,9 @@ def prepare_restore(m: Machine, target: Any, options: JSObject) -> tuple[dict[st
     elif target is None:
         raise AgencyRuntimeError("restore: no checkpoint given (got null)")
     else:
-        raise AgencyRuntimeError(f"restore: expected a checkpoint id or object, got {to_str(target)}")
+        raise AgencyRuntimeError(
+            f"restore: expected a checkpoint id or object, got {to_str(target)}"
+        )
     loc = data.get("location") or {}
     cp_site = f"{loc.get('file')}:{loc.get('line')}:{loc.get('col')}:{data['stack'][-1]['position']['pc']}"
     count = m.restores_of.get(cp_site, 0)
@@ -638,7 +672,9 @@ def apply_restore(m: Machine, data: dict[str, Any], options: dict[str, Any]) -> 
             )
     if m.on_reset is not None:
         m.on_reset()
-    m.event("restore", f"restore checkpoint {ident if ident is not None else ''}".strip(), {"id": ident})
+    m.event(
+        "restore", f"restore checkpoint {ident if ident is not None else ''}".strip(), {"id": ident}
+    )
 
 
 def module_shared(program: CompiledProgram) -> dict[str, Any]:
@@ -657,7 +693,9 @@ def module_shared(program: CompiledProgram) -> dict[str, Any]:
     return dict(m.shared)
 
 
-def rebuild(program: CompiledProgram, data: dict[str, Any], *, model: Any = None, world: Any = None) -> Machine:
+def rebuild(
+    program: CompiledProgram, data: dict[str, Any], *, model: Any = None, world: Any = None
+) -> Machine:
     """A machine rebuilt from a snapshot or checkpoint (validated against `program`)."""
     from runtime.machine.machine import Machine
 

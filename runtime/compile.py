@@ -757,7 +757,9 @@ class FunctionCompiler:
                 self.emit(CONST, None)
                 return
             if name == "debugger" and name not in self.unit.function_names:
-                label = e.args[0].value.value if e.args and type(e.args[0].value) is A.Literal else None
+                label = (
+                    e.args[0].value.value if e.args and type(e.args[0].value) is A.Literal else None
+                )
                 self.emit(BREAKPOINT, label)
                 self.emit(CONST, None)
                 return
@@ -881,7 +883,10 @@ class ProgramCompiler:
 
     def compile(self, prelude: A.Program | None = None) -> CompiledProgram:
         items = [
-            i for sub in self.imported for i in sub.items if type(i) in (A.FuncDecl, A.TypeAlias, A.VarDecl)
+            i
+            for sub in self.imported
+            for i in sub.items
+            if type(i) in (A.FuncDecl, A.TypeAlias, A.VarDecl)
         ] + list(self.program.items)
         decl_file = {id(i): sub.path for sub in self.imported for i in sub.items}
         decls = [i for i in items if type(i) is A.FuncDecl]
@@ -910,7 +915,9 @@ class ProgramCompiler:
             if d.name in self.function_names and d.name not in {p.name for p in prelude_decls}:
                 self.diagnostics.append(
                     Diagnostic(
-                        f"`{d.name}` is defined twice", d.span, decl_file.get(id(d), self.program.path)
+                        f"`{d.name}` is defined twice",
+                        d.span,
+                        decl_file.get(id(d), self.program.path),
                     )
                 )
             self.function_names.add(d.name)

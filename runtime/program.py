@@ -48,18 +48,26 @@ def gather_imports(
         try:
             text = target.read_text(encoding="utf-8")
         except OSError:
-            problems.append(Diagnostic(f"cannot import {item.module!r}: no such file", item.span, program.path))
+            problems.append(
+                Diagnostic(f"cannot import {item.module!r}: no such file", item.span, program.path)
+            )
             continue
         tree = parse(text, str(Path(program.path).parent / item.module))
         out.extend(gather_imports(tree, text, seen))
         out.append((tree, text))
         if item.names:
             defined = {i.name for i in tree.items if isinstance(i, (A.FuncDecl, A.TypeAlias))}
-            defined |= {i.target.name for i in tree.items if type(i) is A.VarDecl and type(i.target) is A.PBind}
+            defined |= {
+                i.target.name
+                for i in tree.items
+                if type(i) is A.VarDecl and type(i.target) is A.PBind
+            }
             for name in item.names:
                 if name not in defined:
                     problems.append(
-                        Diagnostic(f"{item.module!r} has no `{name}` to import", item.span, program.path)
+                        Diagnostic(
+                            f"{item.module!r} has no `{name}` to import", item.span, program.path
+                        )
                     )
     if problems:
         raise AgencySyntaxError(problems, source)

@@ -36,7 +36,9 @@ class RunConfig:
     def make_model(self) -> Any:
         from runtime.llm.registry import resolve_model
 
-        return resolve_model(self.model_spec, seed=self.seed, mocks=self.mocks, base_url=self.base_url)
+        return resolve_model(
+            self.model_spec, seed=self.seed, mocks=self.mocks, base_url=self.base_url
+        )
 
 
 def parse_args_json(text: str | None) -> tuple[list[Any], dict[str, Any]]:
@@ -77,7 +79,9 @@ def evaluate_input(text: str) -> tuple[list[Any], dict[str, Any]]:
     finally:
         builtins.BUILTINS.pop("__args", None)
     if m.status != HALTED:
-        raise AgencyError(f"cannot evaluate input {text!r}: {m.error.message if m.error else m.status}")
+        raise AgencyError(
+            f"cannot evaluate input {text!r}: {m.error.message if m.error else m.status}"
+        )
     return captured["args"], captured["named"]
 
 

@@ -97,7 +97,9 @@ def run_test(label: str, program: Any, test: dict[str, Any], index: int) -> Test
         return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
 
     with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
-        config = RunConfig(node=node, args=args, named=named, mocks=test.get("llmMocks"), root=tmp, quiet=True)
+        config = RunConfig(
+            node=node, args=args, named=named, mocks=test.get("llmMocks"), root=tmp, quiet=True
+        )
         if config.mocks is None:
             config.model_spec = "sim"
         try:

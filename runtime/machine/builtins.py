@@ -369,7 +369,9 @@ def _save_to_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         try:
             atomic_write(path, text + "\n")
         except OSError as exc:
-            raise AgencyRuntimeError(f"saveToDisk: cannot write {path_arg}: {exc.strerror}") from None
+            raise AgencyRuntimeError(
+                f"saveToDisk: cannot write {path_arg}: {exc.strerror}"
+            ) from None
         return True
 
     args_ = {"path": path_arg, "bytes": len(text), "sha256": content_hash(text + "\n")}
@@ -387,7 +389,9 @@ def _load_from_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise AgencyRuntimeError(f"loadFromDisk: cannot read {path.name}: {exc.strerror}") from None
+            raise AgencyRuntimeError(
+                f"loadFromDisk: cannot read {path.name}: {exc.strerror}"
+            ) from None
         return parse_json(text)
 
     return observe(m, "loadFromDisk", {"path": path_arg}, act)
@@ -406,9 +410,15 @@ def _checkpoint(m: Machine, args: list[Any], named: dict[str, Any]) -> int:
 @builtin("getCheckpoint")
 def _get_checkpoint(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     ident = _arg(args, named, 0, "id")
-    key = int(to_number(ident)) if ident is not None and to_number(ident) == to_number(ident) else None
+    key = (
+        int(to_number(ident))
+        if ident is not None and to_number(ident) == to_number(ident)
+        else None
+    )
     if key is None or key not in m.checkpoints:
-        raise AgencyRuntimeError(f"no checkpoint with id {to_str(ident)} (it may have been deleted by a restore)")
+        raise AgencyRuntimeError(
+            f"no checkpoint with id {to_str(ident)} (it may have been deleted by a restore)"
+        )
     return from_plain(m.checkpoints[key])
 
 
@@ -465,7 +475,9 @@ def _is_decision(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
 def _interrupt_decide(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     d = args[0]
     if type(d) is not Decision:
-        raise AgencyRuntimeError("an interrupt must be answered with approve(), reject() or resolve()")
+        raise AgencyRuntimeError(
+            "an interrupt must be answered with approve(), reject() or resolve()"
+        )
     m.event("interrupt", f"{d.action}", {"action": d.action, "value": to_plain(d.value)})
     if d.action == "reject":
         raise RejectSignal("rejected")
@@ -708,7 +720,9 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
         [*a, *(x for v in args for x in (v if type(v) is JSArray else [v]))]
     ),
     "at": lambda m, a, args: (
-        a[int(to_number(_a(args, 0, 0)))] if -len(a) <= int(to_number(_a(args, 0, 0))) < len(a) else None
+        a[int(to_number(_a(args, 0, 0)))]
+        if -len(a) <= int(to_number(_a(args, 0, 0))) < len(a)
+        else None
     ),
     "reverse": _arr_reverse,
     "sort": _arr_sort,
@@ -763,13 +777,21 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
     "toLowerCase": lambda s, a: s.lower(),
     "toUpperCase": lambda s, a: s.upper(),
     "substring": _substring,
-    "slice": lambda s, a: s[_slice_index(_a(a, 0), len(s), 0) : _slice_index(_a(a, 1), len(s), len(s))],
-    "charAt": lambda s, a: (s[int(to_number(_a(a, 0, 0)))] if 0 <= int(to_number(_a(a, 0, 0))) < len(s) else ""),
+    "slice": lambda s, a: s[
+        _slice_index(_a(a, 0), len(s), 0) : _slice_index(_a(a, 1), len(s), len(s))
+    ],
+    "charAt": lambda s, a: (
+        s[int(to_number(_a(a, 0, 0)))] if 0 <= int(to_number(_a(a, 0, 0))) < len(s) else ""
+    ),
     "repeat": lambda s, a: s * max(0, int(to_number(_a(a, 0, 0)))),
-    "padStart": lambda s, a: s.rjust(int(to_number(_a(a, 0, 0))), (to_str(_a(a, 1, " ")) or " ")[0]),
+    "padStart": lambda s, a: s.rjust(
+        int(to_number(_a(a, 0, 0))), (to_str(_a(a, 1, " ")) or " ")[0]
+    ),
     "padEnd": lambda s, a: s.ljust(int(to_number(_a(a, 0, 0))), (to_str(_a(a, 1, " ")) or " ")[0]),
     "toString": lambda s, a: s,
-    "at": lambda s, a: (s[int(to_number(_a(a, 0, 0)))] if -len(s) <= int(to_number(_a(a, 0, 0))) < len(s) else None),
+    "at": lambda s, a: (
+        s[int(to_number(_a(a, 0, 0)))] if -len(s) <= int(to_number(_a(a, 0, 0))) < len(s) else None
+    ),
 }
 
 

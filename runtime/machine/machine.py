@@ -238,9 +238,7 @@ class Machine:
         elif obj is None:
             raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of null")
         else:
-            raise AgencyRuntimeError(
-                f"cannot set property {to_str(key)!r} of a {type_name(obj)}"
-            )
+            raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of a {type_name(obj)}")
         if self.wlog is not None:
             self.rec.log_set(obj, k if t is JSObject else i, value)
 
@@ -297,7 +295,14 @@ class Machine:
             except RecursionError:
                 if not self._raise(AgencyRuntimeError("value is too deeply nested")):
                     return
-            except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+            except (
+                TypeError,
+                ValueError,
+                KeyError,
+                IndexError,
+                AttributeError,
+                OverflowError,
+            ) as exc:
                 if not self._raise(AgencyRuntimeError(_describe(exc))):
                     return
 
@@ -353,7 +358,9 @@ class Machine:
                         v = pop()
                         L[arg] = v
                         if wlog is not None:
-                            wlog.append((1, depth, arg, v if type(v) in PLAIN else self.rec.enc_now(v)))
+                            wlog.append(
+                                (1, depth, arg, v if type(v) in PLAIN else self.rec.enc_now(v))
+                            )
                     elif op == 3:  # CONST
                         push(arg)
                     elif op == 4:  # BINARY
@@ -422,11 +429,25 @@ class Machine:
                         L[var] = first
                         if wlog is not None:
                             rec = self.rec
-                            wlog.append((1, depth, var, first if type(first) in PLAIN else rec.enc_now(first)))
+                            wlog.append(
+                                (
+                                    1,
+                                    depth,
+                                    var,
+                                    first if type(first) in PLAIN else rec.enc_now(first),
+                                )
+                            )
                         if second is not None:
                             L[second] = sec
                             if wlog is not None:
-                                wlog.append((1, depth, second, sec if type(sec) in PLAIN else self.rec.enc_now(sec)))
+                                wlog.append(
+                                    (
+                                        1,
+                                        depth,
+                                        second,
+                                        sec if type(sec) in PLAIN else self.rec.enc_now(sec),
+                                    )
+                                )
                     elif op == 16:  # RANGE_NEXT (target, slot, var)
                         target, slot, var = arg
                         i = L[slot]
@@ -565,10 +586,14 @@ class Machine:
                     elif op == 42:  # STORE_SHARED
                         v = pop()
                         if arg in self.statics and arg in self.shared:
-                            raise AgencyRuntimeError(f"cannot assign to `{arg}`: it is a static constant")
+                            raise AgencyRuntimeError(
+                                f"cannot assign to `{arg}`: it is a static constant"
+                            )
                         self.shared[arg] = v
                         if wlog is not None:
-                            wlog.append((W_SHARED, arg, v if type(v) in PLAIN else self.rec.enc_now(v)))
+                            wlog.append(
+                                (W_SHARED, arg, v if type(v) in PLAIN else self.rec.enc_now(v))
+                            )
                     elif op == 59:  # UPDATE_SHARED
                         name, delta = arg
                         old = self.shared.get(name)
@@ -799,7 +824,9 @@ class Machine:
         f = Frame(code, self.bind_args(code, args, named))
         if code.kind == "def":
             f.entry = dict(f.locals)
-            if code.modifiers:  # lifecycle: a destructive def's call goes through the effect journal
+            if (
+                code.modifiers
+            ):  # lifecycle: a destructive def's call goes through the effect journal
                 from runtime.effects import begin_destructive, journaled
 
                 if journaled(code):

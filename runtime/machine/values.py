@@ -375,9 +375,7 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if t is JSArray or t is list or t is tuple:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:
-        return {
-            str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) is not FuncRef
-        }
+        return {str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) is not FuncRef}
     if t is Result:
         if v.ok:
             return {"success": True, "value": to_plain(v.value, _depth + 1)}

@@ -35,7 +35,17 @@ from runtime.timeline.store import MemoryStore, RunMeta, RunStore
 
 KINDS = ("step", "llm", "tool", "interrupt", "end")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
-STORE_EVENT_KINDS = {"llm", "tool", "checkpoint", "restore", "interrupt", "error", "debugger", "effect", "branch"}
+STORE_EVENT_KINDS = {
+    "llm",
+    "tool",
+    "checkpoint",
+    "restore",
+    "interrupt",
+    "error",
+    "debugger",
+    "effect",
+    "branch",
+}
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
 ZLIB_PREFIX = b"\x00z"  # marks a compressed keyframe (no marshal stream starts with NUL)
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
@@ -46,7 +56,9 @@ def location_table(program: CompiledProgram) -> list[list[Any]]:
     table = []
     for code in [program.module, *program.functions.values()]:
         for loc in code.locations:
-            table.append([loc.file, loc.scope, loc.path, loc.line, loc.col, loc.end_line, loc.end_col])
+            table.append(
+                [loc.file, loc.scope, loc.path, loc.line, loc.col, loc.end_line, loc.end_col]
+            )
     return table
 
 
@@ -177,7 +189,17 @@ class Recorder:
         wlog = self.m.wlog
         code = f.code
         local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}  # type: ignore[arg-type]
-        wlog.append((6, code.name, code.kind, tuple(code.param_names), local_vals, caller_pos[0], caller_pos[1]))  # type: ignore[union-attr]
+        wlog.append(
+            (
+                6,
+                code.name,
+                code.kind,
+                tuple(code.param_names),
+                local_vals,
+                caller_pos[0],
+                caller_pos[1],
+            )
+        )  # type: ignore[union-attr]
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
@@ -192,7 +214,9 @@ class Recorder:
                 oid = self.oid_of(v)
                 if oid not in heap:
                     heap[oid] = None
-                    heap[oid] = [enc(x) for x in v] if t is JSArray else {k: enc(x) for k, x in v.items()}
+                    heap[oid] = (
+                        [enc(x) for x in v] if t is JSArray else {k: enc(x) for k, x in v.items()}
+                    )
                 return ("r", oid)
             if t is Result:
                 return ("R", v.ok, enc(v.value if v.ok else v.error))
@@ -266,7 +290,9 @@ class Recorder:
         self.m.wlog_limit = 0  # the step that shows this event is stored as soon as it starts
         from runtime.machine.values import to_plain
 
-        plain = {k: to_plain(v) if type(v) in (JSArray, JSObject, Result) else v for k, v in data.items()}
+        plain = {
+            k: to_plain(v) if type(v) in (JSArray, JSObject, Result) else v for k, v in data.items()
+        }
         if kind == "llm":
             self.store.add_llm_call(
                 self.run_id,
@@ -283,7 +309,14 @@ class Recorder:
             )
             small: dict[str, Any] = {
                 k: plain[k]
-                for k in ("provider", "model", "input_tokens", "output_tokens", "latency_ms", "round")
+                for k in (
+                    "provider",
+                    "model",
+                    "input_tokens",
+                    "output_tokens",
+                    "latency_ms",
+                    "round",
+                )
                 if k in plain
             }
             self.store.add_event(self.run_id, self.branch, step, kind, summary, small)
@@ -361,7 +394,9 @@ class Recorder:
             # Stopped mid-step (an interrupt): store every step started so far; the writes
             # after the last one stay pending for the step a continued run starts next.
             self.flush_chunk(m)
-        status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(m.status, "running")
+        status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(
+            m.status, "running"
+        )
         from runtime.machine.values import to_plain
 
         fields: dict[str, Any] = {"status": status}
@@ -413,13 +448,22 @@ class Recording:
 
         return Timeline(self.store, self.run_id, self.branch, program=self.machine.program)
 
-    def continue_run(self, answer_decision: Any = None, progress: Callable[[int], None] | None = None) -> None:
+    def continue_run(
+        self, answer_decision: Any = None, progress: Callable[[int], None] | None = None
+    ) -> None:
         """Answer the pending interrupt (if given) and run on, recording."""
         from runtime.runner import drive
 
         if answer_decision is not None:
             self.machine.answer_interrupt(answer_decision)
-            self.store.add_event(self.run_id, self.branch, max(self.machine.step_index, 0), "interrupt", f"answered: {answer_decision.action}", {"action": answer_decision.action, "answer": _plain(answer_decision.value)})
+            self.store.add_event(
+                self.run_id,
+                self.branch,
+                max(self.machine.step_index, 0),
+                "interrupt",
+                f"answered: {answer_decision.action}",
+                {"action": answer_decision.action, "answer": _plain(answer_decision.value)},
+            )
         if progress is not None:
             self.recorder.listeners.append(progress)
         try:
@@ -436,13 +480,21 @@ def _plain(v: Any) -> Any:
     return to_plain(v)
 
 
-def start_run(program: CompiledProgram, machine: Machine, store: RunStore, config: dict[str, Any] | None = None, args: Any = None) -> Recording:
+def start_run(
+    program: CompiledProgram,
+    machine: Machine,
+    store: RunStore,
+    config: dict[str, Any] | None = None,
+    args: Any = None,
+) -> Recording:
     run_id = store.create_run(
         RunMeta(
             source_path=program.path,
             source_sha256=program.sha256,
             node=machine.node,
-            args=args if args is not None else {"args": _plain(machine.entry_args), "named": _plain(machine.entry_named)},
+            args=args
+            if args is not None
+            else {"args": _plain(machine.entry_args), "named": _plain(machine.entry_named)},
             config=config or {},
             meta={"locations": location_table(program)},
         )
@@ -481,7 +533,9 @@ def record_program(
     return rec
 
 
-def record_machine(machine: Machine, store: RunStore | None = None, answer: Any = None) -> Recording:
+def record_machine(
+    machine: Machine, store: RunStore | None = None, answer: Any = None
+) -> Recording:
     """Record a machine built elsewhere (e.g. rebuilt from a checkpoint file) as a new run."""
     from runtime.runner import drive
 

@@ -29,7 +29,20 @@ from runtime.timeline.views import (
 class _Raw:
     """A mutable materialised state (the recorder's encoding, applied delta by delta)."""
 
-    __slots__ = ("frames", "globals", "shared", "threads", "active", "output", "usage", "status", "result", "error", "heap", "step")
+    __slots__ = (
+        "frames",
+        "globals",
+        "shared",
+        "threads",
+        "active",
+        "output",
+        "usage",
+        "status",
+        "result",
+        "error",
+        "heap",
+        "step",
+    )
 
     def __init__(self, data: dict[str, Any], step: int) -> None:
         self.frames: list[list[Any]] = [list(f) for f in data["frames"]]
@@ -386,7 +399,11 @@ class Timeline:
             elif code == 8:
                 out.append(Change("output", w[1]))
             elif code == 9:
-                out.append(Change(f"threads.{w[1]}", w[2].get("content") if isinstance(w[2], dict) else w[2]))
+                out.append(
+                    Change(
+                        f"threads.{w[1]}", w[2].get("content") if isinstance(w[2], dict) else w[2]
+                    )
+                )
             elif code in (3, 5):
                 out.append(Change(f"object#{w[1]}", None))
             elif code == 6:
@@ -443,7 +460,9 @@ class Timeline:
             "provider": c.provider,
             "model": c.model,
             "request": c.request,
-            "response": (c.response or {}).get("completion") if isinstance(c.response, dict) else c.response,
+            "response": (c.response or {}).get("completion")
+            if isinstance(c.response, dict)
+            else c.response,
             "value": (c.response or {}).get("value") if isinstance(c.response, dict) else None,
             "input_tokens": c.input_tokens,
             "output_tokens": c.output_tokens,

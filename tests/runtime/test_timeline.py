@@ -121,10 +121,18 @@ def _comparable(view: Any) -> Any:
     """A view with NaN made comparable and the callers' line/col left out (a known recorder
     bug, pinned by test_caller_frame_position_after_a_return)."""
     frames = [
-        (f.scope, f.kind, _nan_safe(f.args), _nan_safe(f.locals), *((f.line, f.col) if i == len(view.frames) - 1 else ()))
+        (
+            f.scope,
+            f.kind,
+            _nan_safe(f.args),
+            _nan_safe(f.locals),
+            *((f.line, f.col) if i == len(view.frames) - 1 else ()),
+        )
         for i, f in enumerate(view.frames)
     ]
-    return replace(view, frames=tuple(frames), globals=_nan_safe(view.globals), result=_nan_safe(view.result))
+    return replace(
+        view, frames=tuple(frames), globals=_nan_safe(view.globals), result=_nan_safe(view.result)
+    )
 
 
 def record_and_check(program: Any, config: RunConfig, answer: Any, sqlite_dir: Path | None) -> None:
@@ -167,14 +175,21 @@ def _conformance_cases() -> list[tuple[str, int]]:
 _KNOWN: dict[str, str] = {}
 _CASES = _conformance_cases()
 _PARAMS = [
-    pytest.param(s, i, id=f"{s[:-10]}[{i}]", marks=[pytest.mark.xfail(strict=True, reason=_KNOWN[s])] if s in _KNOWN else [])
+    pytest.param(
+        s,
+        i,
+        id=f"{s[:-10]}[{i}]",
+        marks=[pytest.mark.xfail(strict=True, reason=_KNOWN[s])] if s in _KNOWN else [],
+    )
     for s, i in _CASES
 ]
 _SWEEP: dict[str, float] = {"spent": 0.0}
 
 
 @pytest.mark.parametrize(("suite", "index"), _PARAMS)
-def test_state_at_equals_machine_state_for_conformance_programs(suite: str, index: int, tmp_path: Path) -> None:
+def test_state_at_equals_machine_state_for_conformance_programs(
+    suite: str, index: int, tmp_path: Path
+) -> None:
     if _SWEEP["spent"] > CONFORMANCE_BUDGET_S:
         pytest.skip("conformance sweep over its time budget")
     start = time.perf_counter()
@@ -198,7 +213,14 @@ def test_state_at_equals_machine_state_for_conformance_programs(suite: str, inde
 
         work = tmp_path / "work"
         work.mkdir()
-        config = RunConfig(node=test.get("nodeName", "main"), args=args, named=named, mocks=test.get("llmMocks"), root=str(work), quiet=True)
+        config = RunConfig(
+            node=test.get("nodeName", "main"),
+            args=args,
+            named=named,
+            mocks=test.get("llmMocks"),
+            root=str(work),
+            quiet=True,
+        )
         if config.mocks is None:
             config.model_spec = "sim"
         # SQLite (closed and reopened) for every third case, MemoryStore for the others.
@@ -244,7 +266,9 @@ def _stmt(draw: Any, depth: int = 0) -> str:
         return f"if ({v} > {n}) {{\n{inner}\n}} else {{\n{v} = {v} + 1\n}}"
     counter = f"k{depth}"
     bound = draw(st.integers(0, 4))
-    return f"let {counter} = 0\nwhile ({counter} < {bound}) {{\n{counter} = {counter} + 1\n{inner}\n}}"
+    return (
+        f"let {counter} = 0\nwhile ({counter} < {bound}) {{\n{counter} = {counter} + 1\n{inner}\n}}"
+    )
 
 
 @st.composite
@@ -261,7 +285,11 @@ def _program(draw: Any) -> str:
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(src=_program(), sqlite=st.booleans())
 def test_state_at_equals_machine_state_for_generated_programs(src: str, sqlite: bool) -> None:
     program = compile_source(src, "gen.agency")
@@ -301,7 +329,9 @@ def test_caller_frame_position_after_a_return() -> None:
     tl = rec.timeline
     for k in range(len(tl)):
         got = tl.state_at(k)
-        assert [(f.scope, f.line, f.col) for f in got.frames] == [(f.scope, f.line, f.col) for f in live[k].frames], k
+        assert [(f.scope, f.line, f.col) for f in got.frames] == [
+            (f.scope, f.line, f.col) for f in live[k].frames
+        ], k
 
 
 # -- random access, branches, checkpoints ------------------------------------------------------
@@ -369,7 +399,11 @@ def test_fork_makes_a_branch_and_keeps_the_parent() -> None:
     # the new branch shares the parent's steps up to the fork
     for k in range(0, mid, max(1, mid // 20)):
         s = new.state_at(k)
-        assert (s.frames, s.globals, s.output) == (before[k].frames, before[k].globals, before[k].output)
+        assert (s.frames, s.globals, s.output) == (
+            before[k].frames,
+            before[k].globals,
+            before[k].output,
+        )
     assert new.state_at(len(new) - 1).result != before[-1].result
     ids = {b.id: b for b in tl.branches()}
     assert set(ids) == {0, new.branch}
@@ -411,8 +445,21 @@ def test_export_checkpoint_continues_to_the_same_result(tmp_path: Path) -> None:
         env["AGENCY_LLM_MOCKS"] = "[]"
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         proc = subprocess.run(
-            [sys.executable, "-c", "from debugger.cli import main; main()", "run", "loop.agency", "--checkpoint", cp.name, "--json"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-c",
+                "from debugger.cli import main; main()",
+                "run",
+                "loop.agency",
+                "--checkpoint",
+                cp.name,
+                "--json",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert proc.returncode == 0, proc.stderr
         assert str(want) in proc.stdout, proc.stdout
@@ -421,7 +468,9 @@ def test_export_checkpoint_continues_to_the_same_result(tmp_path: Path) -> None:
         from runtime.machine.builtins import World
         from runtime.machine.values import to_plain
 
-        m = rebuild(program, load_file(str(cp), program), world=World(root=str(tmp_path), quiet=True))
+        m = rebuild(
+            program, load_file(str(cp), program), world=World(root=str(tmp_path), quiet=True)
+        )
         drive(m, None)
         assert to_plain(m.result) == want
 
@@ -456,7 +505,11 @@ def test_kill_9_leaves_a_readable_prefix(tmp_path: Path) -> None:
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen(
         [sys.executable, "-c", _KILL_SCRIPT, str(db), str(tmp_path)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
