@@ -125,7 +125,13 @@ def _check(m: Machine, key: str, kind: str, args: dict[str, Any]) -> None:
 
 
 def _record(m: Machine, key: str, kind: str, args: dict[str, Any], result: Any) -> None:
-    entry = {"kind": kind, "args": args, "status": "applied", "step": m.step_index, "result": pack(result)}
+    entry = {
+        "kind": kind,
+        "args": args,
+        "status": "applied",
+        "step": m.step_index,
+        "result": pack(result),
+    }
     m.effects[key] = entry
     journal = _journal(m)
     if journal is not None:
@@ -148,13 +154,21 @@ def perform(
         _check(m, key, kind, args)
     entry = lookup(m, key)
     if entry is not None:
-        m.event("effect", f"{kind} (already done)", {"key": key, "kind": kind, "args": args, "skipped": True})
+        m.event(
+            "effect",
+            f"{kind} (already done)",
+            {"key": key, "kind": kind, "args": args, "skipped": True},
+        )
         return unpack(entry.get("result"))
     if m.replaying:
         recorded = (getattr(m, "recorded_effects", None) or {}).get(short_key(key))
         if recorded is not None and "error" in recorded:
             raise AgencyRuntimeError(str(recorded["error"]))
-        m.event("effect", f"{kind} (suppressed in replay)", {"key": key, "kind": kind, "args": args, "skipped": True})
+        m.event(
+            "effect",
+            f"{kind} (suppressed in replay)",
+            {"key": key, "kind": kind, "args": args, "skipped": True},
+        )
         return True
     journal = _journal(m)
     if journal is not None and getattr(journal, "in_doubt", False):
@@ -163,15 +177,27 @@ def perform(
         journal.in_doubt = False
         if done is not None and done():
             _record(m, key, kind, args, True)
-            m.event("effect", f"{kind} (found done)", {"key": key, "kind": kind, "args": args, "skipped": True})
+            m.event(
+                "effect",
+                f"{kind} (found done)",
+                {"key": key, "kind": kind, "args": args, "skipped": True},
+            )
             return True
     try:
         result = act()
     except AgencyRuntimeError as exc:
-        m.event("effect", f"{kind} failed", {"key": key, "kind": kind, "args": args, "error": exc.message})
+        m.event(
+            "effect",
+            f"{kind} failed",
+            {"key": key, "kind": kind, "args": args, "error": exc.message},
+        )
         raise
     _record(m, key, kind, args, result)
-    m.event("effect", f"{kind} {args.get('path', '')}".strip(), {"key": key, "kind": kind, "args": args, "result": pack(result)})
+    m.event(
+        "effect",
+        f"{kind} {args.get('path', '')}".strip(),
+        {"key": key, "kind": kind, "args": args, "result": pack(result)},
+    )
     return result
 
 
@@ -190,9 +216,17 @@ def observe(m: Machine, kind: str, args: dict[str, Any], act: Callable[[], Any])
     try:
         result = act()
     except AgencyRuntimeError as exc:
-        m.event("effect", f"{kind} failed", {"key": key, "kind": kind, "args": args, "observed": True, "error": exc.message})
+        m.event(
+            "effect",
+            f"{kind} failed",
+            {"key": key, "kind": kind, "args": args, "observed": True, "error": exc.message},
+        )
         raise
-    m.event("effect", f"{kind} {args.get('path', '')}".strip(), {"key": key, "kind": kind, "args": args, "observed": True, "result": pack(result)})
+    m.event(
+        "effect",
+        f"{kind} {args.get('path', '')}".strip(),
+        {"key": key, "kind": kind, "args": args, "observed": True, "result": pack(result)},
+    )
     return result
 
 

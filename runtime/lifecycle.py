@@ -39,7 +39,9 @@ from runtime.program import load_program
 from runtime.runner import drive
 from runtime.timeline.fork import (
     DecisionFeed,
+    RouteAll,
     _live_model,
+    counts_calls,
     machine_at,
     recorded_answers,
     recorded_effects,
@@ -60,6 +62,9 @@ class StoreJournal:
     """The effect journal kept in the run store (durable when `put` returns: the store commits
     the entry together with everything recorded before it).
 
+    The run's entries are read once, at the first lookup, and kept: only this process writes
+    to a run's journal while it runs it.
+
     `in_doubt` is set on a resumed run: the first effect the journal does not know may be the
     one the stopped process was performing when it died (see `effects.perform`).
     """
@@ -69,12 +74,21 @@ class StoreJournal:
         self.run_id = run_id
         self.branch = branch
         self.in_doubt = in_doubt
+        self._known: dict[str, dict[str, Any]] | None = None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        rec = self.store.get_effect(key)
-        if rec is None:
-            return None
-        return {"status": rec.status, "result": rec.result, "kind": rec.kind, "step": rec.step, "args": rec.args}
+        if self._known is None:
+            self._known = {
+                rec.key: {
+                    "status": rec.status,
+                    "result": rec.result,
+                    "kind": rec.kind,
+                    "step": rec.step,
+                    "args": rec.args,
+                }
+                for rec in self.store.effects(self.run_id)
+            }
+        return self._known.get(key)
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         self.store.put_effect(
@@ -87,6 +101,8 @@ class StoreJournal:
             args=entry.get("args"),
             result=entry.get("result"),
         )
+        if self._known is not None:
+            self._known[key] = dict(entry)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -194,7 +210,13 @@ def _span_text(lines: list[str], loc: Any) -> str:
     if loc.end_line == loc.line:
         text = lines[loc.line - 1][loc.col - 1 : loc.end_col - 1]
     else:
-        text = " ".join([lines[loc.line - 1][loc.col - 1 :], *lines[loc.line : loc.end_line - 1], lines[min(loc.end_line, len(lines)) - 1][: loc.end_col - 1]])
+        text = " ".join(
+            [
+                lines[loc.line - 1][loc.col - 1 :],
+                *lines[loc.line : loc.end_line - 1],
+                lines[min(loc.end_line, len(lines)) - 1][: loc.end_col - 1],
+            ]
+        )
     text = " ".join(text.split())
     return text[:120]
 
@@ -252,13 +274,19 @@ class GracefulStop:
         self.requested = True
         self.m.stop_at = self.m.step_index  # the loop stops at the next step boundary
         if self.notice:
-            print("\nagency: stopping after this step (Ctrl-C again to stop now)", file=sys.stderr, flush=True)
+            print(
+                "\nagency: stopping after this step (Ctrl-C again to stop now)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def stopped(self) -> bool:
         """The run ended because of Ctrl-C (not because it finished or is waiting)."""
         return self.requested and not self.m.done and self.m.status != INTERRUPTED
 
-    def answer(self, inner: Callable[[Any], Decision | None] | None) -> Callable[[Any], Decision | None] | None:
+    def answer(
+        self, inner: Callable[[Any], Decision | None] | None
+    ) -> Callable[[Any], Decision | None] | None:
         """An interrupt answerer that gives no answer once a stop was asked for."""
         if inner is None:
             return None
@@ -270,7 +298,11 @@ class GracefulStop:
 
 
 def recording_answers(
-    answer: Callable[[Any], Decision | None] | None, store: Any, run_id: str, machine: Machine, branch: int = 0
+    answer: Callable[[Any], Decision | None] | None,
+    store: Any,
+    run_id: str,
+    machine: Machine,
+    branch: int = 0,
 ) -> Callable[[Any], Decision | None] | None:
     """Wrap an interrupt answerer so every answer it gives is recorded (replay and resume feed
     the same answers to the re-executed run)."""
@@ -293,7 +325,10 @@ def record_answer(store: Any, run_id: str, branch: int, step: int, decision: Dec
         max(step, 0),
         "interrupt",
         f"answered: {decision.action}",
-        {"action": decision.action, "answer": None if decision.value is None else to_plain(decision.value)},
+        {
+            "action": decision.action,
+            "answer": None if decision.value is None else to_plain(decision.value),
+        },
     )
 
 
@@ -315,7 +350,12 @@ def config_differences(recorded: dict[str, Any], current: dict[str, Any]) -> lis
     """What differs between the model/provider/tools configuration a run was recorded with and
     the one it would go on with, in words."""
     out = []
-    for key, label in (("provider", "provider"), ("model", "model"), ("base_url_host", "base URL host"), ("tools", "tools")):
+    for key, label in (
+        ("provider", "provider"),
+        ("model", "model"),
+        ("base_url_host", "base URL host"),
+        ("tools", "tools"),
+    ):
         was, now = _config_value(recorded, key), _config_value(current, key)
         if key in ("base_url_host", "tools") and now is None:
             continue  # not given now: the recorded one is used
@@ -326,7 +366,9 @@ def config_differences(recorded: dict[str, Any], current: dict[str, Any]) -> lis
     return out
 
 
-def current_config(model_spec: str | None, base_url: str | None, mocks: list[Any] | None) -> tuple[Any, dict[str, Any]]:
+def current_config(
+    model_spec: str | None, base_url: str | None, mocks: list[Any] | None
+) -> tuple[Any, dict[str, Any]]:
     from runtime.llm.registry import config_of, resolve_model
 
     model = resolve_model(model_spec, mocks=mocks, base_url=base_url)
@@ -342,34 +384,50 @@ def current_config(model_spec: str | None, base_url: str | None, mocks: list[Any
 
 class _Handover:
     """Serves the model answers the stopped process got after its last recorded step, then
-    hands over to the live model (and puts it in the machine's hands)."""
+    hands over to the live model (and puts it in the machine's hands). It looks like the live
+    model to the program (provider, a scripted queue's position)."""
 
-    def __init__(self, answers: list[Completion], live: Any, machine: Machine, position: int) -> None:
+    def __init__(self, answers: list[Completion], live: Any, machine: Machine, served: int) -> None:
         self.answers = answers
         self.index = 0
         self.live = live
         self.m = machine
-        self.position = position  # answers used by the run so far (a scripted queue's position)
-        self.model = getattr(live, "model", "")
-
-    @property
-    def provider(self) -> str:
-        return "replay" if self.index < len(self.answers) else str(getattr(self.live, "provider", ""))
+        self.served = served  # answers the run has had so far
+        self.provider = str(getattr(live, "provider", ""))
+        self.model = str(getattr(live, "model", ""))
+        if hasattr(live, "position"):
+            self.position = served
+        machine.model_cache = RouteAll(self) if answers else {}  # type: ignore[attr-defined]
 
     def config(self) -> dict[str, Any]:
         from runtime.llm.registry import config_of
 
         return config_of(self.live)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[Any], response_schema: Any, params: dict[str, Any]) -> Completion:
+    def __getattr__(self, name: str) -> Any:  # the rest of the live model's interface
+        if name == "live":
+            raise AttributeError(name)
+        return getattr(self.live, name)
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[Any],
+        response_schema: Any,
+        params: dict[str, Any],
+    ) -> Completion:
         if self.index < len(self.answers):
             answer = self.answers[self.index]
             self.index += 1
-            self.position += 1
+            self.served += 1
+            if hasattr(self.live, "position"):
+                self.position = self.served
+            if self.index == len(self.answers):
+                self.m.model_cache = {}  # type: ignore[attr-defined]
             return answer
         live = self.live
         if hasattr(live, "position"):
-            live.position = self.position
+            live.position = self.served
         if self.m.model is self:
             self.m.model = live
         return live.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
@@ -402,6 +460,7 @@ def resume_run(
     notice: Callable[[str], None] | None = None,
     stop: GracefulStop | None = None,
     root: Any = None,
+    quiet: bool = False,
 ) -> Machine:
     """Continue `run` from its last completed step, live, recording on branch 0.
 
@@ -413,7 +472,9 @@ def resume_run(
     reap_dead_runs(store, [run])
     run = store.get_run(run.id) or run
     if run.status == "finished":
-        raise AgencyError(f"run {run.id} already finished; nothing to resume (replay it with `agency replay {run.id}`)")
+        raise AgencyError(
+            f"run {run.id} already finished; nothing to resume (replay it with `agency replay {run.id}`)"
+        )
     proc = (run.meta or {}).get("process")
     if run.status == "running" and not force:
         alive = process_alive(proc) if isinstance(proc, dict) else None
@@ -424,7 +485,9 @@ def resume_run(
                 "(or pass --force if it is gone)"
             )
     if decision is not None and run.status != "interrupted":
-        raise AgencyError(f"run {run.id} is not waiting on an interrupt (it is {run.status}); resume it without --approve/--reject/--resolve")
+        raise AgencyError(
+            f"run {run.id} is not waiting on an interrupt (it is {run.status}); resume it without --approve/--reject/--resolve"
+        )
     program = _program_of(run)
     recorded = dict(run.config or {})
     problems = []
@@ -450,15 +513,14 @@ def resume_run(
     answers = [a for a, s in zip(recorded_answers(tl), _answer_steps(tl)) if s <= serve_up_to]
     journal = StoreJournal(store, run.id, 0, in_doubt=True)
     m = machine_at(tl, step, journal=journal)
-    replayed = m.model
-    position = int(getattr(replayed, "position", 0))
+    served = int(getattr(m.model, "served", 0))
     if live is None:
         live = _live_model(tl)
-    m.model = _Handover(answers[position:], live, m, position)
+    m.model = _Handover(answers[served:], live, m, served)
     if root is None:
         recorded_root = (run.meta or {}).get("cwd")
         root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
-    m.world = World(root=root)
+    m.world = World(root=root, quiet=quiet)
     m.journal = journal
     store.truncate_after(run.id, 0, step)
     if problems:  # forced: the run goes on with the new program / model
@@ -505,6 +567,14 @@ def resume_run(
 def _program_of(run: Any) -> Any:
     """The run's program as its source is now (a relative path is taken from the directory the
     run was started in, wherever resume or replay are)."""
+    checkpoint = (run.config or {}).get("from_checkpoint")
+    if checkpoint:
+        where = f" ({checkpoint})" if isinstance(checkpoint, str) else ""
+        raise AgencyError(
+            f"run {run.id} was started from a checkpoint file{where}: resume and replay "
+            "re-execute a run from its start, which this one does not have; run it again with "
+            "`agency run --checkpoint FILE`"
+        )
     path = Path(run.source_path)
     cwd = (run.meta or {}).get("cwd")
     if not path.is_absolute() and cwd and Path(cwd).resolve() != Path.cwd().resolve():
@@ -533,6 +603,7 @@ class _ReplayWorld(World):
         super().__init__(root=root, quiet=quiet)
         self.from_step = from_step
         self.machine: Machine | None = None
+        self.announced = True  # no "using the simulated model" notice: no model is asked
 
     def emit(self, text: str) -> None:
         if self.machine is not None and self.machine.step_index < self.from_step:
@@ -570,7 +641,9 @@ def _request(messages: Any, tools: Any, schema: Any) -> dict[str, Any]:
 
 
 def _tool_dicts(tools: list[Any]) -> list[dict[str, Any]]:
-    return [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    return [
+        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
+    ]
 
 
 def _request_difference(was: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
@@ -585,7 +658,13 @@ def _request_difference(was: dict[str, Any], now: dict[str, Any]) -> tuple[str, 
     if was["tools"] != now["tools"]:
         return (
             "tools " + ", ".join(str(t.get("name")) for t in was["tools"]),
-            "tools " + ", ".join(str(t.get("name")) for t in now["tools"]) + ("" if [t.get("name") for t in was["tools"]] != [t.get("name") for t in now["tools"]] else " (other parameters)"),
+            "tools "
+            + ", ".join(str(t.get("name")) for t in now["tools"])
+            + (
+                ""
+                if [t.get("name") for t in was["tools"]] != [t.get("name") for t in now["tools"]]
+                else " (other parameters)"
+            ),
         )
     return f"the answer schema {_cut(_norm(was['schema']))}", f"{_cut(_norm(now['schema']))}"
 
@@ -641,7 +720,11 @@ class _Replay:
             resp = call.response if isinstance(call.response, dict) else {}
             self.answers.append(Completion.from_json(resp.get("completion") or {}))
             req = call.request if isinstance(call.request, dict) else {}
-            self.requests.append(_request(req.get("messages"), req.get("tools"), req.get("schema")) if "messages" in req else None)
+            self.requests.append(
+                _request(req.get("messages"), req.get("tools"), req.get("schema"))
+                if "messages" in req
+                else None
+            )
         self.position = 0
         self.effects = recorded_effects(tl)
         meta = run.meta or {}
@@ -673,7 +756,9 @@ class _Replay:
         path = f" (statement {loc.path})" if with_path else ""
         return f"{_lines(loc)}{path}{text}"
 
-    def diverge(self, m: Machine, step: int, where: str, was: str, now: str, mid_step: bool) -> None:
+    def diverge(
+        self, m: Machine, step: int, where: str, was: str, now: str, mid_step: bool
+    ) -> None:
         self.suspect = None  # a precise divergence in the edited statement says more
         self.divergence = f"diverged at step {step} ({where}): recorded {was}, now {now}"
         if self.then_live:
@@ -748,7 +833,9 @@ class _Replay:
         assert self.suspect is not None
         step, where, was, now = self.suspect
         self.suspect = None
-        self.divergence = f"diverged at step {step} ({where}): recorded `{_cut(was)}`, now `{_cut(now)}`"
+        self.divergence = (
+            f"diverged at step {step} ({where}): recorded `{_cut(was)}`, now `{_cut(now)}`"
+        )
         if self.then_live:
             self.go_live(m)
         elif not at_end:
@@ -761,23 +848,42 @@ class _Replay:
             self.diverge(m, m.step_index, self._where(m), "no effect here", now, True)
             return
         was_kind, was_args = entry.get("kind"), entry.get("args") or {}
-        if was_kind is not None and (was_kind != kind or _norm(was_args) != _norm(json.loads(_norm(args)))):
+        if was_kind is not None and (
+            was_kind != kind or _norm(was_args) != _norm(json.loads(_norm(args)))
+        ):
             was = f"{was_kind} {was_args.get('path', '') if isinstance(was_args, dict) else ''}".strip()
             if was == now:  # same call, other contents
                 was += f" ({_args_text(was_args)})"
                 now += f" ({_args_text(args)})"
             self.diverge(m, m.step_index, self._where(m), was, now, True)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[Any], response_schema: Any, params: dict[str, Any]) -> Completion:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[Any],
+        response_schema: Any,
+        params: dict[str, Any],
+    ) -> Completion:
         m = self.m
         assert m is not None
         i = self.position
         if self.divergence is None and m.replaying:
             if i >= len(self.answers):
-                self.diverge(m, m.step_index, self._where(m), "no model call", f"a model call with prompt {_prompt(messages)}", True)
-            elif (was := self.requests[i]) is not None and was != (now := _request(messages, _tool_dicts(tools), response_schema)):
+                self.diverge(
+                    m,
+                    m.step_index,
+                    self._where(m),
+                    "no model call",
+                    f"a model call with prompt {_prompt(messages)}",
+                    True,
+                )
+            elif (was := self.requests[i]) is not None and was != (
+                now := _request(messages, _tool_dicts(tools), response_schema)
+            ):
                 was_text, now_text = _request_difference(was, now)
-                self.diverge(m, m.step_index, self._where(m), f"a model call with {was_text}", now_text, True)
+                self.diverge(
+                    m, m.step_index, self._where(m), f"a model call with {was_text}", now_text, True
+                )
             else:
                 self.position += 1
                 return self.answers[i]
@@ -822,28 +928,20 @@ class _Checker:
         self.replay = replay
         self.provider = str(config.get("provider") or "replay")
         self.model = str(config.get("model") or "replay")
-        if self.provider == "mock":
+        if counts_calls(config):
             self.position = 0
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[Any], response_schema: Any, params: dict[str, Any]) -> Completion:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[Any],
+        response_schema: Any,
+        params: dict[str, Any],
+    ) -> Completion:
         answer = self.replay.complete(messages, tools, response_schema, params)
         if hasattr(self, "position"):
             self.position = self.replay.position
         return answer
-
-
-class _RouteAll(dict):  # type: ignore[type-arg]
-    """`model_for`'s cache of other models: in a replay, every name is the replay's model."""
-
-    def __init__(self, model: Any) -> None:
-        super().__init__()
-        self.model = model
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.model
 
 
 def replay_run(
@@ -876,7 +974,7 @@ def replay_run(
         model=_Checker(replay, dict(run.config or {})),
         world=world,
     )
-    m.model_cache = _RouteAll(m.model)  # type: ignore[attr-defined]
+    m.model_cache = RouteAll(m.model)  # type: ignore[attr-defined]
     world.machine = m
     replay.m = m
     m.replaying = True

@@ -52,6 +52,7 @@ class World:
     def __init__(self, root: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
         self.root = Path(root or os.getcwd()).resolve()
         self.quiet = quiet
+        self.announced = False  # the simulated-model notice was printed
 
     def emit(self, text: str) -> None:
         if not self.quiet:

@@ -9,6 +9,7 @@ effects suppressed. Deterministic, so step k of the re-execution is step k of th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,28 +25,80 @@ if TYPE_CHECKING:
 
 
 class ReplayModel:
-    """Serves recorded answers in order; then hands over to `then` (live), if given."""
+    """Serves recorded answers in order; then hands over to `then` (live), if given.
+
+    With `like` (the run's recorded model config) it looks like that model to the program: its
+    provider and name, and a scripted queue's `position` only if it was one (a checkpoint the
+    program takes holds them, as in the recorded run). `served` counts the answers served.
+    """
 
     provider = "replay"
 
-    def __init__(self, answers: list[Completion], then: Any = None) -> None:
+    def __init__(
+        self, answers: list[Completion], then: Any = None, like: dict[str, Any] | None = None
+    ) -> None:
         self.answers = answers
-        self.position = 0
+        self.served = 0
         self.then = then
         self.model = "replay"
+        if like is None or counts_calls(like):
+            self.position = 0
+        if like is not None:
+            self.provider = str(like.get("provider") or "replay")
+            self.model = str(like.get("model") or "replay")
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[Any], response_schema: Any, params: dict[str, Any]) -> Completion:
-        if self.position < len(self.answers):
-            answer = self.answers[self.position]
-            self.position += 1
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[Any],
+        response_schema: Any,
+        params: dict[str, Any],
+    ) -> Completion:
+        if self.served < len(self.answers):
+            answer = self.answers[self.served]
+            self.served += 1
+            if "position" in self.__dict__:
+                self.position = self.served
             return answer
         if self.then is not None:
             return self.then.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
         raise LLMError(
-            f"replay: the record has no model answer for call {self.position + 1} "
+            f"replay: the record has no model answer for call {self.served + 1} "
             "(the program asks for more than was recorded)",
             provider="replay",
         )
+
+
+def counts_calls(config: dict[str, Any]) -> bool:
+    """Whether the model a run was recorded with counts its calls (`position`: a scripted
+    queue, the simulated model), which a checkpoint then holds."""
+    provider = config.get("provider")
+    return provider in ("mock", "sim") and _counts_calls(str(provider))
+
+
+@functools.cache
+def _counts_calls(provider: str) -> bool:
+    from runtime.llm.registry import resolve_model
+
+    try:
+        return hasattr(resolve_model(provider, mocks=[]), "position")
+    except AgencyError:
+        return False
+
+
+class RouteAll(dict):  # type: ignore[type-arg]
+    """`llm_calls.model_for`'s cache of other models, while re-executing from a record: every
+    model a call names is the replaying one (never a live model)."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.model
 
 
 def recorded_answers(tl: Timeline, up_to: int | None = None) -> list[Completion]:
@@ -106,8 +159,14 @@ class DecisionFeed:
         self.applied: dict[int, list[Decision]] = {}
         for e in tl.store.events(tl.run_id, tl.branch, kind="interrupt"):
             data = e.data if isinstance(e.data, dict) else {}
-            if data.get("action") in ("approve", "reject", "resolve") and "value" in data and "answer" not in data:
-                self.applied.setdefault(e.step, []).append(Decision(data["action"], from_plain(data["value"])))
+            if (
+                data.get("action") in ("approve", "reject", "resolve")
+                and "value" in data
+                and "answer" not in data
+            ):
+                self.applied.setdefault(e.step, []).append(
+                    Decision(data["action"], from_plain(data["value"]))
+                )
         self.seen: dict[int, int] = {}
 
     def attach(self, m: Machine) -> None:
@@ -159,9 +218,10 @@ def machine_at(
         run.node if run else "main",
         from_plain(args.get("args") or []),
         dict(from_plain(args.get("named") or {})),
-        model=ReplayModel(recorded_answers(tl, step)),
+        model=ReplayModel(recorded_answers(tl, step), like=dict(run.config or {}) if run else None),
         world=World(quiet=True),
     )
+    m.model_cache = RouteAll(m.model)  # type: ignore[attr-defined]
     m.replaying = True
     m.journal = journal
     m.run_id = tl.run_id
@@ -180,9 +240,12 @@ def machine_at(
                 break
             m.answer_interrupt(decision)
     if m.step_index != target and tl.kind_at(step) != "end":
-        raise AgencyError(f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete")
+        raise AgencyError(
+            f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete"
+        )
     m.replaying = False
     m.on_event = None
+    m.model_cache = {}  # type: ignore[attr-defined]
     return m
 
 
@@ -191,7 +254,11 @@ def apply_edits(m: Machine, edits: dict[str, Any]) -> None:
     LLM answer of this step."""
     frames = [f for f in m.frames if f.code.kind not in ("module", "prelude")]
     index = edits.get("frame")
-    frame = frames[index] if isinstance(index, int) and -len(frames) <= index < len(frames) else (frames[-1] if frames else None)
+    frame = (
+        frames[index]
+        if isinstance(index, int) and -len(frames) <= index < len(frames)
+        else (frames[-1] if frames else None)
+    )
     for key in ("locals", "args"):
         for name, value in (edits.get(key) or {}).items():
             if frame is None:
@@ -217,7 +284,9 @@ def apply_edits(m: Machine, edits: dict[str, Any]) -> None:
                 answer = f.locals.get("__answer")
                 break
         if type(answer) is not JSObject:
-            raise AgencyError("this step is not right after an LLM call; step to the LLM marker first")
+            raise AgencyError(
+                "this step is not right after an LLM call; step to the LLM marker first"
+            )
         new = from_plain(edits["llm_answer"])
         answer["value"] = new
         thread = m.threads.get(m.active_thread(), [])
@@ -229,7 +298,9 @@ def apply_edits(m: Machine, edits: dict[str, Any]) -> None:
                 break
 
 
-def fork(tl: Timeline, step: int, edits: dict[str, Any], progress: Callable[[int], None] | None = None) -> Timeline:
+def fork(
+    tl: Timeline, step: int, edits: dict[str, Any], progress: Callable[[int], None] | None = None
+) -> Timeline:
     """Restore from `step` with `edits` on a new branch and run it live; the old branch stays."""
     from runtime.runner import drive
     from runtime.timeline.recorder import Recorder
@@ -248,7 +319,14 @@ def fork(tl: Timeline, step: int, edits: dict[str, Any], progress: Callable[[int
     branch = tl.store.create_branch(tl.run_id, tl.branch, step, edits)
     rec = Recorder(m, tl.store, tl.run_id, branch, next_oid=10**9)
     rec.write_keyframe(step)
-    tl.store.add_event(tl.run_id, branch, step, "branch", f"branch {branch} from step {step}", {"edits": edits, "parent": tl.branch})
+    tl.store.add_event(
+        tl.run_id,
+        branch,
+        step,
+        "branch",
+        f"branch {branch} from step {step}",
+        {"edits": edits, "parent": tl.branch},
+    )
     if progress is not None:
         rec.listeners.append(progress)
     try:

@@ -187,8 +187,9 @@ class Recorder:
 
     def log_frame(self, f: Any, caller_pos: tuple[int, int]) -> None:
         wlog = self.m.wlog
+        assert wlog is not None
         code = f.code
-        local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}  # type: ignore[arg-type]
+        local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}
         wlog.append(
             (
                 6,
