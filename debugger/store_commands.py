@@ -408,15 +408,20 @@ def replay(
         sys.exit(EXIT_DIVERGED)
     if divergence:
         click.echo(f"agency: {divergence}; continued live", err=True)
-    elif machine.status == "running" or (
-        machine.status == "interrupted" and run.status != "finished"
-    ):
+    elif machine.status in ("running", "interrupted"):
+        # The record ends before the run did (killed, stopped, waiting on an interrupt).
+        pending = machine.pending if machine.status == "interrupted" else None
+        why = "the run stopped there"
+        if pending is not None:
+            message = pending.get("message") if isinstance(pending, dict) else pending
+            why = f"the run is waiting there on an interrupt: {message}"
         click.echo(
-            f"agency: replayed the {run.step_count} recorded steps of run {run.id} "
-            f"(it {run.status if run.status != 'running' else 'stopped'} there)",
+            f"agency: replayed the {run.step_count} recorded steps of run {run.id}; {why} "
+            f"(continue it with `agency resume {run.id}`)",
             err=True,
         )
         return
+    machine.run_id = ""  # a replay is not a run to resume: no resume hint
     finish(machine, as_json)
 
 

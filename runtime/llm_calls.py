@@ -145,6 +145,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
     m.log((W_USAGE, m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]))
     calls = JSArray()
     value: Any = None
+    failed: AgencyError | None = None
     if completion.tool_calls:
         for tc in completion.tool_calls:
             calls.append(JSObject({"id": tc.id, "name": tc.name, "args": from_plain(tc.args)}))
@@ -170,7 +171,10 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
             else:
                 value = completion.text
         except AgencyError as exc:
-            raise AgencyRuntimeError(str(exc)) from None
+            # The answer is recorded all the same (a paid call; replay and resume serve it),
+            # then the mismatch is the program's error.
+            failed = exc
+            value = None
         m.append_message(
             thread,
             {
@@ -178,7 +182,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
                 "content": completion.text if completion.text is not None else to_str(value),
             },
         )
-    summary = _summary(completion, value)
+    summary = "reply did not match the type" if failed else _summary(completion, value)
     m.event(
         "llm",
         summary,
@@ -205,6 +209,8 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
             "round": rnd + 1,
         },
     )
+    if not calls and failed is not None:
+        raise AgencyRuntimeError(str(failed))
     return JSObject({"done": not calls, "value": value, "calls": calls})
 
 
