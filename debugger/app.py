@@ -124,6 +124,7 @@ class DebuggerApp(App[None]):
         self._progress: tuple[int, int] | None = None
         self._events_key: tuple[Any, ...] = ()
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
+        self._focus_before: Any = None
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -318,7 +319,7 @@ class DebuggerApp(App[None]):
         self._move(lambda: self.session.step_back())  # type: ignore[union-attr]
 
     def action_first_step(self) -> None:
-        self._move(lambda: self.session.goto(0, "start of the run"))  # type: ignore[union-attr]
+        self._move(lambda: self.session.goto(self.session.first, "start of the run"))  # type: ignore[union-attr]
 
     def action_last_step(self) -> None:
         self._move(lambda: self.session.goto(self.session.last, "end of the run"))  # type: ignore[union-attr]
@@ -388,8 +389,17 @@ class DebuggerApp(App[None]):
     def on_call_stack_frame_selected(self, message: CallStack.FrameSelected) -> None:
         self._move(lambda: self.session.select_frame(message.index))  # type: ignore[union-attr]
 
+    def _prompt(self, mode: str, text: str = "") -> None:
+        """Open the command line; focus returns where it was when it closes."""
+        self._focus_before = self.focused
+        self.command_line.open(mode, text)
+
+    def _unprompt(self) -> None:
+        before = self._focus_before
+        (before if before is not None and before.is_attached else self.variables).focus()
+
     def on_command_line_submitted(self, message: CommandLine.Submitted) -> None:
-        self.variables.focus()
+        self._unprompt()
         handler = {
             "command": self.run_command,
             "search": self.cmd_search,
@@ -400,23 +410,18 @@ class DebuggerApp(App[None]):
         handler(message.text)
 
     def on_command_line_cancelled(self, message: CommandLine.Cancelled) -> None:
-        self.variables.focus()
+        self._unprompt()
 
     # -- breakpoints, frames -------------------------------------------------------------------
 
     def action_toggle_breakpoint(self) -> None:
         if not self._can_act():
             return
-        loc = self.session.location()  # type: ignore[union-attr]
-        frame = self.session.selected_frame()  # type: ignore[union-attr]
+        loc = self.session.shown_location()  # type: ignore[union-attr]
         if loc is None:
             self._fail("no current line here; use :break LINE")
             return
-        state = self.session.state()  # type: ignore[union-attr]
-        line = loc.line
-        if frame is not None and state.frames and frame is not state.frames[-1] and frame.line:
-            line = frame.line  # a caller's frame is selected: its line
-        self._toggle_breakpoint(line, loc.file)
+        self._toggle_breakpoint(loc.line, loc.file)
 
     def _toggle_breakpoint(self, line: int, path: str) -> None:
         assert self.session is not None
@@ -433,25 +438,25 @@ class DebuggerApp(App[None]):
 
     def action_goto(self) -> None:
         if self._can_act():
-            self.command_line.open("goto")
+            self._prompt("goto")
 
     def action_search(self) -> None:
         if self._can_act():
-            self.command_line.open("search", "")
+            self._prompt("search", "")
 
     def action_command(self) -> None:
         if self._can_act():
-            self.command_line.open("command")
+            self._prompt("command")
 
     def action_write_checkpoint(self) -> None:
         if self._can_act():
             assert self.session is not None
             stem = Path(self.session.source_path).stem or "run"
-            self.command_line.open("write", f"{stem}.step{self.session.step}.checkpoint.json")
+            self._prompt("write", f"{stem}.step{self.session.step}.checkpoint.json")
 
     def action_open_checkpoint(self) -> None:
         if self._can_act():
-            self.command_line.open("open")
+            self._prompt("open")
 
     def action_help(self) -> None:
         keys = [

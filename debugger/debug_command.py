@@ -5,6 +5,7 @@ stored in a run store. `register(cli)` adds it to the `agency` group."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -19,7 +20,8 @@ def build_app(
     checkpoint: str | None = None,
     trace: str | None = None,
     run_id: str | None = None,
-    store_path: str | None = None,
+    db: str | None = None,
+    record: bool = True,
 ) -> Any:
     """The DebuggerApp for these options. Problems found before anything runs (a syntax error,
     a checkpoint of another source, a missing file) raise AgencyError here, so the command
@@ -31,14 +33,14 @@ def build_app(
     if trace is not None or (run_id is not None and checkpoint is None):
         from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
 
-        db = trace or store_path or str(default_db_path())
-        if trace is not None and not __import__("os").path.exists(trace):
-            raise AgencyError(f"{trace}: no such run store")
-        store = SQLiteStore(db)
+        path = trace or db or str(default_db_path())
+        if not Path(path).is_file():
+            raise AgencyError(f"{path}: no such run store")
+        store = SQLiteStore(path)
         record = store.get_run(run_id) if run_id is not None else store.latest_run()
         if record is None:
             what = f"no run {run_id!r}" if run_id is not None else "no runs"
-            raise AgencyError(f"{db}: {what} in this run store")
+            raise AgencyError(f"{path}: {what} in this run store")
         return DebuggerApp(
             opener=lambda progress: trace_session(store, record.id),
             opening=f"opening run {record.id}",
@@ -49,11 +51,11 @@ def build_app(
     from runtime.program import load_program
 
     program = load_program(file)
-    store = None
-    if store_path is not None:
-        from runtime.timeline.sqlite_store import SQLiteStore
+    store = None  # in memory
+    if record:
+        from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
 
-        store = SQLiteStore(store_path)
+        store = SQLiteStore(db or default_db_path())
     if checkpoint is not None:
         from runtime.checkpoints import load_file
 
@@ -94,11 +96,14 @@ def register(cli: click.Group) -> None:
         "--run", "run_id", metavar="ID", help="Which stored run to open (default: the latest)."
     )
     @click.option(
-        "--store",
-        "store_path",
+        "--no-record",
+        is_flag=True,
+        help="Keep the run in memory only (by default it goes to the run store, as with run).",
+    )
+    @click.option(
+        "--db",
         type=click.Path(dir_okay=False),
-        metavar="RUNS.db",
-        help="Record into this SQLite run store (default: in memory only).",
+        help="Run store to record into or open from (default .agency/runs.db, or AGENCY_DB).",
     )
     def debugger(
         file: str | None,
@@ -111,7 +116,8 @@ def register(cli: click.Group) -> None:
         checkpoint_file: str | None,
         trace: str | None,
         run_id: str | None,
-        store_path: str | None,
+        no_record: bool,
+        db: str | None,
     ) -> None:
         """Open the time-travel debugger: step back and forth through a run, inspect it, edit a
         value and restore from that step.
@@ -122,6 +128,7 @@ def register(cli: click.Group) -> None:
           agency debug agent.agency --node greet --args '["Ada"]'
           agency debugger agent.agency --checkpoint cp.json
           agency debugger --trace .agency/runs.db --run r1m8kdw1
+          agency debugger agent.agency --run r1m8kdw1     (a run of it in the default store)
         Inside, the footer shows the main keys and ? lists them all.
         """
         if trace is not None and file is not None and checkpoint_file is not None:
@@ -136,7 +143,8 @@ def register(cli: click.Group) -> None:
             checkpoint=checkpoint_file,
             trace=trace,
             run_id=run_id,
-            store_path=store_path,
+            db=db,
+            record=not no_record,
         )
         app.run()
         code = app.return_code or 0

@@ -663,6 +663,8 @@ class Session:
 
     def reverse_next(self, cancelled: Cancelled | None = None) -> Move:
         """Step back over calls: the previous step in this frame or a caller."""
+        if self.step > self.first and self.timeline.kind_at(self.step) == "end":
+            return self.goto(self.step - 1)  # the end has no frame: back to the last statement
         depth = self.timeline.depth_at(self.step)
         for j in range(self.step - 1, self.first - 1, -1):
             if self.timeline.depth_at(j) <= depth:

@@ -34,7 +34,10 @@ class VarRef:
 
 
 def _expandable(value: Any) -> bool:
-    return json_type(value) in ("array", "object") and len(value) > 0
+    kind = json_type(value)
+    if kind == "result":
+        return True
+    return kind in ("array", "object") and len(value) > 0
 
 
 def _items(value: Any) -> list[tuple[str | int, Any]]:

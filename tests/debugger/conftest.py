@@ -32,8 +32,10 @@ def make_session(path: Path, mocks: Path | None = None) -> Session:
 
 
 @pytest.fixture(autouse=True)
-def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+def _in_repo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests run where a user would (the repository), recording into a throwaway run store."""
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("AGENCY_DB", str(tmp_path / "runs.db"))
 
 
 @pytest.fixture
@@ -52,8 +54,8 @@ def interrupted() -> Session:
 
 
 async def settle(pilot) -> None:  # noqa: ANN001 - textual.pilot.Pilot
-    """Wait for workers (restores, scans) and the redraw after them."""
+    """Wait for the app to draw what the last key did, and for workers (restores, scans)."""
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
+    if any(not worker.is_finished for worker in pilot.app.workers):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()

@@ -104,7 +104,19 @@ async def test_trace_mode_opens_a_stored_run(tmp_path) -> None:
             await pilot.press("c")
             await settle(pilot)
             assert "after llm" in app.session.message
-    app = build_app(str(CALLS.relative_to(ROOT)), run_id=run_id, store_path=str(db))
+    app = build_app(str(CALLS.relative_to(ROOT)), run_id=run_id, db=str(db))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.session.timeline.run_id == run_id
+
+
+async def test_a_debugged_run_is_recorded_in_the_run_store(tmp_path) -> None:
+    import os
+
+    app = build_app(str(CALLS.relative_to(ROOT)), config=config(CALLS_MOCKS))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        run_id = app.session.timeline.run_id
+    store = SQLiteStore(os.environ["AGENCY_DB"])
+    assert store.get_run(run_id) is not None
+    store.close()

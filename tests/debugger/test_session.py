@@ -236,3 +236,18 @@ def test_parse_command_and_step(session: Session) -> None:
     for bad in ("x", "11", "-9", ""):
         with pytest.raises(SessionError):
             session.parse_step(bad if bad != "-9" else "-9")
+
+
+def test_shown_location_and_variables_follow_the_selected_frame(session: Session) -> None:
+    session.goto(3)  # inside add(), called from main at line 8
+    assert session.shown_location().line == 3
+    shown = session.variables()
+    assert (shown.scope, shown.args, shown.locals) == ("add", {"a": 1, "b": 2}, {"s": 3})
+    session.select_frame(0)
+    assert session.shown_location().line == 0  # the fake records no caller line
+    session.edit_variable("locals", "counter", 9)
+    shown = session.variables()
+    assert shown.locals["counter"] == 9 and shown.edited == {("locals", "counter")}
+    assert session.staged() is session.edits
+    session.goto(10)
+    assert session.variables().outcome == {"result": None}

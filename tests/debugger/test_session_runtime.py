@@ -82,3 +82,22 @@ def test_search_and_breakpoints_on_a_real_run(dice: Session) -> None:
     assert dice.continue_forward().step == 6  # step 6 is about to run line 7
     assert dice.continue_forward().step == 13
     assert dice.reverse_continue().step == 6
+
+
+def test_moving_in_time_never_executes_or_calls_a_model(dice: Session, monkeypatch) -> None:
+    from runtime.machine.machine import Machine
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the program was executed while moving in time")
+
+    monkeypatch.setattr(Machine, "run", forbidden)
+    monkeypatch.setattr(Machine, "step", forbidden)
+    monkeypatch.setattr(Machine, "_run", forbidden)
+    dice.recording.machine.model = None  # any model call would fail
+    for step in [*range(dice.last, -1, -1), *range(dice.last + 1)]:
+        dice.goto(step)
+        dice.state(), dice.variables(), dice.llm_call(), dice.changed_names()
+    dice.goto(0)
+    assert dice.continue_forward().step == dice.last
+    assert dice.reverse_next().step == dice.last - 1  # from the end: the last statement
+    assert dice.prev_llm().step == 17 and dice.search_next("Good").step == 20

@@ -64,13 +64,14 @@ class Terminal:
 
 
 @pytest.fixture
-def terminal():  # noqa: ANN201
+def terminal(tmp_path):  # noqa: ANN001, ANN201
     command = (
         f"{sys.executable} -m debugger debugger examples/dice.agency "
         "--mock examples/dice.mocks.json; sleep 5"
     )
     # pytest may export COLUMNS/LINES of its own terminal; the app must size itself from tmux
-    term = Terminal(f"cd {ROOT} && env -u COLUMNS -u LINES TERM=xterm-256color {command}")
+    env = f"env -u COLUMNS -u LINES TERM=xterm-256color AGENCY_DB={tmp_path / 'runs.db'}"
+    term = Terminal(f"cd {ROOT} && {env} {command}")
     yield term
     term.close()
 

@@ -405,14 +405,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any
     return program, json.loads((d / "cp.json").read_text(encoding="utf-8")), d
 
 
-# While the test is expected to fail, shrinking only costs time (~30 s): it is off, and so is the
-# search for more than one bug. Once the runtime validates deeply, drop the xfail and add
-# Phase.shrink back to get minimal counterexamples.
 @settings(
     max_examples=200,
     deadline=None,
     derandomize=True,
-    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
     report_multiple_bugs=False,
     suppress_health_check=list(HealthCheck),
 )
