@@ -14,7 +14,8 @@ demo: $(BIN)/agency
 	$(BIN)/agency run examples/dice.agency --mock examples/dice.mocks.json --no-record
 
 lint: $(BIN)/agency
-	$(BIN)/ruff check runtime debugger
+	$(BIN)/ruff check runtime debugger tests benchmarks screenshots
+	$(BIN)/ruff format --check runtime debugger tests benchmarks screenshots
 	$(BIN)/mypy runtime
 
 test: $(BIN)/agency lint

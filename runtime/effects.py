@@ -103,12 +103,12 @@ def lookup(m: Machine, key: str) -> dict[str, Any] | None:
     if entry is None and journal is not None:
         entry = journal.get(key)
     if entry is not None and entry.get("status") == "applied":
-        return entry
+        return dict(entry)
     recorded = getattr(m, "recorded_effects", None)
     if recorded and m.replaying:
         entry = recorded.get(short_key(key))
         if entry is not None and "result" in entry:
-            return entry
+            return dict(entry)
     return None
 
 

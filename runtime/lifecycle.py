@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runtime.effects import short_key
 from runtime.errors import AgencyError
 from runtime.llm.base import Completion
 from runtime.machine.builtins import World
@@ -45,7 +46,6 @@ from runtime.timeline.fork import (
     machine_at,
     recorded_answers,
     recorded_effects,
-    short_key,
 )
 from runtime.timeline.recorder import Recorder, location_table
 from runtime.timeline.store import MAX_STEP
@@ -543,7 +543,7 @@ def resume_run(
     if decision is not None:
         first = [decision]
 
-        def answers_fn(pending: Any, later: Any = answers_fn) -> Decision | None:  # type: ignore[no-redef]
+        def answers_fn(pending: Any, later: Any = answers_fn) -> Decision | None:  # noqa: F811
             if first:
                 d = first.pop()
                 record_answer(store, run.id, 0, m.step_index, d)

@@ -200,7 +200,7 @@ class Recorder:
                 caller_pos[0],
                 caller_pos[1],
             )
-        )  # type: ignore[union-attr]
+        )
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
