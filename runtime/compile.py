@@ -909,6 +909,11 @@ class ProgramCompiler:
                         if n not in self.global_names:
                             globals_order.append(n)
                     self.global_names |= names
+        self._check_reserved(
+            self.global_names | self.shared_names | {d.name for d in decls},
+            A.Span(1, 1, 1, 1),
+            self.program.path,
+        )
         for d in prelude_decls:
             self.function_names.add(d.name)
         for d in decls:
@@ -967,6 +972,8 @@ class ProgramCompiler:
         )
         names = {p.name for p in d.params}
         names |= self._locals_of(d.body, names)
+        if kind != "prelude":
+            self._check_reserved(names, d.span, file)
         fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
         for p in d.params:
             if p.default is not None:
@@ -983,6 +990,16 @@ class ProgramCompiler:
         fc.emit(CONST, None)
         fc.emit(RETURN)
         return code
+
+    def _check_reserved(self, names: set[str], span: A.Span, file: str) -> None:
+        if self.program.path == "<input>":
+            return  # the runtime's own snippets (test inputs) may use reserved names
+        for name in sorted(n for n in names if n.startswith("__")):
+            self.diagnostics.append(
+                Diagnostic(
+                    f"`{name}`: names starting with `__` are reserved for the runtime", span, file
+                )
+            )
 
     def _locals_of(self, body: A.Block | None, declared: set[str]) -> set[str]:
         assigned: set[str] = set()

@@ -1,0 +1,47 @@
+"""Compile-time checks: errors a program gets before it runs, each located."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.errors import AgencySyntaxError
+from runtime.program import compile_source
+
+
+def errors_of(source: str) -> list[str]:
+    with pytest.raises(AgencySyntaxError) as info:
+        compile_source(source, "prog.agency")
+    return [d.message for d in info.value.diagnostics]
+
+
+def test_names_starting_with_two_underscores_are_reserved() -> None:
+    msgs = errors_of("node main() {\n  let __x = 1\n  return __x\n}\n")
+    assert any("`__x`" in m and "reserved" in m for m in msgs)
+
+
+def test_a_global_with_a_reserved_name_is_refused() -> None:
+    assert any("`__g`" in m for m in errors_of("let __g = 1\nnode main() { return 1 }\n"))
+
+
+def test_a_def_defined_twice_is_reported() -> None:
+    msgs = errors_of("def f() { return 1 }\ndef f() { return 2 }\nnode main() { return f() }\n")
+    assert any("defined twice" in m for m in msgs)
+
+
+def test_importing_a_javascript_module_that_is_not_a_builtin_is_refused() -> None:
+    msgs = errors_of('import { readFileSync } from "fs"\nnode main() { return 1 }\n')
+    assert any("not supported" in m and "readFileSync" in m for m in msgs)
+
+
+def test_importing_builtins_from_a_helper_is_allowed() -> None:
+    program = compile_source(
+        'import { getMutable, setMutable } from "./helpers.js"\nnode main() { return 1 }\n',
+        "prog.agency",
+    )
+    assert program.nodes() == ["main"]
+
+
+def test_break_outside_a_loop_is_reported_with_its_line() -> None:
+    with pytest.raises(AgencySyntaxError) as info:
+        compile_source("node main() {\n  break\n}\n", "prog.agency")
+    assert info.value.diagnostics[0].span.line == 2
