@@ -481,6 +481,12 @@ def _plain(v: Any) -> Any:
     return to_plain(v)
 
 
+def _process_meta() -> dict[str, Any]:
+    from runtime.lifecycle import process_meta
+
+    return process_meta()
+
+
 def start_run(
     program: CompiledProgram,
     machine: Machine,
@@ -497,7 +503,8 @@ def start_run(
             if args is not None
             else {"args": _plain(machine.entry_args), "named": _plain(machine.entry_named)},
             config=config or {},
-            meta={"locations": location_table(program)},
+            # The process, so a run whose process died shows as interrupted (lifecycle).
+            meta={"locations": location_table(program), "process": _process_meta()},
         )
     )
     recorder = Recorder(machine, store, run_id, 0)
