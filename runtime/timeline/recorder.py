@@ -207,6 +207,8 @@ class Recorder:
         m = self.m
         heap: dict[int, Any] = {}
 
+        pending: list[Any] = []  # containers met but not yet encoded: no recursion on depth
+
         def enc(v: Any) -> Any:
             t = type(v)
             if t in _PRIMITIVE:
@@ -215,9 +217,7 @@ class Recorder:
                 oid = self.oid_of(v)
                 if oid not in heap:
                     heap[oid] = None
-                    heap[oid] = (
-                        [enc(x) for x in v] if t is JSArray else {k: enc(x) for k, x in v.items()}
-                    )
+                    pending.append((oid, v))
                 return ("r", oid)
             if t is Result:
                 return ("R", v.ok, enc(v.value if v.ok else v.error))
@@ -230,6 +230,13 @@ class Recorder:
             if t is list or t is tuple:
                 return [enc(x) for x in v]
             return repr(v)
+
+        def drain() -> None:
+            while pending:
+                oid, c = pending.pop()
+                heap[oid] = (
+                    [enc(x) for x in c] if type(c) is JSArray else {k: enc(x) for k, x in c.items()}
+                )
 
         frames = []
         for f in m.frames:
@@ -258,6 +265,7 @@ class Recorder:
             "error": m.error.message if m.error else None,
             "heap": heap,
         }
+        drain()
         self.known = set(heap)
         return state
 
