@@ -142,6 +142,10 @@ def load_mocks(source: str | Path) -> list[Any]:
             raise LLMError(
                 f"cannot read the mock file {path}: {exc.strerror or exc}", provider="mock"
             ) from None
+        except UnicodeDecodeError:
+            raise LLMError(
+                f"the mock file {path} is not UTF-8 text (expected a JSON list)", provider="mock"
+            ) from None
         origin = f"the mock file {path}"
     else:
         text = source
