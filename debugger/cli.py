@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
+import tempfile
+import traceback
 from typing import Any
 
 import click
 
-from runtime.errors import AgencyError, AgencySyntaxError, CheckpointFormatError
+from runtime.errors import AgencyError, AgencySyntaxError, CheckpointFormatError, UsageError
 from runtime.machine.machine import FAILED, HALTED, INTERRUPTED, Machine
 from runtime.machine.values import stringify
 
@@ -17,6 +21,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 3
+EXIT_STOPPED = 130  # Ctrl-C, as shells report it
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in agency itself
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -35,14 +41,57 @@ def report(exc: AgencyError) -> None:
     sys.exit(getattr(exc, "exit_code", 1))
 
 
+def internal_error(exc: BaseException) -> None:
+    """A bug in agency: one line naming it and where the traceback went (AGENCY_DEBUG=1 prints
+    it), exit 70."""
+    text = "".join(traceback.format_exception(exc))
+    if os.environ.get("AGENCY_DEBUG"):
+        click.echo(text, err=True, nl=False)
+        sys.exit(EXIT_INTERNAL)
+    where = ""
+    try:
+        fd, path = tempfile.mkstemp(prefix="agency-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        where = f"; the traceback is in {path}"
+    except OSError:
+        where = "; rerun with AGENCY_DEBUG=1 for the traceback"
+    detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+    click.echo(
+        f"agency: internal error: {type(exc).__name__}{': ' + detail if detail else ''}"
+        f" (a bug in agency, please report it{where})",
+        err=True,
+    )
+    sys.exit(EXIT_INTERNAL)
+
+
 class AgencyGroup(click.Group):
-    """Turns every AgencyError escaping a command into a clear message, never a traceback."""
+    """Turns every error escaping a command into a clear message, never a traceback: an
+    AgencyError is printed as it is, Ctrl-C says so (exit 130), anything else is a bug
+    (`internal_error`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except AgencyError as exc:
             report(exc)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("\nagency: stopped (Ctrl-C)", err=True)
+            sys.exit(EXIT_STOPPED)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise  # stdout was closed (`| head`): click exits quietly
+            internal_error(exc)
+        except RecursionError:
+            fail(
+                "too deeply nested to handle (Python's recursion limit was reached); "
+                "split the nesting into smaller parts",
+                EXIT_RUNTIME,
+            )
+        except Exception as exc:
+            internal_error(exc)
 
 
 @click.group(cls=AgencyGroup, context_settings=CONTEXT)
@@ -110,12 +159,10 @@ def make_config(
     args, named = parse_args_json(args_json)
     mocks = None
     if mock:
-        from runtime.llm.mock import load_mocks
-
-        mocks = load_mocks(mock)
+        mocks = read_mocks(mock)
     elif model_spec is None:
         mocks = env_mocks()
-    return RunConfig(
+    config = RunConfig(
         node=node,
         args=args,
         named=named,
@@ -124,6 +171,20 @@ def make_config(
         seed=seed,
         base_url=base_url,
     )
+    config.make_model()  # an unknown provider or a missing API key is reported now
+    return config
+
+
+def read_mocks(mock: str) -> list[Any]:
+    """`--mock FILE` (or JSON text): its entries, or a UsageError that says what is wrong."""
+    from runtime.llm.mock import load_mocks
+
+    try:
+        return load_mocks(mock)
+    except UnicodeDecodeError:
+        raise UsageError(f"the mock file {mock} is not UTF-8 text (expected a JSON list)") from None
+    except RecursionError:
+        raise UsageError(f"the mock file {mock} is nested too deeply") from None
 
 
 def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
@@ -182,6 +243,17 @@ def finish(machine: Machine, as_json: bool) -> None:
         sys.exit(EXIT_INTERRUPTED)
 
 
+def stopped_because(exc: BaseException) -> str:
+    """Why a recorded run ended early, as `agency runs` shows it."""
+    if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+        return "its output was closed (the reader of a pipe exited)"
+    if isinstance(exc, AgencyError):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "a value was nested too deeply to record"
+    return f"agency stopped on an internal error ({type(exc).__name__}: {exc})"
+
+
 # -- commands -------------------------------------------------------------------------------------
 
 
@@ -210,7 +282,9 @@ def finish(machine: Machine, as_json: bool) -> None:
     type=click.Path(dir_okay=False),
     help="Run store to record into (default .agency/runs.db, or AGENCY_DB).",
 )
+@click.pass_context
 def run(
+    ctx: click.Context,
     file: str,
     node: str,
     args_json: str | None,
@@ -238,10 +312,22 @@ def run(
       agency run agent.agency --checkpoint cp.json
     """
     from runtime.program import load_program
-    from runtime.runner import drive, new_machine
+    from runtime.runner import check_entry, drive, new_machine
 
     if approve_all and reject_all:
         fail("choose one of --approve-all and --reject-all")
+    if checkpoint_file:
+        given = [
+            f"--{name}"
+            for name in ("node", "args")
+            if ctx.get_parameter_source("args_json" if name == "args" else name)
+            == click.core.ParameterSource.COMMANDLINE
+        ]
+        if given:
+            fail(
+                f"{' and '.join(given)} cannot go with --checkpoint: the run goes on from the "
+                "node and arguments the checkpoint was taken in"
+            )
     program = load_program(file)
     config = make_config(node, args_json, model_spec, base_url, mock, seed)
     model = config.make_model()
@@ -252,16 +338,24 @@ def run(
         data = load_file(checkpoint_file, program)
         machine = rebuild(program, data, model=model, world=World())
     else:
+        check_entry(program, node, config.args, config.named)
         machine = new_machine(program, config, model=model)
     answer = interactive_answer(approve_all, reject_all)
     if no_record:
-        drive(machine, answer)
+        try:
+            drive(machine, answer)
+        except KeyboardInterrupt:
+            click.echo(
+                f"\nagency: stopped at step {machine.step_index} (Ctrl-C); the run was not "
+                "recorded (--no-record), so it cannot be resumed",
+                err=True,
+            )
+            sys.exit(EXIT_STOPPED)
         finish(machine, as_json)
         return
     from pathlib import Path
 
     from runtime.lifecycle import (
-        EXIT_STOPPED,
         GracefulStop,
         StoreJournal,
         mark_running,
@@ -286,16 +380,27 @@ def run(
     machine.journal = StoreJournal(store, rec.run_id)
     click.echo(f"agency: recording run {rec.run_id} (agency show {rec.run_id})", err=True)
     stop = GracefulStop(machine)
+    crash: BaseException | None = None  # what ended the run early, besides Ctrl-C
     try:
         with stop:
             drive(machine, stop.answer(recording_answers(answer, store, rec.run_id, machine)))
     except KeyboardInterrupt:
         stop.requested = True  # the second Ctrl-C: stopped mid-step; resume redoes the step
-    finally:
+    except Exception as exc:  # `| head` closed stdout, or a bug: keep the record resumable
+        crash = exc
+    try:
         rec.recorder.finish()
+    except Exception as exc:
+        crash = crash or exc
+    try:
         if stop.stopped():
             mark_stopped(store, rec.run_id, "stopped by Ctrl-C")
+        elif crash is not None:
+            mark_stopped(store, rec.run_id, stopped_because(crash))
+    finally:
         store.close()
+    if crash is not None:
+        raise crash
     if stop.stopped():
         click.echo(
             f"agency: stopped at step {machine.step_index} (Ctrl-C); the run is saved as "
@@ -318,12 +423,19 @@ def check(files: tuple[str, ...]) -> None:
     from runtime.program import load_program
 
     failed = 0
+    code = 0
     for file in files:
         try:
             program = load_program(file)
         except AgencySyntaxError as exc:
             click.echo(exc.render(), err=True)
             failed += 1
+            code = code or exc.exit_code
+            continue
+        except AgencyError as exc:  # unreadable, not UTF-8, missing: the other files go on
+            click.echo(f"agency: {exc}", err=True)
+            failed += 1
+            code = code or exc.exit_code
             continue
         nodes = program.nodes()
         defs = [
@@ -333,7 +445,9 @@ def check(files: tuple[str, ...]) -> None:
             f"{file}: ok ({len(nodes)} node{'s' if len(nodes) != 1 else ''}, {len(defs)} def{'s' if len(defs) != 1 else ''})"
         )
     if failed:
-        sys.exit(AgencySyntaxError.exit_code)
+        if len(files) > 1:
+            click.echo(f"{failed} of {len(files)} files failed", err=True)
+        sys.exit(code)
 
 
 @cli.command("test", context_settings=CONTEXT)
@@ -350,22 +464,32 @@ def test_cmd(paths: tuple[str, ...], quiet: bool) -> None:
     """
     from runtime.testing import find_suites, run_suite
 
+    suites = find_suites(list(paths))
+    if not suites:
+        fail(f"no *.test.json suites in {', '.join(paths)}")
     passed = failed = skipped = 0
-    for suite in find_suites(list(paths)):
-        for outcome in run_suite(suite):
-            if outcome.skipped:
-                skipped += 1
-                if not quiet:
-                    click.echo(f"SKIP {outcome.suite} › {outcome.name}")
-            elif outcome.passed:
-                passed += 1
-                if not quiet:
-                    click.echo(f"PASS {outcome.suite} › {outcome.name}")
-            else:
-                failed += 1
-                click.echo(f"FAIL {outcome.suite} › {outcome.name}\n     {outcome.detail}")
+    stopped = False
+    try:
+        for suite in suites:
+            for outcome in run_suite(suite):
+                if outcome.skipped:
+                    skipped += 1
+                    if not quiet:
+                        click.echo(f"SKIP {outcome.suite} › {outcome.name}")
+                elif outcome.passed:
+                    passed += 1
+                    if not quiet:
+                        click.echo(f"PASS {outcome.suite} › {outcome.name}")
+                else:
+                    failed += 1
+                    click.echo(f"FAIL {outcome.suite} › {outcome.name}\n     {outcome.detail}")
+    except KeyboardInterrupt:
+        stopped = True
     tail = f", {skipped} skipped" if skipped else ""
     click.echo(f"{passed} passed, {failed} failed{tail}")
+    if stopped:
+        click.echo("agency: stopped (Ctrl-C); the other tests did not run", err=True)
+        sys.exit(EXIT_STOPPED)
     if failed:
         sys.exit(EXIT_RUNTIME)
 

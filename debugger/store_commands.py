@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from runtime.errors import AgencyError
+from runtime.errors import AgencyError, UsageError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -29,7 +29,7 @@ def open_store(db: str | None, must_exist: bool = True) -> Any:
 
     path = Path(db) if db else default_db_path()
     if must_exist and not path.exists():
-        raise AgencyError(
+        raise UsageError(
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
         )
     store = SQLiteStore(path)
@@ -43,10 +43,25 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
     """`RUN` or `RUN:STEP`."""
     if ":" in ref:
         run, step = ref.rsplit(":", 1)
-        if not step.lstrip("-").isdigit():
-            raise AgencyError(f"{ref!r}: expected RUN or RUN:STEP (STEP a number)")
+        if not step.lstrip("-").isdigit() or len(step) > 18:
+            raise UsageError(f"{ref!r}: expected RUN or RUN:STEP (STEP a number), e.g. last:5")
+        if not run:
+            raise UsageError(f"{ref!r}: give the run before the step, e.g. last{ref}")
         return run, int(step)
+    if not ref.strip():
+        raise UsageError("give a run id (see `agency runs`) or `last`")
     return ref, None
+
+
+def check_step(run: Any, step: int | None, n: int) -> int:
+    """The step to show or export (default: the last), or a UsageError naming the range."""
+    if n == 0:
+        raise AgencyError(f"run {run.id} recorded no steps")
+    if step is None:
+        return n - 1
+    if not 0 <= step < n:
+        raise UsageError(f"step {step} is outside run {run.id} (steps 0..{n - 1})")
+    return step
 
 
 def find_run(store: Any, run_ref: str) -> Any:
@@ -55,7 +70,9 @@ def find_run(store: Any, run_ref: str) -> Any:
     else:
         run = store.get_run(run_ref)
     if run is None:
-        raise AgencyError(f"no run {run_ref!r} in this store (see `agency runs`)")
+        if run_ref in ("last", "latest"):
+            raise UsageError("no runs in this store yet (run a program with `agency run`)")
+        raise UsageError(f"no run {run_ref!r} in this store (see `agency runs`)")
     return run
 
 
@@ -71,7 +88,13 @@ def register(cli: click.Group) -> None:
 @click.command(context_settings=CONTEXT)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--limit", default=50, show_default=True, help="How many runs, newest first.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="How many runs, newest first.",
+)
 def runs(db: str | None, as_json: bool, limit: int) -> None:
     """List recorded runs.
 
@@ -126,10 +149,14 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
 def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     """Print the state of a run at a step (default: its last step).
 
+    REF is RUN or RUN:STEP; RUN is a run id from `agency runs`, a unique prefix of one, or
+    `last` for the most recent run.
+
     \b
     Examples:
-      agency show r01HX…        # the last step
-      agency show r01HX…:42     # step 42
+      agency show r1m8kgn1vfj1a        # the last step
+      agency show r1m8kgn1vfj1a:42     # step 42
+      agency show last:0 --json        # the first step of the latest run, as JSON
     """
     from dataclasses import asdict
 
@@ -139,13 +166,8 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     store = open_store(db)
     run = find_run(store, run_ref)
     tl = Timeline.open(store, run.id, branch)
+    step = check_step(run, step, len(tl))
     n = len(tl)
-    if n == 0:
-        raise AgencyError(f"run {run.id} recorded no steps")
-    if step is None:
-        step = n - 1
-    if not 0 <= step < n:
-        raise AgencyError(f"step {step} is outside run {run.id} (steps 0..{n - 1})")
     state = tl.state_at(step)
     if as_json:
         click.echo(json.dumps(asdict(state), default=str))
@@ -181,15 +203,17 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     help="Checkpoint file to write.",
 )
 @db_option
-@click.option("--branch", default=0, show_default=True)
+@click.option("--branch", default=0, show_default=True, help="Branch of the run.")
 def export(ref: str, output: str, db: str | None, branch: int) -> None:
     """Write a step of a recorded run as a checkpoint file.
 
+    REF is RUN or RUN:STEP as for `agency show` (default: the last step).
     `agency run FILE --checkpoint cp.json` continues from it.
 
     \b
-    Example:
-      agency export r01HX…:42 -o cp.json
+    Examples:
+      agency export r1m8kgn1vfj1a:42 -o cp.json
+      agency export last -o cp.json
     """
     from runtime.timeline.timeline import Timeline
 
@@ -197,21 +221,38 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
     store = open_store(db)
     run = find_run(store, run_ref)
     tl = Timeline.open(store, run.id, branch)
-    if step is None:
-        step = len(tl) - 1
+    step = check_step(run, step, len(tl))
     data = tl.export_checkpoint(step)
-    Path(output).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_atomically(Path(output), json.dumps(data, indent=1) + "\n")
     click.echo(f"wrote step {step} of run {run.id} to {output}")
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write beside `path` and rename over it: a crash leaves the old file or the new one, never
+    half of one. An unwritable place is an AgencyError naming it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise AgencyError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def parse_age(text: str) -> timedelta:
-    m = re.fullmatch(r"(\d+)\s*([smhdw])", text.strip())
+    m = re.fullmatch(r"(\d{1,12})\s*([smhdw])", text.strip().lower())
     if not m:
-        raise AgencyError(f"{text!r}: expected an age like 30m, 12h, 7d or 2w")
+        raise UsageError(f"--older-than {text!r}: expected an age like 30m, 12h, 7d or 2w")
     n, unit = int(m.group(1)), m.group(2)
-    return timedelta(
-        **{{"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]: n}
-    )
+    try:
+        return timedelta(
+            **{{"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]: n}
+        )
+    except OverflowError:
+        raise UsageError(f"--older-than {text!r}: too long ago") from None
 
 
 @click.command(context_settings=CONTEXT)
@@ -283,24 +324,24 @@ def resume(
     \b
     Examples:
       agency resume --last
-      agency resume r01HX… --approve
-      agency resume r01HX… --resolve '{"city": "Paris"}'
+      agency resume r1m8kgn1vfj1a --approve
+      agency resume r1m8kgn1vfj1a --resolve '{"city": "Paris"}'
     """
     from debugger.cli import finish, interactive_answer
     from runtime.lifecycle import EXIT_STOPPED, GracefulStop, resume_run
     from runtime.runner import decision_from
 
     if sum(bool(x) for x in (approve, reject, resolve_json is not None)) > 1:
-        raise AgencyError("choose one of --approve, --reject and --resolve")
+        raise UsageError("choose one of --approve, --reject and --resolve")
     if run_ref and last:
-        raise AgencyError("give a run or --last, not both")
+        raise UsageError("give a run or --last, not both")
     store = open_store(db)
     if run_ref and run_ref not in ("last", "latest"):
         run = find_run(store, run_ref)
     else:
         run = store.latest_run()
         if run is None:
-            raise AgencyError("no runs in this store")
+            raise UsageError("no runs in this store yet (run a program with `agency run`)")
     decision = None
     if approve:
         decision = decision_from("approve")
@@ -310,12 +351,12 @@ def resume(
         try:
             decision = decision_from("resolve", json.loads(resolve_json))
         except json.JSONDecodeError as exc:
-            raise AgencyError(f"--resolve is not valid JSON: {exc.msg}") from None
+            raise UsageError(f"--resolve is not valid JSON: {exc.msg}") from None
     mocks = None
     if mock:
-        from runtime.llm.mock import load_mocks
+        from debugger.cli import read_mocks
 
-        mocks = load_mocks(mock)
+        mocks = read_mocks(mock)
     stop = GracefulStop(None)  # type: ignore[arg-type]
     try:
         machine = resume_run(
@@ -373,22 +414,22 @@ def replay(
 
     \b
     Examples:
-      agency replay r01HX…
+      agency replay r1m8kgn1vfj1a
       agency replay --last --from 500
-      agency replay r01HX… --then-live
+      agency replay r1m8kgn1vfj1a --then-live
     """
-    from debugger.cli import finish, interactive_answer
+    from debugger.cli import EXIT_STOPPED, finish, interactive_answer
     from runtime.lifecycle import EXIT_DIVERGED, replay_run
 
     if run_ref and last:
-        raise AgencyError("give a run or --last, not both")
+        raise UsageError("give a run or --last, not both")
     if not run_ref and not last:
-        raise AgencyError("which run? give its id (see `agency runs`) or --last")
+        raise UsageError("which run? give its id (see `agency runs`) or --last")
     store = open_store(db)
     run = find_run(store, run_ref or "last")
     if from_step < 0 or (run.step_count and from_step >= run.step_count):
         store.close()
-        raise AgencyError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")
+        raise UsageError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")
     bar = _progress_bar(from_step)
     try:
         machine, divergence = replay_run(
@@ -399,6 +440,15 @@ def replay(
             progress=bar,
             answer=interactive_answer(False, False),
         )
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar(-1, -1)
+        click.echo(
+            f"\nagency: replay of run {run.id} stopped (Ctrl-C); a replay changes nothing, "
+            "so there is nothing to clean up",
+            err=True,
+        )
+        sys.exit(EXIT_STOPPED)
     finally:
         if bar is not None:
             bar(-1, -1)

@@ -34,8 +34,29 @@ class Diagnostic:
         else:
             width = 1
         width = max(1, min(width, max(1, len(text) - start)))
+        text, start, width = _window(text, start, width)
         gutter = f"{self.span.line:>4} | "
         return f"{head}\n{gutter}{text}\n{' ' * len(gutter)}{' ' * start}{'^' * width}"
+
+
+SHOWN_WIDTH = 100  # at most this much of a long source line is shown under an error
+
+
+def _window(text: str, start: int, width: int) -> tuple[str, int, int]:
+    """A long line cut to about SHOWN_WIDTH characters around the caret, `…` marking the cuts,
+    with the caret's new start and width."""
+    if len(text) <= SHOWN_WIDTH:
+        return text, start, width
+    width = min(width, SHOWN_WIDTH // 2)
+    left = max(0, min(start - SHOWN_WIDTH // 3, len(text) - SHOWN_WIDTH))
+    right = left + SHOWN_WIDTH
+    shown = text[left:right]
+    if left > 0:
+        shown = "…" + shown
+        start = start - left + 1
+    if right < len(text):
+        shown += "…"
+    return shown, start, width
 
 
 class AgencyError(Exception):
@@ -79,6 +100,12 @@ class AgencyRuntimeError(AgencyError):
         return Diagnostic(f"error: {self.message}", self.span, self.path or "<input>").render(
             source
         )
+
+
+class UsageError(AgencyError):
+    """A bad argument or option on the command line (a run that does not exist, bad JSON)."""
+
+    exit_code = 2  # as click's own usage errors
 
 
 class CheckpointFormatError(AgencyError):

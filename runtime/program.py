@@ -103,7 +103,41 @@ def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     for sub, text in imported:
         check_imports(sub, text)
     digest = source_hash(source + "".join(text for _, text in imported))
-    return ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(prelude())
+    try:
+        return ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(
+            prelude()
+        )
+    except RecursionError:
+        depth, span = deepest(tree)
+        what = (
+            f"an expression nested {depth} levels deep is too deep to compile; "
+            "split it with intermediate variables"
+        )
+        raise AgencySyntaxError([Diagnostic(what, span, path)], source) from None
+
+
+def deepest(tree: A.Program) -> tuple[int, A.Span]:
+    """How deep the syntax tree goes, and the span of its deepest node (walked without
+    recursion: this is for trees too deep to recurse over)."""
+    best = (0, A.NO_SPAN)
+    stack: list[tuple[object, int, A.Span]] = [(tree, 0, A.NO_SPAN)]
+    while stack:
+        node, depth, where = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend((child, depth, where) for child in node)
+            continue
+        fields = getattr(node, "__dataclass_fields__", None)
+        if fields is None:
+            continue
+        span = getattr(node, "span", None)
+        if isinstance(span, A.Span) and span != A.NO_SPAN:
+            where = span
+        if depth > best[0]:
+            best = (depth, where)
+        for name in fields:
+            if name != "span":
+                stack.append((getattr(node, name), depth + 1, where))
+    return best
 
 
 def load_program(path: str | Path) -> CompiledProgram:

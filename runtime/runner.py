@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.compile import CompiledProgram
-from runtime.errors import AgencyError, AgencyRuntimeError
+from runtime.errors import AgencyError, AgencyRuntimeError, UsageError
 from runtime.machine.builtins import World
 from runtime.machine.frames import Decision
 from runtime.machine.machine import FAILED, HALTED, INTERRUPTED, Machine
@@ -48,7 +48,12 @@ def parse_args_json(text: str | None) -> tuple[list[Any], dict[str, Any]]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise AgencyError(f"--args is not valid JSON: {exc.msg} (column {exc.colno})") from None
+        raise UsageError(
+            f"--args is not valid JSON: {exc.msg} (column {exc.colno}); "
+            """e.g. --args '["Ada", 3]' or --args '{"name": "Ada"}'"""
+        ) from None
+    except RecursionError:
+        raise UsageError("--args is nested too deeply") from None
     v = from_plain(value)
     if type(v) is JSArray:
         return list(v), {}
@@ -83,6 +88,37 @@ def evaluate_input(text: str) -> tuple[list[Any], dict[str, Any]]:
             f"cannot evaluate input {text!r}: {m.error.message if m.error else m.status}"
         )
     return captured["args"], captured["named"]
+
+
+def check_entry(
+    program: CompiledProgram, node: str, args: list[Any], named: dict[str, Any]
+) -> None:
+    """Refuse, before anything runs or is recorded, an entry node the program does not have
+    or named arguments it does not take (UsageError, naming what there is)."""
+    nodes = program.nodes()
+    code = program.functions.get(node)
+    if code is None or code.kind != "node":
+        if not nodes:
+            raise UsageError(
+                f"{program.path}: no node to run; a program starts at a `node`, "
+                'e.g. node main() { print("hi") }'
+            )
+        raise UsageError(f"{program.path}: no node named `{node}` (--node {' | '.join(nodes)})")
+    params = [p.name for p in code.params]
+    if "__named" in params:
+        return
+    unknown = [key for key in named if key not in params]
+    if unknown:
+        takes = ", ".join(p for p in params if not p.startswith("__")) or "no parameters"
+        raise UsageError(
+            f"--args: node `{node}` has no parameter named `{unknown[0]}` (it takes {takes})"
+        )
+    rest = any(p.rest for p in code.params)
+    if not rest and len(args) > len(params):
+        n = len(params)
+        raise UsageError(
+            f"--args: node `{node}` takes {n} argument{'s' if n != 1 else ''}, got {len(args)}"
+        )
 
 
 def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) -> Machine:
@@ -139,6 +175,7 @@ def env_mocks() -> list[Any] | None:
 __all__ = [
     "AgencyRuntimeError",
     "RunConfig",
+    "check_entry",
     "decision_from",
     "drive",
     "env_mocks",

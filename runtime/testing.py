@@ -11,7 +11,7 @@ from typing import Any
 
 from runtime.errors import AgencyError, AgencySyntaxError
 from runtime.machine.machine import HALTED, INTERRUPTED
-from runtime.machine.values import stringify
+from runtime.machine.values import from_plain, stringify
 from runtime.program import load_program
 from runtime.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
 
@@ -45,23 +45,33 @@ def find_suites(paths: list[str]) -> list[Path]:
 
 
 def _canonical(expected: Any) -> str:
+    """`expectedOutput` written the way `JSON.stringify` writes the result (`1e-7`, `85`)."""
     if isinstance(expected, str):
         try:
-            return json.dumps(json.loads(expected), separators=(",", ":"), ensure_ascii=False)
+            return stringify(from_plain(json.loads(expected)))
         except json.JSONDecodeError:
-            return json.dumps(expected, ensure_ascii=False)
-    return json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
+            return stringify(expected)
+    return stringify(from_plain(expected))
 
 
 def run_suite(path: Path) -> Iterator[TestOutcome]:
     label = str(path)
     try:
         suite = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        yield TestOutcome(label, "<suite>", False, detail=f"cannot read test file: {exc}")
+    except json.JSONDecodeError as exc:
+        detail = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        yield TestOutcome(label, "<suite>", False, detail=detail)
         return
-    if not isinstance(suite, dict) or not isinstance(suite.get("tests"), list):
-        yield TestOutcome(label, "<suite>", False, detail='expected {"tests": [...]}')
+    except UnicodeDecodeError:
+        yield TestOutcome(label, "<suite>", False, detail="not UTF-8 text (expected JSON)")
+        return
+    except OSError as exc:
+        detail = f"cannot read test file: {exc.strerror or exc}"
+        yield TestOutcome(label, "<suite>", False, detail=detail)
+        return
+    problem = suite_problem(suite)
+    if problem:
+        yield TestOutcome(label, "<suite>", False, detail=problem)
         return
     name = path.name[: -len(".test.json")] if path.name.endswith(".test.json") else path.stem
     source = path.parent / (suite.get("sourceFile") or f"{name}.agency")
@@ -71,10 +81,52 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
         yield TestOutcome(label, "<suite>", False, detail=exc.render())
         return
     except AgencyError as exc:
-        yield TestOutcome(label, "<suite>", False, detail=str(exc))
+        hint = "" if suite.get("sourceFile") else ' (name another one with "sourceFile")'
+        yield TestOutcome(label, "<suite>", False, detail=f"{exc}{hint}")
         return
     for i, test in enumerate(suite["tests"]):
         yield run_test(label, program, test, i)
+
+
+_SUITE_SHAPE = (
+    'a suite is {"sourceFile"?: "x.agency", "tests": [{"nodeName": "main", "input": "",'
+    ' "expectedOutput": "…", "llmMocks"?: [...], "interruptHandlers"?: [...], "skip"?: true}]}'
+)
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "nodeName": (str,),
+    "input": (str,),
+    "description": (str,),
+    "llmMocks": (list,),
+    "interruptHandlers": (list,),
+}
+
+
+def suite_problem(suite: Any) -> str:
+    """What is wrong with the shape of a parsed suite ("" if nothing), naming the test."""
+    if not isinstance(suite, dict) or not isinstance(suite.get("tests"), list):
+        return f'expected {{"tests": [...]}}; {_SUITE_SHAPE}'
+    source = suite.get("sourceFile")
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        return f'"sourceFile" must be a file name, got {json.dumps(source)}'
+    for i, test in enumerate(suite["tests"]):
+        where = f"tests[{i}]"
+        if not isinstance(test, dict):
+            return f"{where} is {json.dumps(test)[:40]}, not an object; {_SUITE_SHAPE}"
+        for key, types in _FIELD_TYPES.items():
+            value = test.get(key)
+            if value is not None and not isinstance(value, types):
+                want = "a string" if types == (str,) else "a list"
+                return f'{where}: "{key}" must be {want}, got {json.dumps(value)[:40]}'
+        for j, handler in enumerate(test.get("interruptHandlers") or []):
+            action = handler.get("action", "approve") if isinstance(handler, dict) else None
+            if action not in ("approve", "reject", "resolve"):
+                return (
+                    f"{where}.interruptHandlers[{j}] must be "
+                    '{"action": "approve" | "reject" | "resolve", "resolvedValue"?: …}, '
+                    f"got {json.dumps(handler)[:40]}"
+                )
+    return ""
 
 
 def run_test(label: str, program: Any, test: dict[str, Any], index: int) -> TestOutcome:

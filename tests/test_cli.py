@@ -1,0 +1,277 @@
+"""The `agency` command with bad input: every failure is one clear message (located when it is
+about a program), a non-zero exit code and never a Python traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from debugger.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+AGENCY = [sys.executable, "-c", "from debugger.cli import main; main()"]
+OK = 'node main() {\n  print("hi")\n}\n'
+GREET = 'node greet(name: string) {\n  return "hi ${name}"\n}\n'
+LOOP = "node main() {\n  let i = 0\n  while (true) {\n    i++\n  }\n}\n"
+
+
+def agency(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+def clean(result: Result, code: int, *needles: str) -> None:
+    """Exit `code`, no traceback, each needle in the output."""
+    out = result.output
+    assert result.exit_code == code, out
+    assert "Traceback" not in out
+    for n in needles:
+        assert n in out, out
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENCY_DB", raising=False)
+    monkeypatch.delenv("AGENCY_LLM_MOCKS", raising=False)
+    monkeypatch.delenv("AGENCY_MODEL", raising=False)
+    (tmp_path / "ok.agency").write_text(OK)
+    (tmp_path / "greet.agency").write_text(GREET)
+    (tmp_path / "bin.agency").write_bytes(bytes(range(128, 256)))
+    return tmp_path
+
+
+def recorded(db: Path) -> str:
+    result = agency("runs", "--db", str(db), "--json")
+    return str(json.loads(result.output)[0]["id"])
+
+
+# -- run ------------------------------------------------------------------------------------------
+
+
+def test_unknown_node_is_refused_before_recording(work: Path) -> None:
+    clean(agency("run", "ok.agency", "--node", "nope"), 2, "no node named `nope`", "main")
+    assert not (work / ".agency").exists()  # nothing was recorded
+
+
+def test_program_without_nodes_says_so(work: Path) -> None:
+    (work / "empty.agency").write_text("")
+    clean(agency("run", "empty.agency"), 2, "no node to run")
+
+
+def test_bad_named_and_extra_arguments(work: Path) -> None:
+    clean(agency("run", "greet.agency", "--node", "greet", "--args", '{"x": 1}'), 2, "`x`")
+    clean(agency("run", "ok.agency", "--args", "[1, 2]"), 2, "takes 0 arguments, got 2")
+    clean(agency("run", "ok.agency", "--args", "[1,"), 2, "--args is not valid JSON")
+    ok = agency("run", "greet.agency", "--node", "greet", "--args", '["Ada"]', "--json")
+    clean(ok, 0, '"hi Ada"')
+
+
+def test_mock_file_that_is_binary(work: Path) -> None:
+    clean(agency("run", "ok.agency", "--mock", "bin.agency"), 2, "not UTF-8")
+
+
+def test_unknown_model_is_reported_before_anything_runs(work: Path) -> None:
+    clean(agency("run", "ok.agency", "--model", "foo/bar"), 1, "unknown model provider")
+    assert not (work / ".agency").exists()
+
+
+def test_checkpoint_refuses_node_and_args(work: Path) -> None:
+    (work / "cp.json").write_text("{}")
+    clean(agency("run", "ok.agency", "--checkpoint", "cp.json", "--node", "x"), 2, "--node")
+
+
+def test_long_source_lines_are_cut_around_the_caret(work: Path) -> None:
+    deep = "node main() {\n  const x = " + "(" * 3000 + "1" + ")" * 3000 + "\n}\n"
+    (work / "deep.agency").write_text(deep)
+    result = agency("check", "deep.agency")
+    clean(result, 65, "deep.agency:2:", "too deeply nested", "…")
+    assert max(len(line) for line in result.output.splitlines()) < 200
+
+
+def test_expression_too_deep_to_compile_is_located(work: Path) -> None:
+    src = "node main() {\n  const x = " + "1 + " * 20000 + "1\n  print(x)\n}\n"
+    (work / "long.agency").write_text(src)
+    clean(agency("run", "long.agency", "--no-record"), 65, "long.agency:2:", "too deep")
+
+
+def test_value_too_deep_to_record_leaves_the_run_resumable(work: Path) -> None:
+    src = "node main() {\n  let a = []\n  let i = 0\n  while (i < 5000) {\n    a = [a]\n    i++\n  }\n}\n"
+    (work / "nest.agency").write_text(src)
+    clean(agency("run", "nest.agency", "--db", "r.db"), 1, "too deeply nested")
+    runs = json.loads(agency("runs", "--db", "r.db", "--json").output)
+    assert runs[0]["status"] == "interrupted"
+
+
+def test_unexpected_errors_are_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runtime.program
+
+    def broken(path: str) -> None:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(runtime.program, "load_program", broken)
+    result = agency("run", "ok.agency")
+    clean(result, 70, "internal error: ValueError: boom", "agency-crash-")
+
+
+# -- check ----------------------------------------------------------------------------------------
+
+
+def test_check_reports_every_file(work: Path) -> None:
+    (work / "syn.agency").write_text("node main() {\n  let x = \n}\n")
+    result = agency("check", "bin.agency", "syn.agency", "missing.agency", "ok.agency")
+    clean(result, 66, "bin.agency: not UTF-8", "syn.agency:3:1", "missing.agency: no such")
+    clean(result, 66, "ok.agency: ok", "3 of 4 files failed")
+
+
+# -- test -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("suite", "needle"),
+    [
+        (b"\x91\x92 not text", "not UTF-8"),
+        (b"not json", "not valid JSON"),
+        (b'{"tests": [1]}', "tests[0] is 1, not an object"),
+        (b'{"sourceFile": "greet.agency", "tests": [{"nodeName": ["x"]}]}', '"nodeName" must'),
+        (
+            b'{"sourceFile": "greet.agency", "tests": [{"interruptHandlers": [1]}]}',
+            "interruptHandlers[0] must be",
+        ),
+        (b'{"tests": []}', 'name another one with "sourceFile"'),
+    ],
+)
+def test_bad_suites(work: Path, suite: bytes, needle: str) -> None:
+    (work / "s.test.json").write_bytes(suite)
+    clean(agency("test", "s.test.json"), 1, "FAIL", needle)
+
+
+def test_suite_whose_program_has_a_syntax_error(work: Path) -> None:
+    (work / "syn.agency").write_text("node main() {\n  let x = \n}\n")
+    (work / "syn.test.json").write_text('{"tests": [{"nodeName": "main"}]}')
+    clean(agency("test", "syn.agency"), 1, "syn.agency:3:1", "^")
+
+
+def test_no_suites_found(work: Path) -> None:
+    (work / "empty").mkdir()
+    clean(agency("test", "empty"), 2, "no *.test.json suites")
+
+
+# -- the run store --------------------------------------------------------------------------------
+
+
+def test_refs_and_steps(work: Path) -> None:
+    assert agency("run", "ok.agency", "--db", "r.db").exit_code == 0
+    run = recorded(work / "r.db")
+    clean(agency("show", f"{run}:1", "--db", "r.db"), 0, f"run {run}")
+    for ref in (f"{run}:999", f"{run}:-1"):
+        clean(agency("show", ref, "--db", "r.db"), 2, "is outside run")
+        clean(agency("export", ref, "-o", "cp.json", "--db", "r.db"), 2, "is outside run")
+    clean(agency("show", f"{run}:abc", "--db", "r.db"), 2, "expected RUN or RUN:STEP")
+    clean(agency("show", ":3", "--db", "r.db"), 2, "give the run before the step")
+    clean(agency("show", "nope", "--db", "r.db"), 2, "no run 'nope'")
+    clean(agency("runs", "--limit", "-1", "--db", "r.db"), 2, "--limit")
+
+
+def test_export_to_an_unwritable_place(work: Path) -> None:
+    assert agency("run", "ok.agency", "--db", "r.db").exit_code == 0
+    clean(agency("export", "last", "-o", "nodir/cp.json", "--db", "r.db"), 1, "cannot write")
+    clean(agency("export", "last", "-o", "cp.json", "--db", "r.db"), 0, "wrote step")
+    assert json.loads((work / "cp.json").read_text())["format"] == "agency-checkpoint"
+
+
+@pytest.mark.parametrize("age", ["garbage", "7", "-1d", "1.5h", "", "99999999999w"])
+def test_prune_bad_ages(work: Path, age: str) -> None:
+    assert agency("run", "ok.agency", "--db", "r.db").exit_code == 0
+    clean(agency("prune", "--older-than", age, "--db", "r.db"), 2, "--older-than")
+
+
+def test_stores_that_are_not_stores(work: Path) -> None:
+    (work / "junk.db").write_bytes(b"junk" * 100)
+    (work / "dir.db").mkdir()
+    clean(agency("runs", "--db", "junk.db"), 2, "not a SQLite database")
+    clean(agency("runs", "--db", "missing.db"), 2, "no run store here yet")
+    clean(agency("run", "ok.agency", "--db", "junk.db"), 2, "not a SQLite database")
+    assert agency("runs", "--db", "dir.db").exit_code == 2
+
+
+def test_resume_and_replay_arguments(work: Path) -> None:
+    assert agency("run", "ok.agency", "--db", "r.db").exit_code == 0
+    clean(agency("resume", "--last", "--approve", "--reject", "--db", "r.db"), 2, "choose one")
+    clean(agency("resume", "--last", "--resolve", "{bad", "--db", "r.db"), 2, "--resolve")
+    clean(agency("resume", "--last", "--mock", "bin.agency", "--db", "r.db"), 2, "not UTF-8")
+    clean(agency("replay", "--db", "r.db"), 2, "which run?")
+    clean(agency("replay", "--last", "--from", "999", "--db", "r.db"), 2, "--from 999")
+
+
+# -- help -----------------------------------------------------------------------------------------
+
+
+def test_every_command_has_an_example() -> None:
+    for name in cli.commands:
+        text = agency(name, "--help").output
+        assert "Example" in text, name
+        assert f"agency {name}" in text, name
+        assert "r01HX" not in text, name  # examples show run ids as they look
+
+
+# -- processes: signals and pipes ------------------------------------------------------------------
+
+
+def spawn(tmp: Path, *args: str) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENCY_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.Popen(
+        [*AGENCY, *args],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_ctrl_c_without_recording(tmp_path: Path) -> None:
+    (tmp_path / "loop.agency").write_text(LOOP)
+    p = spawn(tmp_path, "run", "loop.agency", "--no-record")
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    text = err.decode()
+    assert p.returncode == 130, text
+    assert "Traceback" not in text and "Aborted!" not in text
+    assert "stopped at step" in text
+
+
+def test_closed_stdout_keeps_the_run_resumable(tmp_path: Path) -> None:
+    (tmp_path / "many.agency").write_text(
+        'node main() {\n  let i = 0\n  while (i < 100000) {\n    print("line ${i}")\n'
+        "    i++\n  }\n}\n"
+    )
+    p = spawn(tmp_path, "run", "many.agency", "--db", "r.db")
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=30) != 0
+    assert "Traceback" not in err
+    runs = json.loads(
+        subprocess.run(
+            [*AGENCY, "runs", "--db", "r.db", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        ).stdout
+    )
+    assert runs[0]["status"] == "interrupted"
+    assert "output was closed" in runs[0]["error"]
