@@ -177,12 +177,13 @@ def make_config(
 
 def read_mocks(mock: str) -> list[Any]:
     """`--mock FILE` (or JSON text): its entries, or a UsageError that says what is wrong."""
+    from runtime.llm.base import LLMError
     from runtime.llm.mock import load_mocks
 
     try:
         return load_mocks(mock)
-    except UnicodeDecodeError:
-        raise UsageError(f"the mock file {mock} is not UTF-8 text (expected a JSON list)") from None
+    except LLMError as exc:  # unreadable, not JSON, wrong shape: the flag's value is wrong
+        raise UsageError(str(exc)) from None
     except RecursionError:
         raise UsageError(f"the mock file {mock} is nested too deeply") from None
 

@@ -105,12 +105,14 @@ def test_expression_too_deep_to_compile_is_located(work: Path) -> None:
     clean(agency("run", "long.agency", "--no-record"), 65, "long.agency:2:", "too deep")
 
 
-def test_value_too_deep_to_record_leaves_the_run_resumable(work: Path) -> None:
+def test_a_deeply_nested_value_is_recorded(work: Path) -> None:
     src = "node main() {\n  let a = []\n  let i = 0\n  while (i < 5000) {\n    a = [a]\n    i++\n  }\n}\n"
     (work / "nest.agency").write_text(src)
-    clean(agency("run", "nest.agency", "--db", "r.db"), 1, "too deeply nested")
+    assert agency("run", "nest.agency", "--db", "r.db").exit_code == 0
     runs = json.loads(agency("runs", "--db", "r.db", "--json").output)
-    assert runs[0]["status"] == "interrupted"
+    assert runs[0]["status"] == "finished"
+    shown = agency("show", runs[0]["id"], "--db", "r.db")
+    assert shown.exit_code == 0 and "Traceback" not in shown.output
 
 
 def test_unexpected_errors_are_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
