@@ -94,8 +94,10 @@ class Encoder:
             return {"$function": v.name}
         if t is Decision:
             return {"$decision": v.action, "value": self.enc(v.value)}
-        if t is dict:  # internal plain data (messages)
-            return {"$object": [[str(k), self.enc(x)] for k, x in v.items()]}
+        if t is dict:  # internal plain data (messages): readable, `{role, content}`
+            if any(str(k).startswith("$") for k in v):
+                return {"$object": [[str(k), self.enc(x)] for k, x in v.items()]}
+            return {str(k): self.enc(x) for k, x in v.items()}
         if t is list or t is tuple:
             return [self.enc(x) for x in v]
         raise AgencyRuntimeError(f"cannot save a value of type {t.__name__} in a checkpoint")

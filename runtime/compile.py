@@ -202,8 +202,7 @@ def _declared_names(
             for arm in n.arms:
                 _pattern_names(arm.pattern, out)
                 stack.append(arm.body)
-        elif t is A.ListComp:
-            out.add(n.var)
+        elif t is A.ListComp:  # its variable is its own (see `list_comp`)
             stack.extend([n.element, n.iterable, n.cond])
         elif t in (A.Binary, A.Logical):
             stack.extend([n.left, n.right])
@@ -230,6 +229,8 @@ def _pattern_names(p: A.Pattern, out: set[str]) -> None:
     elif t is A.PObject:
         for f in p.fields:  # type: ignore[union-attr]
             _pattern_names(f.pattern, out)
+        if p.rest:  # type: ignore[union-attr]
+            out.add(p.rest)  # type: ignore[union-attr]
     elif t is A.PArray:
         for item in p.items:  # type: ignore[union-attr]
             _pattern_names(item, out)
@@ -264,6 +265,7 @@ class FunctionCompiler:
         self.blocks: list[str] = []  # "thread" | "handler" | "trap" currently open
         self.hidden = 0
         self.is_module = code.kind == "module"
+        self.renames: dict[str, str] = {}  # a comprehension's variable -> its hidden local
 
     # -- emission -------------------------------------------------------------------------
 
@@ -309,6 +311,7 @@ class FunctionCompiler:
     # -- names ----------------------------------------------------------------------------
 
     def load_name(self, name: str, span: A.Span) -> None:
+        name = self.renames.get(name, name)
         if name in self.locals and not self.is_module:
             self.emit(LOAD_LOCAL, name)
         elif name in self.unit.shared_names:
@@ -326,6 +329,7 @@ class FunctionCompiler:
             self.emit(LOAD_NAME, name)
 
     def store_name(self, name: str, span: A.Span, declaring: bool = False) -> None:
+        name = self.renames.get(name, name)
         if name in self.locals and not self.is_module:
             self.emit(STORE_LOCAL, name)
         elif name in self.unit.shared_names:
@@ -597,16 +601,11 @@ class FunctionCompiler:
             self.emit(BINARY, BINARY_OPS[e.op])  # type: ignore[union-attr]
         elif t is A.Call:
             self.call(e, type_hint)  # type: ignore[arg-type]
-        elif t is A.Member:
-            self.expr(e.obj)  # type: ignore[union-attr]
-            if e.optional:  # type: ignore[union-attr]
-                self.emit(GET_MEMBER_OPT, e.name)  # type: ignore[union-attr]
-            else:
-                self.emit(GET_MEMBER, e.name)  # type: ignore[union-attr]
-        elif t is A.Index:
-            self.expr(e.obj)  # type: ignore[union-attr]
-            self.expr(e.index)  # type: ignore[union-attr]
-            self.emit(GET_INDEX_OPT if e.optional else GET_INDEX)  # type: ignore[union-attr]
+        elif t is A.Member or t is A.Index:
+            exits: list[int] = []
+            self.chain_link(e, exits)
+            for j in exits:
+                self.patch(j)
         elif t is A.Template:
             n = 0
             for part in e.parts:  # type: ignore[union-attr]
@@ -730,7 +729,7 @@ class FunctionCompiler:
         delta = 1 if e.op == "++" else -1
         target = e.target
         if type(target) is A.Name:
-            name = target.id
+            name = self.renames.get(target.id, target.id)
             if name in self.locals and not self.is_module:
                 self.emit(UPDATE_LOCAL, (name, delta))
             elif name in self.unit.shared_names:
@@ -764,9 +763,10 @@ class FunctionCompiler:
                 self.emit(CONST, None)
                 return
         if type(callee) is A.Member:
-            self.expr(callee.obj)
-            spec = self.arg_spec(e.args)
-            self.emit(CALL_METHOD, (callee.name, spec))
+            exits: list[int] = []
+            self.chain_link(e, exits)
+            for j in exits:
+                self.patch(j)
             return
         self.expr(callee)
         extra: list[tuple[str, Any]] = []
@@ -778,6 +778,32 @@ class FunctionCompiler:
         ):
             extra.append(("__type", self.unit.schema_for(type_hint)))
         self.call_args(e.args, extra_named=extra)
+
+    def chain_link(self, e: A.Expr, exits: list[int]) -> None:
+        """`e`, a link of a chain of members, indexes and method calls (`o?.a.b(c)[0]`) or its
+        head. A `?.` on null jumps to the end of the whole chain (`exits`) with null, as in
+        JavaScript: `o?.a.b` is null when `o` is."""
+        link: A.Member | A.Index
+        if type(e) is A.Call and type(e.callee) is A.Member:
+            link = e.callee
+        elif type(e) is A.Member or type(e) is A.Index:
+            link = e
+        else:
+            self.expr(e)
+            return
+        self.chain_link(link.obj, exits)
+        if link.optional:
+            present = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+            exits.append(self.emit(JUMP, None))
+            self.patch(present)
+        if type(e) is A.Call:
+            spec = self.arg_spec(e.args)
+            self.emit(CALL_METHOD, (link.name, spec))  # type: ignore[union-attr]
+        elif type(link) is A.Index:
+            self.expr(link.index)
+            self.emit(GET_INDEX)
+        else:
+            self.emit(GET_MEMBER, link.name)  # type: ignore[union-attr]
 
     def arg_spec(self, args: tuple[A.Arg, ...], extra_positional: int = 0) -> Any:
         if all(a.name is None and not a.spread for a in args):
@@ -806,6 +832,12 @@ class FunctionCompiler:
         self.emit(CALL, spec)
 
     def list_comp(self, e: A.ListComp) -> None:
+        """`[f(x) for x in xs if c]`; `x` is the comprehension's own (a hidden local), so it
+        neither changes nor declares a variable `x` of the function."""
+        var = self.new_hidden(f"lc_{e.var}_")
+        self.locals.add(var)
+        outer = self.renames.get(e.var)
+        self.renames[e.var] = var
         out = self.new_hidden("lc")
         self.emit(BUILD_ARRAY, 0)
         self.emit(STORE_LOCAL, out)
@@ -813,7 +845,7 @@ class FunctionCompiler:
         self.expr(e.iterable)
         self.emit(ITER_INIT, slot)
         top = self.here()
-        nxt = self.emit(ITER_NEXT, (None, slot, e.var, None))
+        nxt = self.emit(ITER_NEXT, (None, slot, var, None))
         if e.cond is not None:
             self.expr(e.cond)
             self.emit(JUMP_IF_FALSE, top)
@@ -824,7 +856,10 @@ class FunctionCompiler:
         self.patch(nxt)
         self.emit(LOAD_LOCAL, out)
         self.locals.add(out)
-        self.locals.add(e.var)
+        if outer is None:
+            del self.renames[e.var]
+        else:
+            self.renames[e.var] = outer
 
     def match(self, m: A.Match, path: str, as_stmt: bool) -> None:
         subject = self.new_hidden("m")

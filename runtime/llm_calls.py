@@ -107,7 +107,7 @@ def announce(m: Machine) -> None:
 
 def call_model(m: Machine, req: JSObject) -> JSObject:
     from runtime.llm.base import MISSING
-    from runtime.llm.schema import parse_structured
+    from runtime.llm.schema import parse_structured, structured_value
 
     if m.model is None:
         raise AgencyRuntimeError("llm: no model is configured")
@@ -163,9 +163,14 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
     else:
         try:
             if completion.value is not MISSING:
-                value = from_plain(completion.value)
-                if schema is not None and type(value) is str and _wants_non_string(schema):
-                    value = from_plain(parse_structured(value, schema))
+                # A ready value (a mock answer) is checked and unwrapped like a model's reply.
+                value = completion.value
+                if schema is not None:
+                    if type(value) is str or not isinstance(value, dict | list):
+                        value = parse_structured(completion.text, schema)
+                    else:
+                        value = structured_value(value, schema)
+                value = from_plain(value)
             elif schema is not None:
                 value = from_plain(parse_structured(completion.text, schema))
             else:
@@ -230,11 +235,6 @@ def model_for(m: Machine, requested: Any) -> Any:
         cache = {}
         setattr(m, "model_cache", cache)  # noqa: B010 - set lazily: few runs name a model
     return route_model(m.model, requested.strip(), cache)
-
-
-def _wants_non_string(schema: Any) -> bool:
-    inner = schema.get("properties", {}).get("response", schema) if isinstance(schema, dict) else {}
-    return isinstance(inner, dict) and inner.get("type") not in (None, "string")
 
 
 def _summary(completion: Any, value: Any) -> str:

@@ -28,6 +28,7 @@ from runtime.machine.values import (
     format_number,
     from_plain,
     js_eq,
+    js_pow,
     parse_json,
     stringify,
     to_number,
@@ -290,9 +291,9 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "round": _math_round,
         "abs": lambda x: abs(to_number(x)),
         "sqrt": lambda x: _num(math.sqrt(to_number(x))) if to_number(x) >= 0 else math.nan,
-        "max": lambda *a: max((to_number(x) for x in a), default=-math.inf),
-        "min": lambda *a: min((to_number(x) for x in a), default=math.inf),
-        "pow": lambda x, y: to_number(x) ** to_number(y),
+        "max": lambda *a: _extreme(max, a, -math.inf),
+        "min": lambda *a: _extreme(min, a, math.inf),
+        "pow": lambda x, y: js_pow(x, y),
         "trunc": lambda x: math.trunc(to_number(x)) if _finite(x) else to_number(x),
         "sign": lambda x: (to_number(x) > 0) - (to_number(x) < 0),
     },
@@ -306,6 +307,14 @@ def _object_assign(target: Any = None, *sources: Any) -> Any:
         if type(s) is JSObject:
             target.update(s)
     return target
+
+
+def _extreme(pick: Callable[..., Any], args: tuple[Any, ...], empty: float) -> Any:
+    """Math.max / Math.min: NaN if any argument is NaN, as in JavaScript."""
+    nums = [to_number(x) for x in args]
+    if any(n != n for n in nums):
+        return math.nan
+    return pick(nums, default=empty)
 
 
 def _finite(x: Any) -> bool:
@@ -594,7 +603,7 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             from decimal import ROUND_HALF_UP, Decimal
 
             digits = int(to_number(args[0])) if args else 0
-            if obj != obj or obj in (math.inf, -math.inf):
+            if obj != obj or abs(obj) >= 1e21:  # JavaScript: NaN, Infinity, 1e+21
                 return format_number(obj)
             q = Decimal(1).scaleb(-digits)
             return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
@@ -742,7 +751,47 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
 
 def _str_replace(s: str, args: list[Any], count: int) -> str:
     old, new = to_str(_a(args, 0, "")), to_str(_a(args, 1, ""))
-    return s.replace(old, new, count) if count > 0 else s.replace(old, new)
+    if "$" not in new:
+        return s.replace(old, new, count) if count > 0 else s.replace(old, new)
+    # JavaScript replacement patterns: `$$` `$&` `` $` `` `$'`.
+    out, start, done = [], 0, 0
+    while count == 0 or done < count:
+        i = s.find(old, start)
+        if i < 0:
+            break
+        out.extend([s[start:i], _substitution(new, old, s[:i], s[i + len(old) :])])
+        done += 1
+        start = i + len(old)
+        if not old:  # an empty pattern matches between every two characters
+            if i >= len(s):
+                break
+            out.append(s[i])
+            start += 1
+    return "".join(out) + s[start:]
+
+
+def _substitution(template: str, matched: str, before: str, after: str) -> str:
+    parts = {"$": "$", "&": matched, "`": before, "'": after}
+    out, i = [], 0
+    while i < len(template):
+        c = template[i]
+        if c == "$" and i + 1 < len(template) and template[i + 1] in parts:
+            out.append(parts[template[i + 1]])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _pad(s: str, args: list[Any], start: bool) -> str:
+    width = int(to_number(_a(args, 0, 0)))
+    fill = " " if _a(args, 1) is None else to_str(args[1])
+    if width <= len(s) or not fill:
+        return s
+    need = width - len(s)
+    padding = (fill * (need // len(fill) + 1))[:need]
+    return padding + s if start else s + padding
 
 
 def _str_split(s: str, args: list[Any]) -> JSArray:
@@ -754,6 +803,15 @@ def _str_split(s: str, args: list[Any]) -> JSArray:
     if len(args) > 1 and args[1] is not None:
         parts = parts[: int(to_number(args[1]))]
     return JSArray(parts)
+
+
+def _position(args: list[Any], n: int, default: int) -> int:
+    """The optional second argument of indexOf/includes/startsWith/endsWith, clamped to 0..n."""
+    v = _a(args, 1)
+    if v is None:
+        return default
+    x = to_number(v)
+    return default if x != x else int(min(max(x, 0), n))
 
 
 def _substring(s: str, args: list[Any]) -> str:
@@ -768,10 +826,10 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
     "trim": lambda s, a: s.strip(),
     "trimStart": lambda s, a: s.lstrip(),
     "trimEnd": lambda s, a: s.rstrip(),
-    "startsWith": lambda s, a: s.startswith(to_str(_a(a, 0, ""))),
-    "endsWith": lambda s, a: s.endswith(to_str(_a(a, 0, ""))),
-    "includes": lambda s, a: to_str(_a(a, 0, "")) in s,
-    "indexOf": lambda s, a: s.find(to_str(_a(a, 0, ""))),
+    "startsWith": lambda s, a: s.startswith(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
+    "endsWith": lambda s, a: s.endswith(to_str(_a(a, 0, "")), 0, _position(a, len(s), len(s))),
+    "includes": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)) >= 0,
+    "indexOf": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
     "lastIndexOf": lambda s, a: s.rfind(to_str(_a(a, 0, ""))),
     "replace": lambda s, a: _str_replace(s, a, 1),
     "replaceAll": lambda s, a: _str_replace(s, a, 0),
@@ -785,10 +843,8 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
         s[int(to_number(_a(a, 0, 0)))] if 0 <= int(to_number(_a(a, 0, 0))) < len(s) else ""
     ),
     "repeat": lambda s, a: s * max(0, int(to_number(_a(a, 0, 0)))),
-    "padStart": lambda s, a: s.rjust(
-        int(to_number(_a(a, 0, 0))), (to_str(_a(a, 1, " ")) or " ")[0]
-    ),
-    "padEnd": lambda s, a: s.ljust(int(to_number(_a(a, 0, 0))), (to_str(_a(a, 1, " ")) or " ")[0]),
+    "padStart": lambda s, a: _pad(s, a, True),
+    "padEnd": lambda s, a: _pad(s, a, False),
     "toString": lambda s, a: s,
     "at": lambda s, a: (
         s[int(to_number(_a(a, 0, 0)))] if -len(s) <= int(to_number(_a(a, 0, 0))) < len(s) else None

@@ -1002,7 +1002,7 @@ def _get_index(obj: Any, key: Any) -> Any:
         i = _index(key)
         if i is not None:
             return obj[i] if i < len(obj) else None
-        return None
+        return len(obj) if key == "length" else None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read index {to_str(key)} of null")
     from runtime.machine.builtins import get_member
@@ -1100,6 +1100,9 @@ def _match(p: Any, v: Any, binds: dict[str, Any]) -> bool:
                 return False
             if not _match(f.pattern, v.get(f.key), binds):
                 return False
+        if p.rest is not None:
+            taken = {f.key for f in p.fields}
+            binds[p.rest] = JSObject((k, x) for k, x in v.items() if k not in taken)
         return True
     if t is A.PArray:
         if type(v) is not JSArray:
@@ -1149,5 +1152,9 @@ def _destructure(p: Any, v: Any, binds: dict[str, Any]) -> None:
 
                 x = get_member(v, f.key)
             _destructure(f.pattern, x, binds)
+        if p.rest is not None:
+            taken = {f.key for f in p.fields}
+            rest = v if type(v) is JSObject else JSObject()
+            binds[p.rest] = JSObject((k, x) for k, x in rest.items() if k not in taken)
     elif t is A.PWildcard:
         pass

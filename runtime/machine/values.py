@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from runtime.errors import AgencyRuntimeError
@@ -131,7 +132,7 @@ def format_number(v: int | float) -> str:
     if type(v) is int:
         if -(2**53) <= v <= 2**53:
             return str(v)
-        v = float(v)  # JavaScript has doubles only
+        v = int_to_double(v)  # JavaScript has doubles only
     if v != v:
         return "NaN"
     if v in (math.inf, -math.inf):
@@ -184,6 +185,10 @@ def display(v: Any) -> str:
     return to_str(v)
 
 
+_JS_NUMBER = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_JS_RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
+
+
 def to_number(v: Any) -> int | float:
     t = type(v)
     if t is int or t is float:
@@ -196,10 +201,11 @@ def to_number(v: Any) -> int | float:
         s = v.strip()
         if s == "":
             return 0
-        try:
-            f = float(s.replace("_", "x"))  # JS Number() does not accept underscores
-        except ValueError:
+        if not _JS_NUMBER.fullmatch(s):  # JS Number(): no `_`, `inf`, `nan`; `0x1f` is hex
+            if _JS_RADIX.fullmatch(s):
+                return _exact(int(s, 0))
             return math.nan
+        f = float(s)
         return int(f) if f.is_integer() and abs(f) < 2**53 else f
     if t is JSArray:
         if len(v) == 0:
@@ -207,6 +213,19 @@ def to_number(v: Any) -> int | float:
         if len(v) == 1:
             return to_number(v[0])
     return math.nan
+
+
+def int_to_double(v: int) -> float:
+    """An int as the JavaScript double it stands for (`Infinity` when too large)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def _exact(r: int) -> int | float:
+    """An int result kept exact only while a double holds it exactly, as in JavaScript."""
+    return r if -(2**53) <= r <= 2**53 else int_to_double(r)
 
 
 def num(f: float) -> int | float:
@@ -230,7 +249,8 @@ def js_sub(a: Any, b: Any) -> Any:
 
 
 def js_mul(a: Any, b: Any) -> Any:
-    return to_number(a) * to_number(b)
+    r = to_number(a) * to_number(b)
+    return _exact(r) if type(r) is int else r
 
 
 def js_div(a: Any, b: Any) -> Any:
@@ -263,7 +283,7 @@ def js_pow(a: Any, b: Any) -> Any:
         return math.inf
     if type(r) is complex:
         return math.nan
-    return r
+    return _exact(r) if type(r) is int else r
 
 
 def js_eq(a: Any, b: Any) -> bool:
@@ -367,7 +387,10 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if v is None or t is bool or t is str:
         return v
     if t is int:
-        return v if -(2**53) <= v <= 2**53 else _json_int(float(v))
+        if -(2**53) <= v <= 2**53:
+            return v
+        f = int_to_double(v)
+        return None if f in (math.inf, -math.inf) else _json_int(f) if abs(f) < 1e21 else f
     if t is float:
         if v != v or v in (math.inf, -math.inf):
             return None
@@ -399,9 +422,42 @@ def stringify(v: Any, indent: int | str | None = None) -> str:
     if type(v) is FuncRef:
         return "undefined"
     plain = to_plain(v)
-    if indent in (None, 0, ""):
-        return json.dumps(plain, separators=(",", ":"), ensure_ascii=False)
-    return json.dumps(plain, indent=indent, ensure_ascii=False)
+    if type(indent) is int or type(indent) is float:
+        indent = " " * int(min(10, max(0, indent))) if indent == indent else ""
+    pad = indent[:10] if type(indent) is str else ""
+    return _json_text(plain, pad, "")
+
+
+def _json_text(v: Any, pad: str, at: str) -> str:
+    """Plain data as JSON text, numbers written the JavaScript way (`1e-7`, not `1e-07`)."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    t = type(v)
+    if t is str:
+        return json.dumps(v, ensure_ascii=False)
+    if t is int or t is float:
+        return format_number(v)
+    inner = at + pad
+    if t is list:
+        items = [_json_text(x, pad, inner) for x in v]
+        if not items:
+            return "[]"
+        if not pad:
+            return "[" + ",".join(items) + "]"
+        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + at + "]"
+    pairs = [
+        json.dumps(str(k), ensure_ascii=False) + (": " if pad else ":") + _json_text(x, pad, inner)
+        for k, x in v.items()
+    ]
+    if not pairs:
+        return "{}"
+    if not pad:
+        return "{" + ",".join(pairs) + "}"
+    return "{\n" + inner + (",\n" + inner).join(pairs) + "\n" + at + "}"
 
 
 def from_plain(v: Any) -> Any:

@@ -135,9 +135,11 @@ class PObjectField:
 
 @dataclass(frozen=True, slots=True)
 class PObject:
-    """`{type: "a", x}`: matches an object whose listed keys match."""
+    """`{type: "a", x}` (and `{a, ...rest}`): matches an object whose listed keys match; `rest`
+    gets the other keys."""
 
     fields: tuple[PObjectField, ...]
+    rest: str | None = None
     span: Span = _span()
 
 

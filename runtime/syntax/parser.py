@@ -1238,8 +1238,16 @@ class Parser:
         return ast.PArray(tuple(items), rest[0] if rest else None, self.span_from(opener.span))
 
     def object_pattern(self, opener: Token, binding: bool) -> ast.PObject:
-        def field() -> ast.PObjectField:
+        rest: list[str] = []
+
+        def field() -> ast.PObjectField | None:
             tok = self.peek()
+            if rest:
+                self.fail("`...rest` must come last", tok.span)
+            if tok.kind == "...":
+                self.advance()
+                rest.append(self.expect_name("a name after `...`").text)
+                return None
             if tok.kind == STRING and _plain(tok):
                 key = _string_text(self.advance())
                 self.expect(":", f"expected `:` after the key, got {describe(self.peek())}")
@@ -1253,8 +1261,8 @@ class Parser:
                 self.fail(f"expected `:` after the key `{tok.text}`", self.peek().span)
             return ast.PObjectField(tok.text, ast.PBind(tok.text, tok.span), tok.span)
 
-        fields = self.comma_list(opener, field)
-        return ast.PObject(tuple(fields), self.span_from(opener.span))
+        fields = [f for f in self.comma_list(opener, field) if f is not None]
+        return ast.PObject(tuple(fields), rest[0] if rest else None, self.span_from(opener.span))
 
     # ----------------------------------------------------------------------------------------
     # Types
