@@ -222,6 +222,33 @@ def _declared_names(
                 assigned.add(n.target.id)
 
 
+def _constants(body: Any) -> set[str]:
+    """Names a body declares with `const` (and never with `let`): assigning them is an error."""
+    consts: set[str] = set()
+    others: set[str] = set()
+    stack: list[Any] = [body]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is A.Block:
+            stack.extend(n.body)
+        elif t is A.VarDecl:
+            names: set[str] = set()
+            _pattern_names(n.target, names)
+            (consts if n.kind == "const" else others).update(names)
+        elif t is A.If:
+            stack.extend([n.then, n.orelse])
+        elif t in (A.While, A.ForIn, A.ThreadBlock, A.HandleBlock):
+            stack.append(n.body)
+        elif t is A.WithAction:
+            stack.append(n.stmt)
+        elif t is A.Match:
+            stack.extend(arm.body for arm in n.arms if type(arm.body) is A.Block)
+        elif t is A.Program:
+            stack.extend(n.items)
+    return consts - others
+
+
 def _pattern_names(p: A.Pattern, out: set[str]) -> None:
     t = type(p)
     if t is A.PBind:
@@ -265,6 +292,7 @@ class FunctionCompiler:
         self.blocks: list[str] = []  # "thread" | "handler" | "trap" currently open
         self.hidden = 0
         self.is_module = code.kind == "module"
+        self.consts: set[str] = set()  # this function's `const` names
         self.renames: dict[str, str] = {}  # a comprehension's variable -> its hidden local
 
     # -- emission -------------------------------------------------------------------------
@@ -514,9 +542,16 @@ class FunctionCompiler:
             for name in reversed(order):
                 self.store_name(name, s.span, declaring=True)
 
+    def check_not_constant(self, name: str, span: A.Span) -> None:
+        local = name in self.locals and not self.is_module
+        if (local and name in self.consts) or (not local and name in self.unit.module_consts):
+            self.error(f"cannot assign to `{name}`: it is a constant", span)
+
     def assign(self, s: A.Assign) -> None:
         target, op = s.target, s.op
         t = type(target)
+        if t is A.Name:
+            self.check_not_constant(target.id, s.span)  # type: ignore[union-attr]
         if t is A.Name:
             if op == "=":
                 self.expr(s.value)
@@ -729,6 +764,7 @@ class FunctionCompiler:
         delta = 1 if e.op == "++" else -1
         target = e.target
         if type(target) is A.Name:
+            self.check_not_constant(target.id, e.span)
             name = self.renames.get(target.id, target.id)
             if name in self.locals and not self.is_module:
                 self.emit(UPDATE_LOCAL, (name, delta))
@@ -912,6 +948,7 @@ class ProgramCompiler:
         self.global_names: set[str] = set()
         self.shared_names: set[str] = set()
         self.statics: set[str] = set()
+        self.module_consts: set[str] = set()
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
         self.handlers = 0
@@ -949,6 +986,7 @@ class ProgramCompiler:
             A.Span(1, 1, 1, 1),
             self.program.path,
         )
+        self.module_consts = _constants(A.Program(tuple(items)))
         for d in prelude_decls:
             self.function_names.add(d.name)
         for d in decls:
@@ -1010,6 +1048,7 @@ class ProgramCompiler:
         if kind != "prelude":
             self._check_reserved(names, d.span, file)
         fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
+        fc.consts = _constants(d.body)
         for p in d.params:
             if p.default is not None:
                 fc.emit(LOAD_LOCAL, p.name)

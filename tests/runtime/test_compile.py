@@ -45,3 +45,24 @@ def test_break_outside_a_loop_is_reported_with_its_line() -> None:
     with pytest.raises(AgencySyntaxError) as info:
         compile_source("node main() {\n  break\n}\n", "prog.agency")
     assert info.value.diagnostics[0].span.line == 2
+
+
+def test_assigning_a_constant_is_reported_where_it_happens() -> None:
+    source = (
+        "const LIMIT = 3\n"
+        "def f() {\n  const x = 1\n  x = 2\n  return x\n}\n"
+        "node main() {\n  LIMIT = 4\n  for (i in range(3)) { const y = i }\n  return f()\n}\n"
+    )
+    with pytest.raises(AgencySyntaxError) as info:
+        compile_source(source, "prog.agency")
+    found = {(d.message, d.span.line) for d in info.value.diagnostics}
+    assert ("cannot assign to `x`: it is a constant", 4) in found
+    assert ("cannot assign to `LIMIT`: it is a constant", 8) in found
+    assert len(found) == 2  # a `const` declared again in each loop turn is not an assignment
+
+
+def test_a_local_let_may_shadow_a_module_constant() -> None:
+    program = compile_source(
+        "const n = 1\nnode main() {\n  let n = 2\n  n = 3\n  return n\n}\n", "prog.agency"
+    )
+    assert program.nodes() == ["main"]
