@@ -25,11 +25,10 @@ from textual.worker import get_current_worker
 
 from debugger.session import (
     COMMANDS,
+    EditPrompt,
     Move,
     Session,
     SessionError,
-    describe_value,
-    json_type,
     parse_command,
     parse_literal,
 )
@@ -269,7 +268,7 @@ class DebuggerApp(App[None]):
         self._busy = label
         self._cancellable = cancellable
         self._progress = None
-        self.work_line.start(label)
+        self.work_line.start(label, cancellable)
 
     def _end(self) -> None:
         self._busy = None
@@ -294,7 +293,8 @@ class DebuggerApp(App[None]):
             self.notify("the run is still opening", severity="warning")
             return False
         if self._busy is not None:
-            self.notify(f"busy: {self._busy} (esc cancels a scan)", severity="warning")
+            hint = "esc cancels it" if self._cancellable else "wait for it to finish"
+            self.notify(f"busy: {self._busy} ({hint})", severity="warning")
             return False
         return True
 
@@ -430,6 +430,9 @@ class DebuggerApp(App[None]):
         except SessionError as exc:
             self._fail(exc)
             return
+        self._breakpoint_toggled(line, at, on)
+
+    def _breakpoint_toggled(self, line: int, at: int, on: bool) -> None:
         moved = f" (line {line} has no statement)" if at != line else ""
         self.notify(f"breakpoint {'set' if on else 'cleared'} at line {at}{moved}")
         self._refresh_view()
@@ -482,92 +485,51 @@ class DebuggerApp(App[None]):
         if ref is None:
             self._fail("select a variable in the variables panel first")
             return
-        self.cmd_why(ref.name)
+        self._move(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
 
     # -- editing ---------------------------------------------------------------------------------
 
     def action_edit(self) -> None:
+        """Edit what has focus: a message, the LLM answer, else the selected variable."""
         if not self._can_act():
             return
         s = self.session
         assert s is not None
         focused = self.focused
-        if isinstance(focused, MessagesPanel) and focused.selected is not None:
-            index = focused.selected
-            edits = s.staged()
-            text = edits.messages.get(index) if edits and index in edits.messages else None
-            if text is None:
-                text = s.thread_messages()[index].content
-            self.push_screen(
-                EditScreen(
-                    f"Edit message {index} ({s.thread_messages()[index].role})",
-                    text,
-                    "the new text, as typed (no quotes); enter stages it, esc cancels",
-                ),
-                partial(self._edited_message, index),
-            )
-            return
-        if isinstance(focused, LLMInspector):
-            call = s.llm_answer_here()
-            if call is None:
-                self._fail("this step made no LLM call: go to one with [ or ] first")
+        try:
+            if isinstance(focused, MessagesPanel) and focused.selected is not None:
+                index = focused.selected
+                self._ask(s.message_prompt(index), partial(self._stage, s.edit_message, index))
                 return
-            self.push_screen(
-                EditScreen(
-                    f"Edit the LLM answer at step {s.step} ({json_type(call.get('value'))})",
-                    describe_value(call.get("value"), 1_000_000),
-                    'an Agency literal: 3, "text", [1, 2], {a: 1}; enter stages it',
-                ),
-                self._edited_answer,
-            )
+            if isinstance(focused, LLMInspector):
+                self._ask(s.answer_prompt(), partial(self._stage, _literal(s.edit_llm_answer)))
+                return
+        except SessionError as exc:
+            self._fail(exc)
             return
         ref = self.variables.selected
         if ref is None:
             self._fail("select a variable (variables panel), a message or the LLM call to edit")
             return
-        self.push_screen(
-            EditScreen(
-                f"Edit {ref.kind}.{ref.label} ({json_type(ref.value)})",
-                describe_value(ref.value, 1_000_000),
-                'an Agency literal: 3, -1.5, "text", true, null, [1, 2], {a: 1}; '
-                "enter stages it, r restores from here",
-            ),
-            partial(self._edited_variable, ref.kind, ref.name, ref.path),
+        stage = partial(s.edit_variable, ref.kind, ref.name, path=ref.path)
+        self._ask(
+            s.variable_prompt(ref.kind, ref.label, ref.value),
+            partial(self._stage, _literal(stage)),
         )
 
-    def _edited_variable(
-        self, kind: str, name: str, path: tuple[Any, ...], text: str | None
-    ) -> None:
-        if text is None or self.session is None:
+    def _ask(self, prompt: EditPrompt, done: Callable[[str | None], None]) -> None:
+        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint), done)
+
+    def _stage(self, edit: Callable[..., object], *args: Any) -> None:
+        """Stage what the edit dialog returned (its text is the last argument; None: dismissed)."""
+        if args[-1] is None or self.session is None:
             return
         try:
-            where = self.session.edit_variable(kind, name, parse_literal(text), path)
+            where = edit(*args)
         except SessionError as exc:
             self._fail(exc)
             return
         self.notify(f"staged {where}; press r to restore from step {self.session.step}")
-        self._refresh_view()
-
-    def _edited_message(self, index: int, text: str | None) -> None:
-        if text is None or self.session is None:
-            return
-        try:
-            self.session.edit_message(index, text)
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        self.notify(f"staged message {index}; press r to restore from here")
-        self._refresh_view()
-
-    def _edited_answer(self, text: str | None) -> None:
-        if text is None or self.session is None:
-            return
-        try:
-            self.session.edit_llm_answer(parse_literal(text))
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        self.notify("staged the LLM answer; press r to restore from here")
         self._refresh_view()
 
     def action_restore(self) -> None:
@@ -629,13 +591,7 @@ class DebuggerApp(App[None]):
         if not self._can_act():
             return
         assert self.session is not None
-        try:
-            where = self.session.set_command(rest)
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        self.notify(f"staged {where}; r restores from step {self.session.step}")
-        self._refresh_view()
+        self._stage(self.session.set_command, rest)
 
     def cmd_goto(self, rest: str) -> None:
         if not self._can_act():
@@ -653,25 +609,19 @@ class DebuggerApp(App[None]):
         if not self._can_act():
             return
         try:
-            line = int(rest)
-        except ValueError:
-            self._fail(f"not a line number: `{rest}`")
+            line, at, on = self.session.break_command(rest)  # type: ignore[union-attr]
+        except SessionError as exc:
+            self._fail(exc)
             return
-        loc = self.session.location()  # type: ignore[union-attr]
-        path = loc.file if loc is not None else self.session.source_path  # type: ignore[union-attr]
-        text = self.session.source_text(path)  # type: ignore[union-attr]
-        if not 1 <= line <= max(len(text.splitlines()), 1):
-            self._fail(f"line {line} is outside {path}")
-            return
-        self._toggle_breakpoint(line, path)
+        self._breakpoint_toggled(line, at, on)
 
     def cmd_restore(self, rest: str) -> None:
         self.action_restore()
 
     def cmd_discard(self, rest: str) -> None:
         if self._can_act():
-            self.session.discard_edits()  # type: ignore[union-attr]
-            self.notify("staged edits dropped")
+            count = self.session.discard_edits()  # type: ignore[union-attr]
+            self.notify(f"{count} staged edit{'s' if count != 1 else ''} dropped")
             self._refresh_view()
 
     def cmd_write(self, rest: str) -> None:
@@ -751,15 +701,7 @@ class DebuggerApp(App[None]):
         self._move(lambda: self.session.why(name))  # type: ignore[union-attr]
 
     def cmd_frame(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        frames = self.session.state().frames  # type: ignore[union-attr]
-        try:
-            depth = int(rest)
-        except ValueError:
-            self._fail(f"not a frame number: `{rest}`")
-            return
-        self._move(lambda: self.session.select_frame(len(frames) - 1 - depth))  # type: ignore[union-attr]
+        self._move(lambda: self.session.frame_command(rest))  # type: ignore[union-attr]
 
     def cmd_approve(self, rest: str) -> None:
         self._answer("approve", rest)
@@ -774,21 +716,10 @@ class DebuggerApp(App[None]):
         if not self._can_act():
             return
         assert self.session is not None
-        if self.session.waiting_interrupt() is None:
-            self._fail("the run is not waiting on an interrupt")
-            return
-        value: Any = None
-        if rest.strip():
-            if action == "reject":
-                value = rest.strip()
-            else:
-                try:
-                    value = parse_literal(rest)
-                except SessionError as exc:
-                    self._fail(exc)
-                    return
-        elif action == "resolve":
-            self._fail("usage: :resolve VALUE")
+        try:
+            value = self.session.interrupt_answer(action, rest)
+        except SessionError as exc:
+            self._fail(exc)
             return
         self._begin(f"{action} and run on")
         self._answer_worker(action, value)
@@ -831,3 +762,12 @@ class DebuggerApp(App[None]):
 
 def _bindings(bindings: list[BindingType]) -> list[Binding]:
     return [b for b in bindings if isinstance(b, Binding)]
+
+
+def _literal(stage: Callable[..., object]) -> Callable[..., object]:
+    """`stage` taking the typed text as an Agency literal (its last argument)."""
+
+    def with_literal(*args: Any) -> object:
+        return stage(*args[:-1], parse_literal(args[-1]))
+
+    return with_literal

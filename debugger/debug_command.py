@@ -131,7 +131,7 @@ def register(cli: click.Group) -> None:
           agency debugger agent.agency --run r1m8kdw1     (a run of it in the default store)
         Inside, the footer shows the main keys and ? lists them all.
         """
-        if trace is not None and file is not None and checkpoint_file is not None:
+        if trace is not None and checkpoint_file is not None:
             raise click.UsageError("--trace and --checkpoint do not go together")
         config = None
         if trace is None and run_id is None:

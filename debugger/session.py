@@ -30,6 +30,7 @@ from runtime.timeline.views import BranchInfo, Change, Event, FrameView, Locatio
 
 __all__ = [
     "COMMANDS",
+    "EditPrompt",
     "Edits",
     "Move",
     "Session",
@@ -138,6 +139,15 @@ class Edits:
         if self.has_llm_answer:
             lines.append(f"llm answer = {describe_value(self.llm_answer, 40)}")
         return lines
+
+
+@dataclass(frozen=True, slots=True)
+class EditPrompt:
+    """What the edit dialog asks: its title, the value as text to start from, and a hint."""
+
+    title: str
+    text: str
+    hint: str
 
 
 @dataclass
@@ -638,6 +648,9 @@ class Session:
         if step != self.step:
             self.frame = None
             if self.edits is not None and self.edits.step != step:
+                if len(self.edits):
+                    dropped = f"the edits staged at step {self.edits.step} were dropped"
+                    reason = f"{reason}; {dropped}" if reason else dropped
                 self.edits = None
         self.step = step
         self.message = reason
@@ -751,6 +764,8 @@ class Session:
     def parse_step(self, text: str) -> int:
         """A step typed by a person: `12`, `1_000`, `+10`, `-5`, `50%`, `end`."""
         t = text.strip().lower().replace("_", "").replace(",", "")
+        if not t:
+            raise SessionError("no step given: a number, +N, -N, N% or end")
         try:
             if t in ("end", "$", "last"):
                 target = self.last
@@ -800,10 +815,13 @@ class Session:
                 i, wrapped = 0, " (wrapped to the first)"
         return self.goto(hits[i], f"match {i + 1} of {len(hits)} for `{text}`{wrapped}")
 
-    def why(self, name: str) -> Move:
-        """Jump to the step that last wrote variable `name` at or before the cursor."""
+    def why(self, name: str, kind: str | None = None) -> Move:
+        """Jump to the step that last wrote variable `name` at or before the cursor (`kind`:
+        the panel section it was chosen in; the run's outcome is no variable)."""
         if not name:
             raise SessionError("select a variable first")
+        if kind == "run":
+            raise SessionError(f"the run's {name} is what the node returned, not a variable")
         step = self.timeline.last_write(name, self.step)
         if step is None:
             raise SessionError(f"`{name}` was not written at or before step {self.step}")
@@ -817,6 +835,20 @@ class Session:
             raise SessionError(f"there is no frame {index} at this step")
         self.frame = index
         return frames[index]
+
+    def frame_command(self, text: str) -> FrameView:
+        """`:frame N`: select frame N counted as the call stack shows it (0 the innermost)."""
+        try:
+            depth = int(text)
+        except ValueError:
+            raise SessionError(
+                f"not a frame number: `{text.strip()}` (0 is the innermost)"
+            ) from None
+        frames = self.state().frames
+        if not 0 <= depth < len(frames):
+            have = f"0..{len(frames) - 1}" if frames else "none"
+            raise SessionError(f"there is no frame {depth} at this step (frames: {have})")
+        return self.select_frame(len(frames) - 1 - depth)
 
     def statement_lines(self, file: str | None = None) -> set[int] | None:
         """Lines of `file` where a step can start (None when the timeline does not say)."""
@@ -846,6 +878,22 @@ class Session:
                 return line, True
         self.breakpoints.add(key)
         return line, True
+
+    def break_command(self, text: str) -> tuple[int, int, bool]:
+        """`:break LINE` in the file on screen: toggle it. Returns (line asked, line it landed
+        on, whether a breakpoint is now set)."""
+        try:
+            line = int(text)
+        except ValueError:
+            raise SessionError(
+                f"usage: :break LINE (a line number, not `{text.strip()}`)"
+            ) from None
+        loc = self.shown_location()
+        path = loc.file if loc is not None else self.source_path
+        if not 1 <= line <= max(len(self.source_text(path).splitlines()), 1):
+            raise SessionError(f"line {line} is outside {path}")
+        at, on = self.toggle_breakpoint(line, path)
+        return line, at, on
 
     def breakpoint_lines(self, file: str | None = None) -> set[int]:
         file = file or self.source_path
@@ -927,14 +975,49 @@ class Session:
         state = self.state()
         return state.threads.get(state.active_thread, ())
 
-    def edit_message(self, index: int, text: Any) -> None:
-        """Stage a new text for message `index` of the active thread."""
+    def edit_message(self, index: int, text: Any) -> str:
+        """Stage a new text for message `index` of the active thread; returns what was staged."""
         messages = self.thread_messages()
         if not 0 <= index < len(messages):
             raise SessionError(f"there is no message {index} in the active thread at this step")
         if not isinstance(text, str):
             raise SessionError(f"a message's text is a string, not a {json_type(text)}")
         self._staged().messages[index] = text
+        return f"message {index}"
+
+    def message_prompt(self, index: int) -> EditPrompt:
+        """The edit dialog for message `index` of the active thread (staged text first)."""
+        messages = self.thread_messages()
+        if not 0 <= index < len(messages):
+            raise SessionError(f"there is no message {index} in the active thread at this step")
+        staged = self.staged()
+        text = staged.messages.get(index) if staged is not None else None
+        return EditPrompt(
+            f"Edit message {index} ({messages[index].role})",
+            messages[index].content if text is None else text,
+            "the new text, as typed (no quotes); enter stages it, esc cancels",
+        )
+
+    def answer_prompt(self) -> EditPrompt:
+        """The edit dialog for the answer of the LLM call made at this step."""
+        call = self.llm_answer_here()
+        if call is None:
+            raise SessionError("this step made no LLM call: go to one with [ or ] first")
+        return EditPrompt(
+            f"Edit the LLM answer at step {self.step} ({json_type(call.get('value'))})",
+            describe_value(call.get("value"), 1_000_000),
+            'an Agency literal: 3, "text", [1, 2], {a: 1}; enter stages it',
+        )
+
+    @staticmethod
+    def variable_prompt(kind: str, label: str, value: Any) -> EditPrompt:
+        """The edit dialog for variable `label` (a name and maybe a path) of `kind`."""
+        return EditPrompt(
+            f"Edit {kind}.{label} ({json_type(value)})",
+            describe_value(value, 1_000_000),
+            'an Agency literal: 3, -1.5, "text", true, null, [1, 2], {a: 1}; '
+            "enter stages it, r restores from here",
+        )
 
     def llm_answer_here(self) -> dict[str, Any] | None:
         """The LLM call answered at exactly this step (None when this step made none)."""
@@ -944,8 +1027,9 @@ class Session:
             return self.llm_call()
         return None
 
-    def edit_llm_answer(self, value: Any) -> None:
-        """Stage a different answer for the LLM call made at this step."""
+    def edit_llm_answer(self, value: Any) -> str:
+        """Stage a different answer for the LLM call made at this step; returns what was
+        staged."""
         call = self.llm_answer_here()
         if call is None:
             raise SessionError(
@@ -959,6 +1043,7 @@ class Session:
         staged = self._staged()
         staged.llm_answer = value
         staged.has_llm_answer = True
+        return "the LLM answer"
 
     def set_command(self, text: str) -> str:
         """Apply `:set TARGET = VALUE` (targets: a variable, `locals.x`, `args.x`, `globals.x`,
@@ -970,11 +1055,9 @@ class Session:
             return self.edit_variable(head, str(path[0]), value, path[1:])
         if head == "messages" and len(path) == 1 and isinstance(path[0], int):
             if head not in self._names_in_scope():
-                self.edit_message(path[0], value)
-                return f"messages[{path[0]}]"
+                return self.edit_message(path[0], value)
         if head == "answer" and not path and head not in self._names_in_scope():
-            self.edit_llm_answer(value)
-            return "llm answer"
+            return self.edit_llm_answer(value)
         return self.edit_variable(None, head, value, path)
 
     def _names_in_scope(self) -> set[str]:
@@ -984,8 +1067,11 @@ class Session:
             names |= set(frame.locals) | set(frame.args)
         return names
 
-    def discard_edits(self) -> None:
+    def discard_edits(self) -> int:
+        """Drop the staged edits; returns how many there were."""
+        count = len(self.edits) if self.edits is not None else 0
         self.edits = None
+        return count
 
     def restore(self, progress: RunProgress | None = None) -> int:
         """Restore from the cursor: fork a branch with the staged edits and run it live.
@@ -1069,6 +1155,18 @@ class Session:
             return None
         return machine.pending or {"message": "interrupt"}
 
+    def interrupt_answer(self, action: str, text: str) -> Any:
+        """The value typed after `:approve`, `:reject` or `:resolve` (a reason is plain text;
+        the others are Agency literals). Refuses when no interrupt is waiting."""
+        if self.waiting_interrupt() is None:
+            raise SessionError("the run is not waiting on an interrupt")
+        text = text.strip()
+        if not text:
+            if action == "resolve":
+                raise SessionError("usage: :resolve VALUE")
+            return None
+        return text if action == "reject" else parse_literal(text)
+
     def answer_interrupt(
         self, action: str, value: Any = None, progress: RunProgress | None = None
     ) -> None:
@@ -1088,6 +1186,7 @@ class Session:
         self._state = None
         self._length = -1
         self.length  # noqa: B018
+        self.message = f"interrupt answered ({action}): the run went on to step {self.last}"
 
 
 # -- opening sessions -----------------------------------------------------------------------------

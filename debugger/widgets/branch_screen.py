@@ -41,6 +41,7 @@ class BranchScreen(ModalScreen[int | None]):
     }
     BranchScreen > Vertical {
         width: 100;
+        max-width: 100%;
         height: auto;
         max-height: 24;
         border: thick $primary;

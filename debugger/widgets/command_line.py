@@ -37,7 +37,8 @@ class CommandLine(Horizontal):
     CommandLine > Label {
         width: auto;
     }
-    CommandLine > Input {
+    /* `:focus` too: Input's own focused style (a tall border) would hide the typed text. */
+    CommandLine > Input, CommandLine > Input:focus {
         border: none;
         height: 1;
         padding: 0;
@@ -45,7 +46,7 @@ class CommandLine(Horizontal):
     }
     """
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False, id="command_line.cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="command_line.cancel")]
 
     class Submitted(Message):
         def __init__(self, mode: str, text: str) -> None:

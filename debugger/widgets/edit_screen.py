@@ -21,6 +21,7 @@ class EditScreen(ModalScreen[str | None]):
     }
     EditScreen > Vertical {
         width: 80;
+        max-width: 100%;
         height: auto;
         border: thick $primary;
         background: $surface;

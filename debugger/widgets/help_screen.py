@@ -23,6 +23,7 @@ class HelpScreen(ModalScreen[None]):
     }
     HelpScreen > VerticalScroll {
         width: 90;
+        max-width: 100%;
         height: 90%;
         border: thick $primary;
         background: $surface;

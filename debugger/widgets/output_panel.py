@@ -49,7 +49,9 @@ class OutputPanel(ScrollView, can_focus=False):
         self.border_title = f"output · {count} line{'s' if count != 1 else ''}"
         self.virtual_size = Size(self._width, count)
         height = self.scrollable_content_region.height or self.size.height
-        self.scroll_to(y=max(count - height, 0), animate=False, immediate=True)
+        # force: the scrollbar that a longer output needs only shows after the next layout, and
+        # until then an unforced scroll is refused (a jump from 0 to 3,000 lines stayed at 0).
+        self.scroll_to(y=max(count - height, 0), animate=False, immediate=True, force=True)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:

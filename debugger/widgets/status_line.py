@@ -1,5 +1,8 @@
 """Provides `StatusLine`: step k/n, branch, location, tokens, cost, run status and why the
-cursor stopped where it is; staged edits and a waiting interrupt are called out."""
+cursor stopped where it is; staged edits and a waiting interrupt are called out.
+
+When the line is wider than the terminal, the token and cost figures go first, so the run's
+status, a waiting interrupt (and how to answer it) and the reason stay in sight."""
 
 from __future__ import annotations
 
@@ -28,9 +31,13 @@ class StatusLine(Widget):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.content = Content("")
+        self.content = Content("")  # the whole line
+        self.compact = Content("")  # the line without tokens and cost, for narrow terminals
 
     def render(self) -> Content:
+        width = self.content_size.width
+        if width and self.content.cell_length > width:
+            return self.compact
         return self.content
 
     def show(
@@ -45,35 +52,44 @@ class StatusLine(Widget):
         loc = state.location
         where = f"{loc.scope}:{loc.line}" if loc is not None else "-"
         u = state.usage
-        parts: list[tuple[str, str] | str] = [
+        head: list[tuple[str, str] | str] = [
             ("step ", "$text-muted"),
             (f"{state.step}/{max(length - 1, 0)}", "bold"),
             ("  branch ", "$text-muted"),
             (str(state.branch), "bold"),
             ("  at ", "$text-muted"),
             where,
+        ]
+        usage: list[tuple[str, str] | str] = [
             ("  tokens ", "$text-muted"),
             f"{u.input_tokens}↑ {u.output_tokens}↓",
             ("  cost ", "$text-muted"),
             f"${u.cost:.4f}",
+        ]
+        tail: list[tuple[str, str] | str] = [
             "  ",
             (state.status, STATUS_STYLE.get(state.status, "")),
         ]
         if breakpoints:
-            parts += [("  ● ", "$text-error"), f"{breakpoints}"]
+            tail += [("  ● ", "$text-error"), f"{breakpoints}"]
         if edits:
-            parts += [("  ✎ ", "bold $text-success"), f"{edits} staged (r: restore from here)"]
+            tail += [("  ✎ ", "bold $text-success"), f"{edits} staged (r: restore from here)"]
+        short = list(tail)
         if interrupt is not None:
             message = interrupt.get("message") if isinstance(interrupt, dict) else interrupt
-            parts += [
+            tail += [
                 ("  ⏸ ", "bold $text-warning"),
                 f"waiting on interrupt: {message} (:approve / :reject)",
             ]
+            # narrow: how to answer before the question, which may be long
+            short += [("  ⏸ ", "bold $text-warning"), f":approve / :reject  {message}"]
+        rest: list[tuple[str, str] | str] = []
         if state.error:
-            parts += [("  error: ", "bold $text-error"), state.error]
+            rest += [("  error: ", "bold $text-error"), state.error]
         if reason:
-            parts += [("  — ", "$text-muted"), (reason, "italic")]
-        content = Content.assemble(*parts)
+            rest += [("  — ", "$text-muted"), (reason, "italic")]
+        content = Content.assemble(*head, *usage, *tail, *rest)
         if content.plain != self.content.plain or content != self.content:
             self.content = content
+            self.compact = Content.assemble(*head, *short, *rest)
             self.refresh()

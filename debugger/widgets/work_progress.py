@@ -1,5 +1,6 @@
 """Provides `WorkProgress`: a line that shows long work (recording, restoring, scanning) as it
-goes, with a bar when the total is known. Escape asks the app to cancel."""
+goes, with a bar when the total is known. Escape asks the app to cancel a scan; the line says
+so only for work that can be cancelled."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class WorkProgress(Horizontal):
         super().__init__(id=id)
         self.label = ""
         self.started = 0.0
+        self.cancellable = False
 
     def compose(self) -> ComposeResult:
         yield Label("", id="work-label")
@@ -40,10 +42,11 @@ class WorkProgress(Horizontal):
     def busy(self) -> bool:
         return self.has_class("-busy")
 
-    def start(self, label: str) -> None:
+    def start(self, label: str, cancellable: bool = False) -> None:
         self.label = label
+        self.cancellable = cancellable
         self.started = time.monotonic()
-        self.query_one(Label).update(f"⟳ {label}  (esc cancels)")
+        self.query_one(Label).update(f"⟳ {label}{self._hint}")
         self.query_one(ProgressBar).update(total=None, progress=0)
         self.add_class("-busy")
 
@@ -55,7 +58,11 @@ class WorkProgress(Horizontal):
         else:
             bar.update(total=None)
             detail = f"step {done:,}"
-        self.query_one(Label).update(f"⟳ {self.label}: {detail}  (esc cancels)")
+        self.query_one(Label).update(f"⟳ {self.label}: {detail}{self._hint}")
+
+    @property
+    def _hint(self) -> str:
+        return "  (esc cancels)" if self.cancellable else ""
 
     def stop(self) -> None:
         self.remove_class("-busy")

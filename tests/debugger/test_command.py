@@ -120,3 +120,9 @@ async def test_a_debugged_run_is_recorded_in_the_run_store(tmp_path) -> None:
     store = SQLiteStore(os.environ["AGENCY_DB"])
     assert store.get_run(run_id) is not None
     store.close()
+
+
+def test_trace_and_checkpoint_are_refused_together_even_without_a_file(tmp_path) -> None:
+    # the check needed a FILE too, so `--trace runs.db --checkpoint cp.json` opened the trace
+    result = run("debugger", "--trace", str(tmp_path / "runs.db"), "--checkpoint", "cp.json")
+    assert result.exit_code == 2 and "do not go together" in result.output

@@ -101,3 +101,33 @@ def test_moving_in_time_never_executes_or_calls_a_model(dice: Session, monkeypat
     assert dice.continue_forward().step == dice.last
     assert dice.reverse_next().step == dice.last - 1  # from the end: the last statement
     assert dice.prev_llm().step == 17 and dice.search_next("Good").step == 20
+
+
+def test_command_words_are_checked_in_the_terms_a_person_typed(calls: Session) -> None:
+    calls.goto(5)  # inside add(): frames #0 add, #1 main
+    with pytest.raises(SessionError, match=r"no frame 9 at this step \(frames: 0..1\)"):
+        calls.frame_command("9")  # said "no frame -9" before
+    assert calls.frame_command("1").scope == "main"
+    with pytest.raises(SessionError, match="usage: :break LINE"):
+        calls.break_command("")
+    with pytest.raises(SessionError, match="outside"):
+        calls.break_command("0")
+    assert calls.break_command("13") == (13, 13, True)
+    with pytest.raises(SessionError, match="no step given"):
+        calls.parse_step(" ")
+    assert calls.discard_edits() == 0
+    calls.set_command("counter = 3")
+    assert calls.discard_edits() == 1
+    with pytest.raises(SessionError, match="not waiting"):
+        calls.interrupt_answer("approve", "")
+
+
+def test_edit_prompts_start_from_the_staged_text(calls: Session) -> None:
+    calls.goto(7)  # the LLM call
+    assert calls.answer_prompt().text == "4"
+    calls.edit_message(0, "Pick a big number")
+    prompt = calls.message_prompt(0)
+    assert prompt.text == "Pick a big number" and prompt.title == "Edit message 0 (user)"
+    calls.goto(0)
+    with pytest.raises(SessionError, match="no LLM call"):
+        calls.answer_prompt()

@@ -1,0 +1,126 @@
+"""Pilot tests from driving the debugger as a person would: each one is a key sequence that once
+did the wrong thing (found by hand under tmux), with what should happen instead."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from debugger.app import DebuggerApp
+from debugger.session import Session
+from debugger.widgets.output_panel import OutputPanel
+from debugger.widgets.status_line import StatusLine
+from tests.debugger.conftest import PROGRAMS, SIZE, make_session, settle
+
+
+def screen_text(app: DebuggerApp) -> str:
+    """The screen as plain text, one line per row (what a person sees, without colours)."""
+    lines = []
+    for y in range(app.size.height):
+        strip = app.screen._compositor.render_strips()[y]  # noqa: SLF001
+        lines.append("".join(segment.text for segment in strip))
+    return "\n".join(lines)
+
+
+async def test_the_command_line_shows_what_is_typed(dice: Session) -> None:
+    # g then 12: the focused input drew its tall border in the one-row prompt, hiding the text
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "1", "2")
+        await settle(pilot)
+        field = app.query_one("#command-input", Input)
+        assert field.has_focus and field.styles.border_top[0] in ("", "none")
+        assert "go to step: 12" in screen_text(app)
+
+
+async def test_output_follows_to_the_end_after_a_jump() -> None:
+    # End from step 0 of a run that printed 200 lines showed lines 0..8, not the last ones
+    app = DebuggerApp(make_session(PROGRAMS / "printer.agency"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        output = app.query_one(OutputPanel)
+        assert len(output.lines) == 200
+        assert "line 199" in screen_text(app)
+        await pilot.press("home", "end")
+        await settle(pilot)
+        assert "line 199" in screen_text(app)
+
+
+async def test_answering_an_interrupt_says_where_the_run_went(interrupted: Session) -> None:
+    # c, then :approve: the status line kept "— end of the run" at step 2 of 5
+    app = DebuggerApp(interrupted)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        app.run_command("approve")
+        await settle(pilot)
+        status = str(app.query_one(StatusLine).content)
+        assert "end of the run" not in status
+        assert f"the run went on to step {app.session.last}" in status
+
+
+async def test_a_narrow_terminal_keeps_the_interrupt_hint_and_dialogs_fit(
+    interrupted: Session,
+) -> None:
+    # 80x24: the status line cut off "(:approve / :reject)"; help and branches overflowed
+    app = DebuggerApp(interrupted)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        status_row = screen_text(app).splitlines()[-2]
+        assert "running" in status_row and ":approve / :reject" in status_row
+        assert app.query_one("#source").size.height >= 8  # the source keeps some room
+        for key in ("question_mark", "B"):
+            await pilot.press(key)
+            await settle(pilot)
+            box = app.screen.children[0]
+            assert box.outer_size.width <= 80, key
+            await pilot.press("escape")
+            await settle(pilot)
+
+
+async def test_the_work_line_offers_esc_only_for_work_that_stops(dice: Session) -> None:
+    # a restore (or recording, or a search) said "(esc cancels)" and esc then refused
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app._begin("restoring from step 0")
+        assert "esc" not in str(app.work_line.query_one("#work-label").content)
+        await pilot.press("s")
+        assert "esc cancels" not in list(app._notifications)[-1].message
+        app._end()
+        app._begin("continue", cancellable=True)
+        assert "esc cancels" in str(app.work_line.query_one("#work-label").content)
+        app._end()
+
+
+async def test_why_on_the_runs_result_is_not_a_local_of_that_name(dice: Session) -> None:
+    # end, y: the cursor was on the run's `result` and y jumped to the write of local `result`
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.variables.selected is not None and app.variables.selected.kind == "run"
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.session.step == app.session.last
+        assert any("not a variable" in n.message for n in app._notifications)
+
+
+async def test_moving_away_says_the_staged_edits_are_dropped(calls: Session) -> None:
+    # :set answer = 10, then s: the edit vanished without a word
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")
+        app.run_command("set answer = 10")
+        await pilot.press("s")
+        await settle(pilot)
+        assert app.session.edits is None
+        status = str(app.query_one(StatusLine).content)
+        assert "edits staged at step 8 were dropped" in status
