@@ -24,6 +24,7 @@ from runtime.machine.values import (
     JSArray,
     JSObject,
     Result,
+    a_type,
     display,
     format_number,
     from_plain,
@@ -622,7 +623,7 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         raise AgencyRuntimeError(f"cannot call method `{name}` of null")
     if t is not JSObject and name == "toString":
         return to_str(obj)
-    raise AgencyRuntimeError(f"a {type_name(obj)} has no method `{name}`")
+    raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
 
 
 def _a(args: list[Any], i: int, default: Any = None) -> Any:

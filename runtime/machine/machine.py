@@ -31,6 +31,7 @@ from runtime.machine.values import (
     JSArray,
     JSObject,
     Result,
+    a_type,
     js_add,
     to_number,
     to_str,
@@ -203,7 +204,10 @@ class Machine:
     def event(self, kind: str, summary: str, data: dict[str, Any] | None = None) -> None:
         """A timeline marker; it belongs to the next step boundary (where its effect shows)."""
         if self.on_event is not None:
-            self.on_event(self.step_index + 1, kind, summary, data or {})
+            # An error belongs to the statement that failed; anything else shows at the next
+            # step boundary, where its effect is visible.
+            step = self.step_index if kind == "error" else self.step_index + 1
+            self.on_event(max(step, 0), kind, summary, data or {})
 
     def active_thread(self) -> str:
         for frame in reversed(self.frames):
@@ -238,7 +242,7 @@ class Machine:
         elif obj is None:
             raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of null")
         else:
-            raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of a {type_name(obj)}")
+            raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of {a_type(obj)}")
         if self.wlog is not None:
             self.rec.log_set(obj, k if t is JSObject else i, value)
 
@@ -543,7 +547,7 @@ class Machine:
                         elif v is None:
                             seq, obj = JSArray(), None
                         else:
-                            raise AgencyRuntimeError(f"cannot iterate over a {type_name(v)}")
+                            raise AgencyRuntimeError(f"cannot iterate over {a_type(v)}")
                         L[arg] = seq
                         L[arg + "i"] = 0
                         L[arg + "o"] = obj
@@ -850,6 +854,8 @@ class Machine:
             from runtime.effects import end_destructive
 
             value = end_destructive(self, f, value)
+        if f.code.kind == "node":
+            self.location = stmt_location(f) or self.location  # the end shows the node's return
         if self.wlog is not None:
             self.wlog.append((W_POP_FRAME,))
             if f.threads:
@@ -945,6 +951,16 @@ class Machine:
 # Helpers shared by the loop
 
 
+def stmt_location(f: Frame) -> Location | None:
+    """The location of the statement a frame is at (its last STEP)."""
+    code = f.code
+    pcs = code.step_pcs
+    for i in range(len(pcs) - 1, -1, -1):
+        if pcs[i] <= f.stmt_pc:
+            return code.locations[i]
+    return None
+
+
 def stmt_position(f: Frame) -> tuple[int, int]:
     """(line, col) of the statement a frame is at (its last STEP), for the call stack view."""
     code = f.code
@@ -964,7 +980,7 @@ def _describe(exc: Exception) -> str:
 def _callee_text(v: Any) -> str:
     if v is None:
         return "null"
-    return f"a {type_name(v)} value"
+    return f"{a_type(v)} value"
 
 
 def _index(key: Any) -> int | None:
@@ -1012,7 +1028,7 @@ def _get_index(obj: Any, key: Any) -> Any:
 
 def _slice(obj: Any, start: Any, end: Any) -> Any:
     if type(obj) not in (JSArray, str):
-        raise AgencyRuntimeError(f"cannot slice a {type_name(obj)}")
+        raise AgencyRuntimeError(f"cannot slice {a_type(obj)}")
     n = len(obj)
     s = 0 if start is None else int(to_number(start))
     e = n if end is None else int(to_number(end))
@@ -1028,7 +1044,7 @@ def _spread_items(v: Any) -> list[Any]:
         return list(v)
     if v is None:
         return []
-    raise AgencyRuntimeError(f"cannot spread a {type_name(v)}")
+    raise AgencyRuntimeError(f"cannot spread {a_type(v)}")
 
 
 def _build_object(stack: list[Any], spec: tuple[str, ...]) -> JSObject:
@@ -1048,7 +1064,7 @@ def _build_object(stack: list[Any], spec: tuple[str, ...]) -> JSObject:
                 for j, x in enumerate(v):
                     out[str(j)] = x
             elif v is not None:
-                raise AgencyRuntimeError(f"cannot spread a {type_name(v)} into an object")
+                raise AgencyRuntimeError(f"cannot spread {a_type(v)} into an object")
         else:
             k, v = values[i], values[i + 1]
             i += 2

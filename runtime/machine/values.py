@@ -93,6 +93,12 @@ def is_number(v: Any) -> bool:
     return t is int or t is float
 
 
+def a_type(v: Any) -> str:
+    """ "a number", "an array", … for messages."""
+    name = type_name(v)
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def type_name(v: Any) -> str:
     """The JavaScript-ish name of a value's type, for error messages."""
     if v is None:
