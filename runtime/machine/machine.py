@@ -36,7 +36,6 @@ from runtime.machine.values import (
     to_number,
     to_str,
     truthy,
-    type_name,
 )
 from runtime.timeline.views import Location
 
