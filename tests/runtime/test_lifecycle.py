@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import conformance_cases
 import pytest
 
 from runtime.errors import AgencyError
@@ -28,7 +29,7 @@ from runtime.lifecycle import (
 from runtime.machine.machine import HALTED
 from runtime.machine.values import to_plain
 from runtime.program import load_program
-from runtime.runner import RunConfig, decision_from, evaluate_input, new_machine
+from runtime.runner import RunConfig, decision_from, new_machine
 from runtime.timeline.recorder import record_program, start_run
 from runtime.timeline.sqlite_store import SQLiteStore
 from runtime.timeline.store import MemoryStore
@@ -80,50 +81,16 @@ def _status(work: Path, run_id: str) -> str:
 # Replay equality over every conformance program
 
 
-def _cases() -> list[tuple[str, int]]:
-    out = []
-    for path in sorted(PROGRAMS.glob("*.test.json")):
-        suite = json.loads(path.read_text(encoding="utf-8"))
-        for i, test in enumerate(suite.get("tests") or []):
-            if not test.get("skip"):
-                out.append((path.name, i))
-    return out
-
-
-# The model's answer to a typed llm() call that fails to parse is not recorded (runtime/llm_calls
-# emits the `llm` event only after parsing), so re-execution (replay, resume) cannot serve it.
-_KNOWN: dict[str, str] = {}
-_PARAMS = [
-    pytest.param(
-        s,
-        i,
-        id=f"{s[:-10]}[{i}]",
-        marks=[pytest.mark.xfail(strict=True, reason=_KNOWN[s])] if s in _KNOWN else [],
-    )
-    for s, i in _cases()
-]
+_PARAMS = conformance_cases.params()
 
 
 @pytest.mark.parametrize(("suite", "index"), _PARAMS)
 def test_replay_equals_the_record_for_every_conformance_program(
     suite: str, index: int, tmp_path: Path
 ) -> None:
-    path = PROGRAMS / suite
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    test = spec["tests"][index]
-    source = path.parent / (spec.get("sourceFile") or f"{suite[: -len('.test.json')]}.agency")
-    try:
-        program = load_program(source)
-        args, named = evaluate_input(test.get("input", "") or "")
-    except AgencyError:
-        pytest.skip("the program or its input does not compile (a syntax-error test)")
-    handlers = list(test.get("interruptHandlers") or [])
-
-    def answer(pending: Any) -> Any:
-        if not handlers:
-            return None
-        h = handlers.pop(0)
-        return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
+    case = conformance_cases.load(suite, index)
+    test, program, args, named = case.test, case.program, case.args, case.named
+    answer = case.answers()
 
     work, elsewhere = tmp_path / "work", tmp_path / "replay"
     work.mkdir()
@@ -170,26 +137,9 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run_for_every_conformance
     from runtime.llm.registry import config_of
     from runtime.machine.machine import INTERRUPTED
 
-    path = PROGRAMS / suite
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    test = spec["tests"][index]
-    source = path.parent / (spec.get("sourceFile") or f"{suite[: -len('.test.json')]}.agency")
-    try:
-        program = load_program(source)
-        args, named = evaluate_input(test.get("input", "") or "")
-    except AgencyError:
-        pytest.skip("the program or its input does not compile (a syntax-error test)")
-
-    def answers() -> Any:
-        handlers = list(test.get("interruptHandlers") or [])
-
-        def answer(pending: Any) -> Any:
-            if not handlers:
-                return None
-            h = handlers.pop(0)
-            return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
-
-        return answer
+    case = conformance_cases.load(suite, index)
+    test, program, args, named = case.test, case.program, case.args, case.named
+    answers = case.answers
 
     def config(root: Path) -> RunConfig:
         c = RunConfig(

@@ -24,13 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import conformance_cases
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.errors import AgencyError
 from runtime.program import compile_source, load_program
-from runtime.runner import RunConfig, decision_from, drive, evaluate_input
+from runtime.runner import RunConfig, drive
 from runtime.timeline.recorder import Recorder, location_table, record_program
 from runtime.timeline.sqlite_store import SQLiteStore
 from runtime.timeline.store import MemoryStore
@@ -39,7 +40,6 @@ from runtime.timeline.views import Location
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "programs"
-CONFORMANCE_BUDGET_S = 35.0  # the whole conformance sweep; the rest is skipped, with a note
 MAX_STEPS_PROBED = 4000  # per run: a full capture per step is O(state)
 
 
@@ -159,78 +159,33 @@ def record_and_check(program: Any, config: RunConfig, answer: Any, sqlite_dir: P
 # -- every conformance test ----------------------------------------------------------------------
 
 
-def _conformance_cases() -> list[tuple[str, int]]:
-    cases = []
-    for path in sorted(PROGRAMS.glob("*.test.json")):
-        try:
-            suite = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        for i, test in enumerate(suite.get("tests") or []):
-            if not test.get("skip"):
-                cases.append((path.name, i))
-    return cases
-
-
-_KNOWN: dict[str, str] = {}
-_CASES = _conformance_cases()
-_PARAMS = [
-    pytest.param(
-        s,
-        i,
-        id=f"{s[:-10]}[{i}]",
-        marks=[pytest.mark.xfail(strict=True, reason=_KNOWN[s])] if s in _KNOWN else [],
-    )
-    for s, i in _CASES
-]
-_SWEEP: dict[str, float] = {"spent": 0.0}
+_PARAMS = conformance_cases.params()
 
 
 @pytest.mark.parametrize(("suite", "index"), _PARAMS)
 def test_state_at_equals_machine_state_for_conformance_programs(
     suite: str, index: int, tmp_path: Path
 ) -> None:
-    if _SWEEP["spent"] > CONFORMANCE_BUDGET_S:
-        pytest.skip("conformance sweep over its time budget")
-    start = time.perf_counter()
+    case = conformance_cases.load(suite, index)
+    test = case.test
+    work = tmp_path / "work"
+    work.mkdir()
+    config = RunConfig(
+        node=test.get("nodeName", "main"),
+        args=case.args,
+        named=case.named,
+        mocks=test.get("llmMocks"),
+        root=str(work),
+        quiet=True,
+    )
+    if config.mocks is None:
+        config.model_spec = "sim"
+    # SQLite (closed and reopened) for every third case, MemoryStore for the others.
+    use_sqlite = len(suite) % 3 == index % 3
     try:
-        path = PROGRAMS / suite
-        spec = json.loads(path.read_text(encoding="utf-8"))
-        test = spec["tests"][index]
-        source = path.parent / (spec.get("sourceFile") or f"{suite[: -len('.test.json')]}.agency")
-        try:
-            program = load_program(source)
-            args, named = evaluate_input(test.get("input", "") or "")
-        except AgencyError:
-            pytest.skip("the program or its input does not compile (a syntax-error test)")
-        handlers = list(test.get("interruptHandlers") or [])
-
-        def answer(pending: Any) -> Any:
-            if not handlers:
-                return None
-            h = handlers.pop(0)
-            return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
-
-        work = tmp_path / "work"
-        work.mkdir()
-        config = RunConfig(
-            node=test.get("nodeName", "main"),
-            args=args,
-            named=named,
-            mocks=test.get("llmMocks"),
-            root=str(work),
-            quiet=True,
-        )
-        if config.mocks is None:
-            config.model_spec = "sim"
-        # SQLite (closed and reopened) for every third case, MemoryStore for the others.
-        use_sqlite = len(suite) % 3 == index % 3
-        try:
-            record_and_check(program, config, answer, tmp_path if use_sqlite else None)
-        except AgencyError as exc:
-            pytest.skip(f"run raised {type(exc).__name__} (not a timeline matter): {exc}")
-    finally:
-        _SWEEP["spent"] += time.perf_counter() - start
+        record_and_check(case.program, config, case.answers(), tmp_path if use_sqlite else None)
+    except AgencyError as exc:
+        pytest.skip(f"run raised {type(exc).__name__} (not a timeline matter): {exc}")
 
 
 # -- generated programs ------------------------------------------------------------------------

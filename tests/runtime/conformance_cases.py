@@ -1,0 +1,82 @@
+"""Provides the conformance programs as test cases for the sweeps that run every one of them
+(timeline equality, replay, resume): which cases exist, how to load one, how its interrupts are
+answered. Imported by the test modules beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.compile import CompiledProgram
+from runtime.errors import AgencyError
+from runtime.program import load_program
+from runtime.runner import decision_from, evaluate_input
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+
+
+def case_ids() -> list[tuple[str, int]]:
+    """(suite file name, test index) of every test that is not skipped."""
+    out = []
+    for path in sorted(PROGRAMS.glob("*.test.json")):
+        try:
+            suite = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        for i, test in enumerate(suite.get("tests") or []):
+            if not test.get("skip"):
+                out.append((path.name, i))
+    return out
+
+
+def params(known: dict[str, str] | None = None) -> list[Any]:
+    """The cases as pytest params; suites in `known` are strict xfails with that reason."""
+    known = known or {}
+    return [
+        pytest.param(
+            s,
+            i,
+            id=f"{s[:-10]}[{i}]",
+            marks=[pytest.mark.xfail(strict=True, reason=known[s])] if s in known else [],
+        )
+        for s, i in case_ids()
+    ]
+
+
+@dataclass
+class Case:
+    test: dict[str, Any]
+    program: CompiledProgram
+    args: list[Any]
+    named: dict[str, Any]
+
+    def answers(self) -> Callable[[Any], Any]:
+        """Answers interrupts with the test's `interruptHandlers`, in order, as `agency test`."""
+        handlers = list(self.test.get("interruptHandlers") or [])
+
+        def answer(pending: Any) -> Any:
+            if not handlers:
+                return None
+            h = handlers.pop(0)
+            return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
+
+        return answer
+
+
+def load(suite: str, index: int) -> Case:
+    """The case, or a pytest skip for a suite whose program or input does not compile."""
+    path = PROGRAMS / suite
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    test = spec["tests"][index]
+    source = path.parent / (spec.get("sourceFile") or f"{suite[: -len('.test.json')]}.agency")
+    try:
+        program = load_program(source)
+        args, named = evaluate_input(test.get("input", "") or "")
+    except AgencyError:
+        pytest.skip("the program or its input does not compile (a syntax-error test)")
+    return Case(test, program, args, named)
