@@ -81,10 +81,13 @@ from runtime.timeline.views import Location
     HALT,
     LOAD_NAME,
     UPDATE_SHARED,
-) = range(60)
+    LOAD_OUTER,
+    STORE_OUTER,
+    UPDATE_OUTER,
+) = range(63)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 60
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 63
 }
 
 BUILTIN_NAMES: set[str] = set()  # filled by runtime.machine.builtins at import time
@@ -294,6 +297,9 @@ class FunctionCompiler:
         self.is_module = code.kind == "module"
         self.consts: set[str] = set()  # this function's `const` names
         self.renames: dict[str, str] = {}  # a comprehension's variable -> its hidden local
+        # A handler body's view of the enclosing function's variables (read and written in
+        # the frame that opened the `handle` block, like a JavaScript closure).
+        self.outer: set[str] = set()
 
     # -- emission -------------------------------------------------------------------------
 
@@ -342,6 +348,8 @@ class FunctionCompiler:
         name = self.renames.get(name, name)
         if name in self.locals and not self.is_module:
             self.emit(LOAD_LOCAL, name)
+        elif name in self.outer:
+            self.emit(LOAD_OUTER, name)
         elif name in self.unit.shared_names:
             self.emit(LOAD_SHARED, name)
         elif name in self.unit.global_names:
@@ -360,6 +368,8 @@ class FunctionCompiler:
         name = self.renames.get(name, name)
         if name in self.locals and not self.is_module:
             self.emit(STORE_LOCAL, name)
+        elif name in self.outer:
+            self.emit(STORE_OUTER, name)
         elif name in self.unit.shared_names:
             self.emit(STORE_SHARED, name)
         else:
@@ -424,7 +434,7 @@ class FunctionCompiler:
             self.blocks.pop()
             self.emit(THREAD_POP)
         elif t is A.HandleBlock:
-            self.emit(HANDLER_PUSH, self.unit.compile_handler(s.handler, self.code))  # type: ignore[union-attr]
+            self.emit(HANDLER_PUSH, self.unit.compile_handler(s.handler, self))  # type: ignore[union-attr]
             self.blocks.append("handler")
             self.block(s.body, path + ".body")  # type: ignore
             self.blocks.pop()
@@ -768,6 +778,8 @@ class FunctionCompiler:
             name = self.renames.get(target.id, target.id)
             if name in self.locals and not self.is_module:
                 self.emit(UPDATE_LOCAL, (name, delta))
+            elif name in self.outer:
+                self.emit(UPDATE_OUTER, (name, delta))
             elif name in self.unit.shared_names:
                 self.emit(UPDATE_SHARED, (name, delta))
             else:
@@ -1091,16 +1103,28 @@ class ProgramCompiler:
             {"type": "object", "properties": {"response": inner}, "required": ["response"]}
         )
 
-    def compile_handler(self, h: A.Handler, owner: Code) -> Any:
+    def compile_handler(self, h: A.Handler, owner_fc: FunctionCompiler) -> Any:
         if h.func is not None:
             return ("func", h.func)
+        owner = owner_fc.code
         self.handlers += 1
         name = f"{owner.name}.handler{self.handlers}"
-        params = [ParamInfo(h.param, None, False, False)] if h.param else []
+        # The second parameter is the index of the frame that opened the `handle` block: the
+        # body reads and writes that frame's variables (it is a closure over them).
+        params = [ParamInfo(h.param or "__data", None, False, False)]
+        params.append(ParamInfo("__owner", None, False, False))
         code = Code(name, "handler", owner.file, params, span=h.span)
         names = {h.param} if h.param else set()
-        names |= self._locals_of(h.body, names)
+        declared = set(names)
+        assigned: set[str] = set()
+        _declared_names(h.body, declared, assigned)
+        visible = set() if owner_fc.is_module else (owner_fc.locals | owner_fc.outer)
+        visible = {n for n in visible if not n.startswith("__")} - declared
+        module = self.global_names | self.shared_names
+        names = declared | {n for n in assigned if n not in module and n not in visible}
+        names |= {"__data", "__owner"}
         fc = FunctionCompiler(self, code, names)
+        fc.outer = visible
         if h.body is not None:
             fc.block(h.body, "")
         fc.emit(CONST, None)

@@ -461,9 +461,9 @@ def _interrupt_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObj
             if k not in obj:
                 obj[k] = v
     handlers = JSArray()
-    for frame in reversed(m.frames):
-        for h in reversed(frame.handlers):
-            handlers.append(JSArray(h))
+    for i in range(len(m.frames) - 1, -1, -1):
+        for h in reversed(m.frames[i].handlers):
+            handlers.append(JSArray([*h, i]))  # i: the frame a handler body reads from
     m.event("interrupt", to_str(message), {"data": to_plain(data)})
     return JSObject({"obj": obj, "handlers": handlers})
 
@@ -474,6 +474,8 @@ def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     kind, what = handler[0], handler[1]
     if kind == "action":
         return Decision(what, True if what == "approve" else None)
+    if kind == "code":
+        return TailCall(what, [obj, handler[2]])
     return TailCall(what, [obj])
 
 

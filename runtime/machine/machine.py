@@ -700,6 +700,25 @@ class Machine:
                             push(L[arg])
                         else:
                             push(self._load_name(arg))
+                    elif op == 60:  # LOAD_OUTER (a handler body reads its opener's variable)
+                        push(frames[self._outer_index(L, arg)].locals.get(arg))
+                    elif op == 61:  # STORE_OUTER
+                        v = pop()
+                        at = self._outer_index(L, arg)
+                        frames[at].locals[arg] = v
+                        if wlog is not None:
+                            wlog.append(
+                                (1, at, arg, v if type(v) in PLAIN else self.rec.enc_now(v))
+                            )
+                    elif op == 62:  # UPDATE_OUTER (name, delta)
+                        name, delta = arg
+                        at = self._outer_index(L, name)
+                        old = frames[at].locals.get(name)
+                        new = old + delta if type(old) is int else to_number(old) + delta
+                        frames[at].locals[name] = new
+                        push(old)
+                        if wlog is not None:
+                            wlog.append((1, at, name, new))
                     else:  # pragma: no cover - compiler and machine disagree
                         raise AgencyRuntimeError(f"internal error: unknown opcode {op}")
             except PauseSignal:
@@ -709,6 +728,15 @@ class Machine:
                 raise
 
     # -- names, calls, returns ----------------------------------------------------------------
+
+    def _outer_index(self, L: dict[str, Any], name: str) -> int:
+        """Where a handler body finds `name`: the frame that opened its `handle` block (or,
+        for a handler inside a handler, that one's opener, and so on)."""
+        frames = self.frames
+        at = int(L["__owner"])
+        while name not in frames[at].locals and frames[at].code.kind == "handler":
+            at = int(frames[at].locals["__owner"])
+        return at
 
     def _load_name(self, name: str) -> Any:
         if name in self.globals:
