@@ -1,0 +1,17 @@
+"""The `agency` command and the time-travel debugger.
+
+Ctrl-C while the command is still starting (importing) ends it quietly with 130, as a shell
+expects, instead of a KeyboardInterrupt traceback; `debugger.cli.main` restores the normal
+handler once the command is ready to report interruptions itself.
+"""
+
+import os
+import signal
+
+
+def _quiet_exit(signum: int, frame: object) -> None:
+    os._exit(130)
+
+
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _quiet_exit)

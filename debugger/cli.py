@@ -107,7 +107,14 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="agency")
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # see debugger/__init__.py
+    try:
+        cli(prog_name="agency")
+    except KeyboardInterrupt:  # a second Ctrl-C while the first was being handled
+        click.echo("\nagency: interrupted", err=True)
+        sys.exit(130)
 
 
 # -- shared options ------------------------------------------------------------------------------

@@ -270,8 +270,17 @@ def prune(older_than: str, db: str | None) -> None:
     Example:
       agency prune --older-than 7d
     """
-    store = open_store(db)
-    n = store.prune(parse_age(older_than))
+    from runtime.lifecycle import process_alive
+
+    store = open_store(db)  # runs whose process died are marked interrupted first
+    live = [
+        run.id
+        for run in store.list_runs(1_000_000)
+        if run.status == "running"
+        and isinstance((run.meta or {}).get("process"), dict)
+        and process_alive(run.meta["process"]) is True
+    ]
+    n = store.prune(parse_age(older_than), keep=live)
     click.echo(f"deleted {n} run{'s' if n != 1 else ''}")
 
 

@@ -47,7 +47,7 @@ from runtime.timeline.fork import (
     recorded_answers,
     recorded_effects,
 )
-from runtime.timeline.recorder import Recorder, location_table
+from runtime.timeline.recorder import Recorder, location_table, public_base_url
 from runtime.timeline.store import MAX_STEP
 from runtime.timeline.timeline import Timeline
 
@@ -499,6 +499,9 @@ def resume_run(
     live = None
     current: dict[str, Any] = {}
     if model_spec is not None or base_url is not None or mocks is not None:
+        if base_url is None and model_spec in (None, recorded.get("spec")):
+            recorded_url = (run.meta or {}).get("base_url")  # the same model, the same server
+            base_url = recorded_url if isinstance(recorded_url, str) else None
         live, current = current_config(model_spec or recorded.get("spec"), base_url, mocks)
         problems.extend(config_differences(recorded, current))
     if problems and not force:
@@ -507,15 +510,27 @@ def resume_run(
             "different runs; pass --force to resume anyway"
         )
     tl = Timeline(store, run.id, 0, program)
-    if len(tl) == 0:
-        raise AgencyError(f"run {run.id} recorded no steps; run it again instead")
-    step, serve_up_to = _resume_point(store, run, tl)
+    if live is None:
+        # The recorded model, on the recorded server; one that cannot be made now (no API key)
+        # is an error, never silently another model.
+        live = _live_model(tl, strict=True)
+        if not force:
+            from runtime.llm.registry import config_of
+
+            differences = config_differences(recorded, dict(config_of(live)))
+            if differences:
+                raise AgencyError(
+                    f"cannot resume run {run.id}: {'; '.join(differences)}. Pass the recorded "
+                    "model's settings (--model, --base-url) or --force to go on with this one"
+                )
+    if len(tl) == 0:  # stopped before its first step was stored: nothing to re-execute
+        step, serve_up_to = -1, MAX_STEP
+    else:
+        step, serve_up_to = _resume_point(store, run, tl)
     answers = [a for a, s in zip(recorded_answers(tl), _answer_steps(tl)) if s <= serve_up_to]
     journal = StoreJournal(store, run.id, 0, in_doubt=True)
     m = machine_at(tl, step, journal=journal)
     served = int(getattr(m.model, "served", 0))
-    if live is None:
-        live = _live_model(tl)
     m.model = _Handover(answers[served:], live, m, served)
     if root is None:
         recorded_root = (run.meta or {}).get("cwd")
@@ -531,6 +546,9 @@ def resume_run(
         fields["meta"] = meta
         if current:
             fields["config"] = {**recorded, **current}
+            meta.pop("base_url", None)
+            if (url := public_base_url(getattr(live, "base_url", None))) is not None:
+                meta["base_url"] = url
         store.update_run(run.id, **fields)
     store.update_run(run.id, status="running", error=None, result=None, finished_at=None)
     mark_running(store, run.id, m.world.root, program)

@@ -336,7 +336,9 @@ def fork(
     return TL(tl.store, tl.run_id, branch, tl.program, tl.locations)
 
 
-def _live_model(tl: Timeline) -> Any:
+def _live_model(tl: Timeline, strict: bool = False) -> Any:
+    """The model the run was recorded with, live (its base URL too). A model that cannot be
+    made (no API key now) is the simulated one, or, with `strict` (resume), the error."""
     from runtime.llm.registry import resolve_model
 
     config = (tl.run.config or {}) if tl.run else {}
@@ -347,8 +349,11 @@ def _live_model(tl: Timeline) -> Any:
         if provider in ("sim", "", None):
             return resolve_model("sim", seed=int(config.get("seed") or 0))
         spec = config.get("spec") or f"{provider}/{config.get('model', '')}"
-        return resolve_model(spec)
+        base_url = ((tl.run.meta or {}) if tl.run else {}).get("base_url")
+        return resolve_model(spec, base_url=base_url if isinstance(base_url, str) else None)
     except AgencyError:
+        if strict:
+            raise
         return resolve_model("sim")
 
 

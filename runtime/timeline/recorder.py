@@ -495,6 +495,17 @@ def _process_meta() -> dict[str, Any]:
     return process_meta()
 
 
+def public_base_url(url: Any) -> str | None:
+    """A model's base URL without what may be secret in it (user, password, query)."""
+    if not isinstance(url, str) or not url:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def start_run(
     program: CompiledProgram,
     machine: Machine,
@@ -502,6 +513,10 @@ def start_run(
     config: dict[str, Any] | None = None,
     args: Any = None,
 ) -> Recording:
+    meta: dict[str, Any] = {"locations": location_table(program), "process": _process_meta()}
+    base_url = public_base_url(getattr(machine.model, "base_url", None))
+    if base_url is not None:
+        meta["base_url"] = base_url  # resume goes on with the same server
     run_id = store.create_run(
         RunMeta(
             source_path=program.path,
@@ -512,7 +527,7 @@ def start_run(
             else {"args": _plain(machine.entry_args), "named": _plain(machine.entry_named)},
             config=config or {},
             # The process, so a run whose process died shows as interrupted (lifecycle).
-            meta={"locations": location_table(program), "process": _process_meta()},
+            meta=meta,
         )
     )
     recorder = Recorder(machine, store, run_id, 0)

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -587,13 +587,15 @@ class SQLiteStore:
         self._call(delete)
         self._forget(resolved)
 
-    def prune(self, older_than: timedelta) -> int:
+    def prune(self, older_than: timedelta, keep: Collection[str] = ()) -> int:
         cutoff = format_ts(self._clock() - older_than)
+        kept = set(keep)
 
         def delete(conn: sqlite3.Connection) -> list[str]:
             ids = [
                 row[0]
                 for row in conn.execute("SELECT id FROM runs WHERE updated_at < ?", (cutoff,))
+                if row[0] not in kept
             ]
             conn.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in ids])
             return ids

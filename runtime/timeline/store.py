@@ -25,7 +25,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -260,13 +260,15 @@ class RunStore(Protocol):
         """
         ...
 
-    def prune(self, older_than: timedelta) -> int:
-        """Delete runs not updated for `older_than`; return how many went.
+    def prune(self, older_than: timedelta, keep: Collection[str] = ()) -> int:
+        """Delete runs not updated for `older_than`, except the runs in `keep`; return how many
+        went.
 
         Finished, failed and interrupted runs go when their `updated_at` is older than the cutoff.
         A run still marked "running" whose `updated_at` is older than the cutoff is one whose
         process died without saying so (a live recording bumps `updated_at` with every commit);
-        it counts as interrupted and goes too.
+        it counts as interrupted and goes too. `keep` holds the runs known to be recorded right
+        now (a live process waiting on a slow model commits nothing for a while).
         """
         ...
 
@@ -789,11 +791,14 @@ class MemoryStore:
             del self._runs[resolved]
             self._effects = {k: e for k, e in self._effects.items() if e["run_id"] != resolved}
 
-    def prune(self, older_than: timedelta) -> int:
+    def prune(self, older_than: timedelta, keep: Collection[str] = ()) -> int:
         with self._lock:
             self._open()
             cutoff = format_ts(self._now() - older_than)
-            doomed = [i for i, r in self._runs.items() if r.row["updated_at"] < cutoff]
+            kept = set(keep)
+            doomed = [
+                i for i, r in self._runs.items() if r.row["updated_at"] < cutoff and i not in kept
+            ]
             for run_id in doomed:
                 self.delete_run(run_id)
             return len(doomed)
