@@ -513,7 +513,13 @@ def start_run(
     config: dict[str, Any] | None = None,
     args: Any = None,
 ) -> Recording:
-    meta: dict[str, Any] = {"locations": location_table(program), "process": _process_meta()}
+    meta: dict[str, Any] = {
+        "locations": location_table(program),
+        "process": _process_meta(),
+        # The defs the program can offer as tools, with their parameters (a call records the
+        # tools it offered, with schemas, and its temperature).
+        "tools": {c.name: c.param_names for c in program.functions.values() if c.kind == "def"},
+    }
     base_url = public_base_url(getattr(machine.model, "base_url", None))
     if base_url is not None:
         meta["base_url"] = base_url  # resume goes on with the same server
