@@ -215,8 +215,12 @@ def encode_state(
     user: bool,
     top_override: Frame | None = None,
     drop_top: int = 0,
+    env: tuple[dict[str, Any], dict[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """The rolled-back part of the state (and, when not `user`, everything else too)."""
+    """The rolled-back part of the state (and, when not `user`, everything else too).
+
+    `env` (globals, thread lengths) replaces the current globals and cuts the threads back:
+    a failure's checkpoint is the state at its def's entry."""
     frames = list(m.frames[: len(m.frames) - drop_top] if drop_top else m.frames)
     if top_override is not None:
         frames[-1] = top_override
@@ -231,7 +235,11 @@ def encode_state(
         roots.extend(f.stack)
         if f.entry:
             roots.extend(f.entry.values())
-    roots.extend(m.globals.values())
+    glob = env[0] if env is not None else m.globals
+    roots.extend(glob.values())
+    for f in frames:
+        if f.entry_env is not None:
+            roots.extend(f.entry_env[0].values())
     if not user:
         roots.extend(m.shared.values())
         roots.extend(m.mutable.values())
@@ -273,14 +281,26 @@ def encode_state(
                 "handlers": [list(h) for h in f.handlers],
                 "threads": list(f.threads),
                 "entry": {k: enc.enc(v) for k, v in f.entry.items()} if f.entry else None,
+                "entry_env": (
+                    {
+                        "globals": {k: enc.enc(v) for k, v in f.entry_env[0].items()},
+                        "threads": dict(f.entry_env[1]),
+                    }
+                    if f.entry_env is not None
+                    else None
+                ),
             }
         )
     state: dict[str, Any] = {
         "stack": out_frames,
-        "globals": {k: enc.enc(v) for k, v in m.globals.items()},
+        "globals": {k: enc.enc(v) for k, v in glob.items()},
         "threads": {
             "active": m.active_thread(),
-            "threads": {tid: [enc.enc(msg) for msg in msgs] for tid, msgs in m.threads.items()},
+            "threads": {
+                tid: [enc.enc(msg) for msg in msgs[: env[1][tid] if env is not None else None]]
+                for tid, msgs in m.threads.items()
+                if env is None or tid in env[1]
+            },
         },
     }
     if not user:
@@ -379,8 +399,10 @@ def entry_checkpoint(m: Machine, frame: Frame) -> Any:
     """The checkpoint carried by a failure: the def's frame as it was at entry."""
     fresh = Frame(frame.code, dict(frame.entry or {}))
     fresh.entry = dict(frame.entry or {})
+    fresh.entry_env = frame.entry_env
     try:
-        data = envelope(m, encode_state(m, user=True, top_override=fresh), None, "entry")
+        state = encode_state(m, user=True, top_override=fresh, env=frame.entry_env)
+        data = envelope(m, state, None, "entry")
     except AgencyRuntimeError:
         return None
     return from_plain(data)
@@ -549,6 +571,19 @@ def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) 
         frame.threads = [str(t) for t in f.get("threads") or []]
         entry = f.get("entry")
         frame.entry = {k: dec.dec(v) for k, v in entry.items()} if entry else None
+        env = f.get("entry_env")
+        if env is not None:
+            if not isinstance(env, dict) or not isinstance(env.get("globals"), dict):
+                raise ValueError(f"frame `{scope}` has a malformed entry_env")
+            lengths = env.get("threads") or {}
+            if not isinstance(lengths, dict) or not all(
+                isinstance(n, int) for n in lengths.values()
+            ):
+                raise ValueError(f"frame `{scope}` has malformed entry thread lengths")
+            frame.entry_env = (
+                {k: dec.dec(v) for k, v in env["globals"].items()},
+                {str(t): n for t, n in lengths.items()},
+            )
         if code.kind == "def" and frame.entry is None:
             frame.entry = {p: locals_.get(p) for p in code.param_names}
         frames.append(frame)

@@ -28,6 +28,7 @@ class Frame:
         "handlers",
         "threads",
         "entry",
+        "entry_env",
     )
 
     def __init__(self, code: Code, locals_: dict[str, Any], pc: int = 0) -> None:
@@ -41,6 +42,9 @@ class Frame:
         self.handlers: list[Any] = []
         self.threads: list[str] = []
         self.entry: dict[str, Any] | None = None
+        # A def's globals (shallow) and thread lengths at entry: what its failure's checkpoint
+        # rolls back to.
+        self.entry_env: tuple[dict[str, Any], dict[str, int]] | None = None
 
     def __repr__(self) -> str:
         return f"<Frame {self.code.name} pc={self.pc}>"

@@ -855,6 +855,7 @@ class Machine:
         f = Frame(code, self.bind_args(code, args, named))
         if code.kind == "def":
             f.entry = dict(f.locals)
+            f.entry_env = (dict(self.globals), {t: len(ms) for t, ms in self.threads.items()})
             if (
                 code.modifiers
             ):  # lifecycle: a destructive def's call goes through the effect journal
