@@ -160,7 +160,13 @@ def run_test(label: str, program: Any, test: dict[str, Any], index: int) -> Test
         except AgencyError as exc:
             return TestOutcome(label, title, False, detail=str(exc))
     if machine.status == INTERRUPTED:
-        return TestOutcome(label, title, False, detail=f"unanswered interrupt: {machine.pending}")
+        pending = json.dumps(machine.pending, ensure_ascii=False, default=str)
+        return TestOutcome(
+            label,
+            title,
+            False,
+            detail=f"unanswered interrupt: {pending} (add an entry to interruptHandlers)",
+        )
     if machine.status != HALTED:
         err = machine.error.render(program.source) if machine.error else machine.status
         return TestOutcome(label, title, False, detail=f"run failed: {err}")
