@@ -92,7 +92,14 @@ class DebuggerApp(App[None]):
         Binding("B", "branches", "Branches", show=False, id="branches"),
         Binding("slash", "search", "Search", key_display="/", id="search"),
         Binding("f3", "search_next", "Next match", show=False, id="search_next"),
-        Binding("shift+f3", "search_previous", "Previous match", show=False, id="search_previous"),
+        Binding(  # xterm-style terminals (and tmux) send shift+F3 as F15
+            "shift+f3,f15",
+            "search_previous",
+            "Previous match",
+            key_display="shift+f3",
+            show=False,
+            id="search_previous",
+        ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
         Binding("colon", "command", "Command line", key_display=":", show=False, id="command"),
         # Priority, so a focused list does not take them; `check_action` lets a text field have them.

@@ -230,10 +230,17 @@ def machine_at(
     decisions = DecisionFeed(tl)
     decisions.attach(m)
     target = min(step, len(tl) - 1)
+    # A branch's history is its ancestors' up to each fork step, where that fork's edits were
+    # made: make them again on the way.
+    edits_at = lineage_edits(tl)
     while m.step_index < target and not m.done:
-        m.step(min(target - m.step_index, 10_000))
+        upcoming = [k for k in edits_at if m.step_index < k <= target]
+        stop = min([target, *upcoming])
+        m.step(min(stop - m.step_index, 10_000))
         if progress is not None:
             progress(m.step_index)
+        if m.step_index in edits_at and m.step_index in upcoming:
+            apply_edits(m, edits_at[m.step_index])
         if m.status == INTERRUPTED:
             decision = decisions.next(m.step_index)
             if decision is None:
@@ -247,6 +254,19 @@ def machine_at(
     m.on_event = None
     m.model_cache = {}  # type: ignore[attr-defined]
     return m
+
+
+def lineage_edits(tl: Timeline) -> dict[int, dict[str, Any]]:
+    """{fork step: edits} of every fork along this branch's lineage."""
+    if tl.branch == 0:
+        return {}
+    records = {b.branch: b for b in tl.store.branches(tl.run_id)}
+    out: dict[int, dict[str, Any]] = {}
+    for seg in tl.store.lineage(tl.run_id, tl.branch)[1:]:
+        rec = records.get(seg.branch)
+        if rec is not None and rec.fork_step is not None and rec.edits:
+            out[int(rec.fork_step)] = dict(rec.edits)
+    return out
 
 
 def apply_edits(m: Machine, edits: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ views makes going back and forth free. Nothing here re-executes the program or c
 
 from __future__ import annotations
 
+import json
 import marshal
 import zlib
 from collections import OrderedDict
@@ -455,15 +456,31 @@ class Timeline:
         if not calls:
             return None
         c = calls[-1]
+        completion = (
+            (c.response or {}).get("completion") if isinstance(c.response, dict) else c.response
+        )
+        value = (c.response or {}).get("value") if isinstance(c.response, dict) else None
+        edited = False
+        if self.branch != 0:
+            from runtime.timeline.fork import lineage_edits
+
+            # An answer edited at a fork (at or after the call, before `step`) is what the
+            # branch went on with: show that one.
+            for fork_step, edits in sorted(lineage_edits(self).items()):
+                if c.step <= fork_step <= step and "llm_answer" in edits:
+                    value, edited = edits["llm_answer"], True
+            if edited and isinstance(completion, dict):
+                completion = dict(
+                    completion, text=value if isinstance(value, str) else json.dumps(value)
+                )
         return {
             "step": c.step,
+            "edited": edited,
             "provider": c.provider,
             "model": c.model,
             "request": c.request,
-            "response": (c.response or {}).get("completion")
-            if isinstance(c.response, dict)
-            else c.response,
-            "value": (c.response or {}).get("value") if isinstance(c.response, dict) else None,
+            "response": completion,
+            "value": value,
             "input_tokens": c.input_tokens,
             "output_tokens": c.output_tokens,
             "cost": c.cost,

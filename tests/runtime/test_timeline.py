@@ -496,3 +496,36 @@ def test_kill_9_leaves_a_readable_prefix(tmp_path: Path) -> None:
                 assert len(_frame_local(view, "xs")) <= 4
     finally:
         store.close()
+
+
+def _dice_recording() -> Any:
+    root = Path(__file__).resolve().parents[2] / "examples"
+    mocks = json.loads((root / "dice.mocks.json").read_text(encoding="utf-8"))
+    program = load_program(root / "dice.agency")
+    return record_program(program, RunConfig(mocks=mocks, quiet=True))
+
+
+def _local(state: Any, name: str) -> Any:
+    return [f for f in state.frames if f.scope == "main"][-1].locals.get(name)
+
+
+def test_a_fork_of_a_fork_keeps_the_first_edit() -> None:
+    tl = _dice_recording().timeline
+    first = tl.fork(3, {"locals": {"counter": 5}})
+    assert _local(first.state_at(4), "counter") == 5
+    # Rebuilding the machine on the branch (export, a further fork) replays the edit too.
+    assert first.export_checkpoint(4)["stack"][0]["locals"]["counter"] == 5
+    second = first.fork(5, {})
+    assert _local(second.state_at(6), "counter") == 5
+    assert _local(tl.state_at(6), "counter") == 1  # the main line is untouched
+
+
+def test_an_edited_llm_answer_is_what_the_branch_shows_for_that_call() -> None:
+    tl = _dice_recording().timeline
+    assert tl.kind_at(3) == "llm"
+    branch = tl.fork(3, {"llm_answer": 6})
+    call = branch.llm_call_at(4)
+    assert call is not None and call["value"] == 6 and call["edited"]
+    assert branch.state_at(len(branch) - 1).output[-1] == "Good roll: 6 after 1 rolls"
+    original = tl.llm_call_at(4)
+    assert original is not None and original["value"] == 2 and not original["edited"]
