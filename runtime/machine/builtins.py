@@ -541,6 +541,12 @@ def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
     return bool(args) and type(args[0]) is FuncRef
 
 
+@builtin("__throw")
+def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """A runtime error with the given message (for the prelude's own checks)."""
+    raise AgencyRuntimeError(to_str(args[0]) if args else "error")
+
+
 @builtin("__call")
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""

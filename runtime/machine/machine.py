@@ -559,15 +559,17 @@ class Machine:
                     elif op == 37:  # UPDATE_LOCAL (name, delta)
                         name, delta = arg
                         old = L.get(name)
-                        new = old + delta if type(old) is int else to_number(old) + delta
+                        if type(old) is not int:
+                            old = to_number(old)
+                        new = old + delta
                         L[name] = new
                         push(old)
                         if wlog is not None:
                             wlog.append((1, depth, name, new))
                     elif op == 38:  # UPDATE_GLOBAL
                         name, delta = arg
-                        old = glob.get(name)
-                        new = to_number(old) + delta
+                        old = to_number(glob.get(name))
+                        new = old + delta
                         glob[name] = new
                         push(old)
                         if wlog is not None:
@@ -575,14 +577,14 @@ class Machine:
                     elif op == 39:  # UPDATE_MEMBER (name, delta)
                         name, delta = arg
                         obj = pop()
-                        old = self.methods(self, obj, name, None)
-                        self.set_key(obj, name, to_number(old) + delta)
+                        old = to_number(self.methods(self, obj, name, None))
+                        self.set_key(obj, name, old + delta)
                         push(old)
                     elif op == 40:  # UPDATE_INDEX delta
                         i = pop()
                         obj = pop()
-                        old = _get_index(obj, i)
-                        self.set_key(obj, i, to_number(old) + arg)
+                        old = to_number(_get_index(obj, i))
+                        self.set_key(obj, i, old + arg)
                         push(old)
                     elif op == 41:  # LOAD_SHARED
                         push(self.shared.get(arg))
@@ -599,8 +601,8 @@ class Machine:
                             )
                     elif op == 59:  # UPDATE_SHARED
                         name, delta = arg
-                        old = self.shared.get(name)
-                        new = to_number(old) + delta
+                        old = to_number(self.shared.get(name))
+                        new = old + delta
                         self.shared[name] = new
                         push(old)
                         if wlog is not None:
@@ -714,7 +716,9 @@ class Machine:
                         name, delta = arg
                         at = self._outer_index(L, name)
                         old = frames[at].locals.get(name)
-                        new = old + delta if type(old) is int else to_number(old) + delta
+                        if type(old) is not int:
+                            old = to_number(old)
+                        new = old + delta
                         frames[at].locals[name] = new
                         push(old)
                         if wlog is not None:

@@ -691,6 +691,8 @@ class Parser:
         return ast.VarDecl(kind, target, type_, value, self.span_from(start.span))
 
     def block(self) -> ast.Block:
+        if self.peek_past_newlines().kind == "{":
+            self.skip_newlines()  # a brace on the next line still opens the block
         tok = self.peek()
         if tok.kind != "{":
             self.fail(f"expected `{{` to start a block, got {describe(tok)}", tok.span)
@@ -1130,6 +1132,8 @@ class Parser:
     def match(self) -> ast.Match:
         start = self.advance()  # match
         subject = self.expr_after(start)
+        if self.peek_past_newlines().kind == "{":
+            self.skip_newlines()
         tok = self.peek()
         if tok.kind != "{":
             self.fail(f"expected `{{` after the `match` subject, got {describe(tok)}", tok.span)
@@ -1158,8 +1162,24 @@ class Parser:
         arrow = self.expect("=>", f"expected `=>` after the pattern, got {describe(self.peek())}")
         self.skip_newlines()
         body: ast.Expr | ast.Block
-        body = self.block() if self.at("{") else self.expr_after(arrow)
+        block = self.at("{") and not self._object_literal_ahead()
+        body = self.block() if block else self.expr_after(arrow)
         return ast.MatchArm(pattern, body, self.span_from(start))
+
+    def _object_literal_ahead(self) -> bool:
+        """At a `{` that opens an object literal (`{k: v`, `{"k": v`, `{...x`), not a block."""
+        toks, j = self.toks, self.pos + 1
+        while toks[j].kind == NEWLINE:
+            j += 1
+        first = toks[j]
+        if first.kind == "...":
+            return True
+        if first.kind not in (NAME, STRING, NUMBER):
+            return False
+        j += 1
+        while toks[j].kind == NEWLINE:
+            j += 1
+        return toks[j].kind == ":"
 
     # ----------------------------------------------------------------------------------------
     # Patterns
