@@ -20,39 +20,19 @@ from pygments.token import (
     Whitespace,
 )
 
+from runtime.syntax.tokens import RESERVED
+
 __all__ = ["AgencyLexer"]
 
-KEYWORDS = (
-    "let",
-    "const",
-    "if",
-    "then",
-    "else",
-    "while",
-    "for",
-    "in",
-    "return",
-    "break",
-    "continue",
-    "goto",
-    "import",
-    "from",
-    "export",
-    "match",
-    "try",
-    "catch",
-    "typeof",
-    "with",
-    "as",
-    "thread",
-    "subthread",
-    "handle",
-    "shared",
-    "static",
-    "uses",
-)
 DECLARATIONS = ("node", "def", "type")
 CONSTANTS = ("true", "false", "null", "undefined")
+# The parser's reserved words, plus words that are keywords only at the start of a statement.
+KEYWORDS = tuple(
+    sorted(
+        (RESERVED - set(DECLARATIONS) - set(CONSTANTS))
+        | {"from", "export", "as", "thread", "subthread", "handle", "shared", "static", "uses"}
+    )
+)
 TYPES = ("string", "number", "boolean", "any", "void", "Result")
 # Builtins people meet in every agent program; highlighted so the interesting calls stand out.
 BUILTINS = (

@@ -54,8 +54,8 @@ from runtime.timeline.views import Location
     BUILD_OBJECT_SPREAD,
     BUILD_STRING,
     SLICE,
-    GET_MEMBER_OPT,
-    GET_INDEX_OPT,
+    _UNUSED_33,  # was GET_MEMBER_OPT: `?.` now short-circuits the whole chain (chain_link)
+    _UNUSED_34,  # was GET_INDEX_OPT
     ITER_INIT,
     RANGE_INIT,
     UPDATE_LOCAL,

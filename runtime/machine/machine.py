@@ -527,13 +527,6 @@ class Machine:
                         end = pop()
                         start = pop()
                         stack[-1] = _slice(stack[-1], start, end)
-                    elif op == 33:  # GET_MEMBER_OPT
-                        if stack[-1] is not None:
-                            stack[-1] = self.methods(self, stack[-1], arg, None)
-                    elif op == 34:  # GET_INDEX_OPT
-                        i = pop()
-                        if stack[-1] is not None:
-                            stack[-1] = _get_index(stack[-1], i)
                     elif op == 35:  # ITER_INIT slot
                         v = pop()
                         t = type(v)
