@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import time
 
-from runtime.syntax import parse
+from runtime.language.syntax import parse
 
 AGENCY = (
     "def helper(a: number, b: string = 'x'): {ok: boolean} {\n"

@@ -19,11 +19,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.program import compile_source  # noqa: E402
-from runtime.runner import RunConfig, new_machine  # noqa: E402
-from runtime.timeline.recorder import record_program  # noqa: E402
-from runtime.timeline.sqlite_store import SQLiteStore  # noqa: E402
-from runtime.timeline.timeline import Timeline  # noqa: E402
+from runtime.language.program import compile_source  # noqa: E402
+from runtime.record.sqlite_store import SQLiteStore  # noqa: E402
+from runtime.runs.fork import Timeline  # noqa: E402
+from runtime.runs.recording import record_program  # noqa: E402
+from runtime.runs.runner import RunConfig, new_machine  # noqa: E402
 
 LOOP = """node main() {
   let i = 0

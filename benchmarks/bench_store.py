@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.timeline.sqlite_store import SQLiteStore  # noqa: E402
-from runtime.timeline.store import MemoryStore, RunMeta, RunStore  # noqa: E402
+from runtime.record.sqlite_store import SQLiteStore  # noqa: E402
+from runtime.record.store import MemoryStore, RunMeta, RunStore  # noqa: E402
 
 
 def record(

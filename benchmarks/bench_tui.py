@@ -48,10 +48,10 @@ OPEN_BUDGET_S = 2.0
 
 
 def record(folder: Path, steps: int) -> tuple[Path, int]:
-    from runtime.program import load_program
-    from runtime.runner import RunConfig
-    from runtime.timeline.recorder import record_program
-    from runtime.timeline.sqlite_store import SQLiteStore
+    from runtime.language.program import load_program
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig
 
     source = folder / "big.agency"
     source.write_text(PROGRAM.format(n=max(steps // 4, 1)))  # four steps an iteration

@@ -12,16 +12,23 @@ from typing import Any
 
 import click
 
-from runtime.errors import AgencyError, AgencySyntaxError, CheckpointFormatError, UsageError
-from runtime.machine.machine import FAILED, HALTED, INTERRUPTED, Machine
-from runtime.machine.values import stringify
+from runtime.errors import (
+    EXIT_STOPPED,
+    AgencyError,
+    AgencySyntaxError,
+    CheckpointFormatError,
+    UsageError,
+)
+from runtime.vm.machine import Machine
+from runtime.vm.values import stringify
+from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 3
-EXIT_STOPPED = 130  # Ctrl-C, as shells report it
+
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in agency itself
 
 
@@ -161,7 +168,7 @@ def make_config(
     mock: str | None,
     seed: int,
 ) -> Any:
-    from runtime.runner import RunConfig, env_mocks, parse_args_json
+    from runtime.runs.runner import RunConfig, env_mocks, parse_args_json
 
     args, named = parse_args_json(args_json)
     mocks = None
@@ -196,7 +203,7 @@ def read_mocks(mock: str) -> list[Any]:
 
 
 def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
-    from runtime.runner import decision_from
+    from runtime.runs.runner import decision_from
 
     def answer(pending: Any) -> Any:
         if approve_all:
@@ -319,8 +326,8 @@ def run(
       agency run agent.agency --model openai/gpt-4o-mini
       agency run agent.agency --checkpoint cp.json
     """
-    from runtime.program import load_program
-    from runtime.runner import check_entry, drive, new_machine
+    from runtime.language.program import load_program
+    from runtime.runs.runner import check_entry, drive, new_machine
 
     if approve_all and reject_all:
         fail("choose one of --approve-all and --reject-all")
@@ -340,8 +347,9 @@ def run(
     config = make_config(node, args_json, model_spec, base_url, mock, seed)
     model = config.make_model()
     if checkpoint_file:
-        from runtime.checkpoints import load_file, rebuild
-        from runtime.machine.builtins import World
+        from runtime.vm.builtins import World
+        from runtime.vm.checkpoints import load_file
+        from runtime.vm.rebuild import rebuild
 
         data = load_file(checkpoint_file, program)
         machine = rebuild(program, data, model=model, world=World())
@@ -363,16 +371,12 @@ def run(
         return
     from pathlib import Path
 
-    from runtime.lifecycle import (
-        GracefulStop,
-        StoreJournal,
-        mark_running,
-        mark_stopped,
-        recording_answers,
-    )
     from runtime.llm.registry import config_of
-    from runtime.timeline.recorder import start_run
-    from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+    from runtime.record.sqlite_store import SQLiteStore, default_db_path
+    from runtime.runs.journal import StoreJournal
+    from runtime.runs.processes import mark_running
+    from runtime.runs.recording import start_run
+    from runtime.runs.stopping import GracefulStop, mark_stopped, recording_answers
 
     store = SQLiteStore(db or default_db_path())
     run_config = dict(config_of(model))
@@ -428,7 +432,7 @@ def check(files: tuple[str, ...]) -> None:
     Example:
       agency check examples/*.agency
     """
-    from runtime.program import load_program
+    from runtime.language.program import load_program
 
     failed = 0
     code = 0
@@ -470,7 +474,7 @@ def test_cmd(paths: tuple[str, ...], quiet: bool) -> None:
     Example:
       agency test tests/programs/
     """
-    from runtime.testing import find_suites, run_suite
+    from runtime.runs.testing import find_suites, run_suite
 
     suites = find_suites(list(paths))
     if not suites:

@@ -31,7 +31,7 @@ def build_app(
     from runtime.errors import AgencyError
 
     if trace is not None or (run_id is not None and checkpoint is None):
-        from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+        from runtime.record.sqlite_store import SQLiteStore, default_db_path
 
         path = trace or db or str(default_db_path())
         if not Path(path).is_file():
@@ -48,16 +48,16 @@ def build_app(
 
     if file is None:
         raise click.UsageError("give a FILE to debug, or --trace RUNS.db")
-    from runtime.program import load_program
+    from runtime.language.program import load_program
 
     program = load_program(file)
     store = None  # in memory
     if record:
-        from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+        from runtime.record.sqlite_store import SQLiteStore, default_db_path
 
         store = SQLiteStore(db or default_db_path())
     if checkpoint is not None:
-        from runtime.checkpoints import load_file
+        from runtime.vm.checkpoints import load_file
 
         load_file(checkpoint, program)  # refuse a foreign or broken checkpoint before starting
         return DebuggerApp(

@@ -20,7 +20,7 @@ from pygments.token import (
     Whitespace,
 )
 
-from runtime.syntax.tokens import RESERVED
+from runtime.language.syntax.tokens import RESERVED
 
 __all__ = ["AgencyLexer"]
 

@@ -9,9 +9,9 @@ re-executes the program except `restore` (which forks a branch and runs it live)
 This module imports no `textual` or `rich`: the TUI (`debugger.app`) asks a session to move and
 draws what it says, and the tests drive a session without a terminal.
 
-Values are the plain JSON-like data of `runtime.timeline.views`. Edited values are typed as
+Values are the plain JSON-like data of `runtime.record.views`. Edited values are typed as
 Agency literals (`3`, `-2.5`, `"text"`, `[1, 2]`, `{a: true}`), parsed with
-`runtime.syntax.parse_expression` and evaluated here; anything else is refused with a message.
+`runtime.language.syntax.parse_expression` and evaluated here; anything else is refused with a message.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from runtime.timeline.views import BranchInfo, Change, Event, FrameView, Location, StateView
+from runtime.record.views import BranchInfo, Change, Event, FrameView, Location, StateView
 
 __all__ = [
     "COMMANDS",
@@ -65,7 +65,7 @@ class SessionError(Exception):
 
 
 class TimelineLike(Protocol):
-    """What a session needs from `runtime.timeline.timeline.Timeline` (documented there)."""
+    """What a session needs from `runtime.record.timeline.Timeline` (documented there)."""
 
     run_id: str
     branch: int
@@ -262,8 +262,8 @@ def parse_literal(text: str) -> Any:
     """Evaluate an Agency literal: numbers (also negative), strings, true/false/null, arrays and
     objects of literals. Anything else raises SessionError saying what is accepted."""
     from runtime.errors import AgencySyntaxError
-    from runtime.syntax import ast as A
-    from runtime.syntax import parse_expression
+    from runtime.language.syntax import ast as A
+    from runtime.language.syntax import parse_expression
 
     if not text.strip():
         raise SessionError('no value given: type a literal such as 3, "text", [1, 2] or {a: 1}')
@@ -1174,7 +1174,7 @@ class Session:
         if self.waiting_interrupt() is None:
             raise SessionError("the run is not waiting on an interrupt")
         from runtime.errors import AgencyError
-        from runtime.runner import decision_from
+        from runtime.runs.runner import decision_from
 
         try:
             self.recording.continue_run(decision_from(action, value), progress=progress)
@@ -1196,9 +1196,10 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
     """Opens checkpoint files of `program` as new recorded runs (for `Session.open_checkpoint`)."""
 
     def load(path: str, progress: RunProgress | None = None) -> Any:
-        from runtime.checkpoints import load_file, rebuild
-        from runtime.machine.builtins import World
-        from runtime.timeline.recorder import record_machine
+        from runtime.runs.recording import record_machine
+        from runtime.vm.builtins import World
+        from runtime.vm.checkpoints import load_file
+        from runtime.vm.rebuild import rebuild
 
         prog = program() if callable(program) else program
         data = load_file(path, prog)
@@ -1214,7 +1215,7 @@ def record_session(
 ) -> Session:
     """Run `program` under the recorder (to its end or an unanswered interrupt); a session at
     step 0 of that run."""
-    from runtime.timeline.recorder import record_program
+    from runtime.runs.recording import record_program
 
     config.quiet = True  # the program's prints belong in the output panel, not the terminal
     recording = record_program(program, config, store=store, progress=progress)
@@ -1231,9 +1232,10 @@ def checkpoint_session(
 ) -> Session:
     """A session over a run continued from checkpoint file `path` (checked against `program`:
     a checkpoint of another source raises CheckpointFormatError saying so)."""
-    from runtime.checkpoints import load_file, rebuild
-    from runtime.machine.builtins import World
-    from runtime.timeline.recorder import record_machine
+    from runtime.runs.recording import record_machine
+    from runtime.vm.builtins import World
+    from runtime.vm.checkpoints import load_file
+    from runtime.vm.rebuild import rebuild
 
     config.quiet = True
     data = load_file(path, program)
@@ -1252,7 +1254,7 @@ def checkpoint_session(
 def trace_session(store: Any, run_id: str | None = None, branch: int = 0) -> Session:
     """A session over a stored run (the latest when `run_id` is None)."""
     from runtime.errors import AgencyError
-    from runtime.timeline.timeline import Timeline
+    from runtime.runs.fork import Timeline
 
     if run_id is None:
         latest = store.latest_run()
@@ -1262,7 +1264,7 @@ def trace_session(store: Any, run_id: str | None = None, branch: int = 0) -> Ses
     timeline = Timeline.open(store, run_id, branch)
 
     def program() -> Any:
-        from runtime.program import load_program
+        from runtime.language.program import load_program
 
         return load_program(timeline.source_path)
 
@@ -1278,6 +1280,6 @@ class _RecordedModel:
         self.timeline = timeline
 
     def make_model(self) -> Any:
-        from runtime.timeline.fork import _live_model
+        from runtime.runs.fork import _live_model
 
         return _live_model(self.timeline)

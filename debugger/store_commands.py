@@ -25,7 +25,7 @@ def db_option(fn: Any) -> Any:
 
 
 def open_store(db: str | None, must_exist: bool = True) -> Any:
-    from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
+    from runtime.record.sqlite_store import SQLiteStore, default_db_path
 
     path = Path(db) if db else default_db_path()
     if must_exist and not path.exists():
@@ -33,7 +33,7 @@ def open_store(db: str | None, must_exist: bool = True) -> Any:
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
         )
     store = SQLiteStore(path)
-    from runtime.lifecycle import reap_dead_runs
+    from runtime.runs.processes import reap_dead_runs
 
     reap_dead_runs(store)  # runs whose process died (kill -9) show as interrupted
     return store
@@ -160,7 +160,7 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     """
     from dataclasses import asdict
 
-    from runtime.timeline.timeline import Timeline
+    from runtime.runs.fork import Timeline
 
     run_ref, step = parse_ref(ref)
     store = open_store(db)
@@ -215,7 +215,7 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
       agency export r1m8kgn1vfj1a:42 -o cp.json
       agency export last -o cp.json
     """
-    from runtime.timeline.timeline import Timeline
+    from runtime.runs.fork import Timeline
 
     run_ref, step = parse_ref(ref)
     store = open_store(db)
@@ -270,7 +270,7 @@ def prune(older_than: str, db: str | None) -> None:
     Example:
       agency prune --older-than 7d
     """
-    from runtime.lifecycle import process_alive
+    from runtime.runs.processes import process_alive
 
     store = open_store(db)  # runs whose process died are marked interrupted first
     live = [
@@ -337,8 +337,10 @@ def resume(
       agency resume r1m8kgn1vfj1a --resolve '{"city": "Paris"}'
     """
     from debugger.cli import finish, interactive_answer
-    from runtime.lifecycle import EXIT_STOPPED, GracefulStop, resume_run
-    from runtime.runner import decision_from
+    from runtime.errors import EXIT_STOPPED
+    from runtime.runs.resume import resume_run
+    from runtime.runs.runner import decision_from
+    from runtime.runs.stopping import GracefulStop
 
     if sum(bool(x) for x in (approve, reject, resolve_json is not None)) > 1:
         raise UsageError("choose one of --approve, --reject and --resolve")
@@ -428,7 +430,8 @@ def replay(
       agency replay r1m8kgn1vfj1a --then-live
     """
     from debugger.cli import EXIT_STOPPED, finish, interactive_answer
-    from runtime.lifecycle import EXIT_DIVERGED, replay_run
+    from runtime.errors import EXIT_DIVERGED
+    from runtime.runs.replay import replay_run
 
     if run_ref and last:
         raise UsageError("give a run or --last, not both")

@@ -8,7 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.syntax.ast import Span
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of source text: 1-based lines and columns, end exclusive."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def to(self, other: Span) -> Span:
+        """The span from the start of this one to the end of `other`."""
+        return Span(self.line, self.col, other.end_line, other.end_col)
+
+
+NO_SPAN = Span(0, 0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +127,29 @@ class CheckpointFormatError(AgencyError):
     """A checkpoint file or object that cannot be used: malformed, wrong version, foreign."""
 
     exit_code = 2
+
+
+class LLMError(AgencyError):
+    """A model could not answer: no key, a refused request, a timeout, a reply of the wrong type.
+
+    The message names the provider and says what to do. `status` is the HTTP status when there
+    was one; `detail` is the server's own (redacted) explanation, for callers that branch on it.
+    """
+
+    exit_code = 1
+
+    def __init__(
+        self, message: str, *, provider: str = "", status: int | None = None, detail: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status = status
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"LLMError({self.message!r})"
+
+
+EXIT_DIVERGED = 4  # `agency replay`: the program no longer does what was recorded
+EXIT_STOPPED = 130  # Ctrl-C, as shells report it

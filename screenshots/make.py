@@ -31,9 +31,9 @@ SIZE = (120, 36)
 def new_app():  # noqa: ANN201 - DebuggerApp
     from debugger.app import DebuggerApp
     from debugger.session import record_session
+    from runtime.language.program import load_program
     from runtime.llm.mock import load_mocks
-    from runtime.program import load_program
-    from runtime.runner import RunConfig
+    from runtime.runs.runner import RunConfig
 
     program = load_program("examples/dice.agency")
     config = RunConfig(mocks=load_mocks("examples/dice.mocks.json"), quiet=True)

@@ -116,12 +116,12 @@ def test_a_deeply_nested_value_is_recorded(work: Path) -> None:
 
 
 def test_unexpected_errors_are_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import runtime.program
+    import runtime.language.program
 
     def broken(path: str) -> None:
         raise ValueError("boom")
 
-    monkeypatch.setattr(runtime.program, "load_program", broken)
+    monkeypatch.setattr(runtime.language.program, "load_program", broken)
     result = agency("run", "ok.agency")
     clean(result, 70, "internal error: ValueError: boom", "agency-crash-")
 

@@ -13,7 +13,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from debugger.session import describe_value
-from runtime.timeline.views import BranchInfo
+from runtime.record.views import BranchInfo
 
 
 def describe_branch(info: BranchInfo, current: int, diverges: int | None) -> Content:

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from runtime.timeline.views import FrameView
+from runtime.record.views import FrameView
 
 KIND_STYLE = {"node": "bold $text-accent", "def": "$text-primary", "prelude": "$text-muted"}
 

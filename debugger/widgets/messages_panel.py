@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from runtime.timeline.views import Message
+from runtime.record.views import Message
 
 ROLE_STYLE = {
     "system": "bold $text-secondary",

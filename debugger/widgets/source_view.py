@@ -19,7 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from debugger.lexer import AgencyLexer
-from runtime.timeline.views import Location
+from runtime.record.views import Location
 
 GUTTER = 9  # breakpoint dot, 5-digit line number, " ▶ "
 BREAKPOINT_STYLE = "bold $text-error"

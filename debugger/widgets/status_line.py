@@ -9,7 +9,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
-from runtime.timeline.views import StateView
+from runtime.record.views import StateView
 
 STATUS_STYLE = {
     "running": "$text-primary",

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from runtime.timeline.views import Event
+from runtime.record.views import Event
 
 # kind -> (glyph, style, priority); when several kinds share a column the highest priority shows.
 MARKERS: dict[str, tuple[str, str, int]] = {

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
-from runtime.errors import AgencyError
+from runtime.errors import LLMError as LLMError  # raised by every provider; defined with the others
 
 Message = dict[str, Any]
 
@@ -170,28 +170,6 @@ class ChatModel(Protocol):
         `LLMError` with a message that names the provider and the fix.
         """
         ...
-
-
-class LLMError(AgencyError):
-    """A model could not answer: no key, a refused request, a timeout, a reply of the wrong type.
-
-    The message names the provider and says what to do. `status` is the HTTP status when there
-    was one; `detail` is the server's own (redacted) explanation, for callers that branch on it.
-    """
-
-    exit_code = 1
-
-    def __init__(
-        self, message: str, *, provider: str = "", status: int | None = None, detail: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.provider = provider
-        self.status = status
-        self.detail = detail
-
-    def __repr__(self) -> str:
-        return f"LLMError({self.message!r})"
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

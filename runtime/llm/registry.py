@@ -64,10 +64,10 @@ def resolve_model(
     retries = int(_number(env, ENV_RETRIES, 3, integer=True))
     load_overrides(env)  # a bad AGENCY_PRICES file is reported now, not after a paid request
     if provider == "anthropic":
-        from runtime.llm.anthropic import AnthropicModel
+        from runtime.llm.anthropic import AnthropicModel  # lazy: httpx only when asked for
 
         return AnthropicModel(name, base_url, timeout=timeout, max_retries=retries, env=env)
-    from runtime.llm.openai import OpenAIModel
+    from runtime.llm.openai import OpenAIModel  # lazy: httpx only when asked for
 
     return OpenAIModel(
         name, base_url, timeout=timeout, max_retries=retries, label=provider, env=env

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from debugger.session import Session, record_session
+from runtime.language.program import load_program
 from runtime.llm.mock import load_mocks
-from runtime.program import load_program
-from runtime.runner import RunConfig
+from runtime.runs.runner import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs"

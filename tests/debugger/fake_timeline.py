@@ -1,5 +1,5 @@
 """Provides `FakeTimeline`: a small in-memory timeline with the API of
-`runtime.timeline.timeline.Timeline`, for session tests that need exact control of every step."""
+`runtime.record.timeline.Timeline`, for session tests that need exact control of every step."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from runtime.timeline.views import (
+from runtime.record.views import (
     BranchInfo,
     Change,
     Event,

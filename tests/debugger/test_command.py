@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from debugger.cli import cli
 from debugger.debug_command import build_app
 from debugger.session import record_session
-from runtime.timeline.sqlite_store import SQLiteStore
+from runtime.record.sqlite_store import SQLiteStore
 from tests.debugger.conftest import (
     CALLS,
     CALLS_MOCKS,
@@ -87,7 +87,7 @@ async def test_checkpoint_mode_opens_beside_its_source_and_runs_on(tmp_path) -> 
 
 
 async def test_trace_mode_opens_a_stored_run(tmp_path) -> None:
-    from runtime.program import load_program
+    from runtime.language.program import load_program
 
     db = tmp_path / "runs.db"
     store = SQLiteStore(db)

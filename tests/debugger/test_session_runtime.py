@@ -6,7 +6,7 @@ import pytest
 
 from debugger.session import Session, SessionError, checkpoint_session
 from runtime.errors import CheckpointFormatError
-from runtime.program import load_program
+from runtime.language.program import load_program
 from tests.debugger.conftest import CALLS, DICE, ROOT, config
 
 
@@ -85,7 +85,7 @@ def test_search_and_breakpoints_on_a_real_run(dice: Session) -> None:
 
 
 def test_moving_in_time_never_executes_or_calls_a_model(dice: Session, monkeypatch) -> None:
-    from runtime.machine.machine import Machine
+    from runtime.vm.machine import Machine
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("the program was executed while moving in time")

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from runtime.compile import CompiledProgram
 from runtime.errors import AgencyError
-from runtime.program import load_program
-from runtime.runner import decision_from, evaluate_input
+from runtime.language.bytecode import CompiledProgram
+from runtime.language.program import load_program
+from runtime.runs.runner import decision_from, evaluate_input
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 

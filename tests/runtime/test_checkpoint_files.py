@@ -21,13 +21,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from runtime.checkpoints import load_file, rebuild
 from runtime.errors import AgencyError, CheckpointFormatError
+from runtime.language.program import compile_source, load_program
 from runtime.llm.mock import MockModel
-from runtime.machine.builtins import World
-from runtime.machine.machine import HALTED, Machine
-from runtime.machine.values import JSObject, from_plain, stringify
-from runtime.program import compile_source, load_program
+from runtime.vm.builtins import World
+from runtime.vm.checkpoints import load_file
+from runtime.vm.machine import Machine
+from runtime.vm.rebuild import rebuild
+from runtime.vm.values import JSObject, from_plain, stringify
+from runtime.vm.writelog import HALTED
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
-from runtime.machine.builtins import World
-from runtime.machine.machine import HALTED, Machine
-from runtime.machine.values import stringify
-from runtime.program import load_program
+from runtime.vm.builtins import World
+from runtime.vm.machine import Machine
+from runtime.vm.values import stringify
+from runtime.vm.writelog import HALTED
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -234,11 +235,12 @@ def test_shared_and_static_start_fresh_when_continuing_from_a_file(tmp_path: Pat
 
 REBUILD_SCRIPT = """
 import json, sys
-from runtime.checkpoints import load_file, rebuild
+from runtime.vm.checkpoints import load_file
+from runtime.vm.rebuild import rebuild
 from runtime.llm.mock import MockModel
-from runtime.machine.builtins import World
-from runtime.machine.values import stringify
-from runtime.program import load_program
+from runtime.vm.builtins import World
+from runtime.vm.values import stringify
+from runtime.language.program import load_program
 
 program = load_program(sys.argv[1])
 mocks = json.loads(open(sys.argv[2], encoding="utf-8").read())
@@ -261,7 +263,7 @@ def _dice(tmp_path: Path) -> tuple[Any, list[Any], Machine]:
 
 
 def test_dice_snapshot_rebuilt_in_another_process(tmp_path: Path) -> None:
-    from runtime.checkpoints import snapshot
+    from runtime.vm.checkpoints import snapshot
 
     program, mocks, straight = _dice(tmp_path)
     straight.run()
@@ -303,11 +305,11 @@ def test_dice_snapshot_taken_in_another_process(tmp_path: Path) -> None:
     """The other direction: a child process steps the dice run and writes the snapshot."""
     script = """
     import json, sys
-    from runtime.checkpoints import snapshot
+    from runtime.vm.checkpoints import snapshot
     from runtime.llm.mock import MockModel
-    from runtime.machine.builtins import World
-    from runtime.machine.machine import Machine
-    from runtime.program import load_program
+    from runtime.vm.builtins import World
+    from runtime.vm.machine import Machine
+    from runtime.language.program import load_program
 
     program = load_program(sys.argv[1])
     mocks = json.loads(open(sys.argv[2], encoding="utf-8").read())
@@ -316,7 +318,8 @@ def test_dice_snapshot_taken_in_another_process(tmp_path: Path) -> None:
     with open("snap.json", "w", encoding="utf-8") as fh:
         json.dump(snapshot(m), fh)
     """
-    from runtime.checkpoints import load_file, rebuild
+    from runtime.vm.checkpoints import load_file
+    from runtime.vm.rebuild import rebuild
 
     program, mocks, straight = _dice(tmp_path)
     straight.run()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.errors import AgencySyntaxError
-from runtime.program import compile_source
+from runtime.language.program import compile_source
 
 
 def errors_of(source: str) -> list[str]:

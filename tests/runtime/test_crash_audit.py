@@ -27,13 +27,15 @@ from typing import Any
 import pytest
 
 from runtime.errors import AgencyError
-from runtime.lifecycle import StoreJournal, mark_running, resume_run
-from runtime.machine.machine import HALTED
-from runtime.machine.values import to_plain
-from runtime.program import load_program
-from runtime.runner import RunConfig, decision_from, new_machine
-from runtime.timeline.recorder import record_program, start_run
-from runtime.timeline.sqlite_store import SQLiteStore
+from runtime.language.program import load_program
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.runs.journal import StoreJournal
+from runtime.runs.processes import mark_running
+from runtime.runs.recording import record_program, start_run
+from runtime.runs.resume import resume_run
+from runtime.runs.runner import RunConfig, decision_from, new_machine
+from runtime.vm.values import to_plain
+from runtime.vm.writelog import HALTED
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -94,8 +94,8 @@ def _run_id(work: Path) -> str:
 
 
 def _timeline(work: Path) -> dict[str, Any]:
-    from runtime.timeline.sqlite_store import SQLiteStore
-    from runtime.timeline.timeline import Timeline
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.fork import Timeline
 
     with SQLiteStore(work / "runs.db") as store:
         run = store.list_runs(5)[0]
@@ -184,8 +184,8 @@ def _resume(work: Path, run_id: str) -> subprocess.CompletedProcess[str]:
 
 
 def _reaped(work: Path, run_id: str) -> str:
-    from runtime.lifecycle import reap_dead_runs
-    from runtime.timeline.sqlite_store import SQLiteStore
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.processes import reap_dead_runs
 
     with SQLiteStore(work / "runs.db") as store:
         reap_dead_runs(store)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.syntax.ast import Span
-from runtime.syntax.lexer import tokenize
-from runtime.syntax.tokens import (
+from runtime.language.syntax.ast import Span
+from runtime.language.syntax.lexer import tokenize
+from runtime.language.syntax.tokens import (
     EOF,
     NAME,
     NEWLINE,

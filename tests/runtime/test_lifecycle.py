@@ -18,21 +18,18 @@ import conformance_cases
 import pytest
 
 from runtime.errors import AgencyError
-from runtime.lifecycle import (
-    StoreJournal,
-    mark_running,
-    reap_dead_runs,
-    record_answer,
-    replay_run,
-    resume_run,
-)
-from runtime.machine.machine import HALTED
-from runtime.machine.values import to_plain
-from runtime.program import load_program
-from runtime.runner import RunConfig, decision_from, new_machine
-from runtime.timeline.recorder import record_program, start_run
-from runtime.timeline.sqlite_store import SQLiteStore
-from runtime.timeline.store import MemoryStore
+from runtime.language.program import load_program
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.record.store import MemoryStore
+from runtime.runs.journal import StoreJournal
+from runtime.runs.processes import mark_running, reap_dead_runs
+from runtime.runs.recording import record_program, start_run
+from runtime.runs.replay import replay_run
+from runtime.runs.resume import resume_run
+from runtime.runs.runner import RunConfig, decision_from, new_machine
+from runtime.runs.stopping import record_answer
+from runtime.vm.values import to_plain
+from runtime.vm.writelog import HALTED
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "programs"
@@ -135,7 +132,7 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run_for_every_conformance
     """Each program is stopped (as if killed: what the recorder had not stored is lost) at a
     fifth, half and four fifths of its steps, then resumed: same result, same files."""
     from runtime.llm.registry import config_of
-    from runtime.machine.machine import INTERRUPTED
+    from runtime.vm.writelog import INTERRUPTED
 
     case = conformance_cases.load(suite, index)
     test, program, args, named = case.test, case.program, case.args, case.named
@@ -634,7 +631,7 @@ def test_a_journaled_destructive_def_returns_its_recorded_result(tmp_path: Path)
 
 
 def test_effects_are_atomic_and_in_doubt_effects_are_checked(tmp_path: Path) -> None:
-    from runtime.effects import atomic_write, file_holds
+    from runtime.vm.effects import atomic_write, file_holds
 
     target = tmp_path / "sub" / "f.txt"
     atomic_write(target, "one")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runtime.errors import AgencySyntaxError
-from runtime.syntax import parse, parse_arguments, parse_expression
-from runtime.syntax.ast import (
+from runtime.language.syntax import parse, parse_arguments, parse_expression
+from runtime.language.syntax.ast import (
     Arg,
     ArrayLit,
     Assign,

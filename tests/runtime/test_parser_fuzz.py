@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.errors import AgencySyntaxError
-from runtime.syntax import parse, parse_arguments, parse_expression
-from runtime.syntax.ast import Program
+from runtime.language.syntax import parse, parse_arguments, parse_expression
+from runtime.language.syntax.ast import Program
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

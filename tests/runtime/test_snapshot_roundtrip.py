@@ -24,15 +24,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.checkpoints import rebuild, snapshot
-from runtime.compile import CompiledProgram
+from runtime.language.bytecode import CompiledProgram
+from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.llm.sim import SimModel
-from runtime.machine.builtins import World
-from runtime.machine.machine import FAILED, HALTED, INTERRUPTED, Machine
-from runtime.machine.values import stringify
-from runtime.program import load_program
-from runtime.runner import decision_from, evaluate_input
+from runtime.runs.runner import decision_from, evaluate_input
+from runtime.vm.builtins import World
+from runtime.vm.checkpoints import snapshot
+from runtime.vm.machine import Machine
+from runtime.vm.rebuild import rebuild
+from runtime.vm.values import stringify
+from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 EXHAUSTIVE_LIMIT = 200
@@ -343,7 +345,7 @@ node main() {
 
 
 def _failure_program() -> CompiledProgram:
-    from runtime.program import compile_source
+    from runtime.language.program import compile_source
 
     return compile_source(FAILURE_SOURCE, "failure_checkpoint.agency")
 

@@ -30,13 +30,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.errors import AgencyError
-from runtime.program import compile_source, load_program
-from runtime.runner import RunConfig, drive
-from runtime.timeline.recorder import Recorder, location_table, record_program
-from runtime.timeline.sqlite_store import SQLiteStore
-from runtime.timeline.store import MemoryStore
-from runtime.timeline.timeline import Timeline, _Raw
-from runtime.timeline.views import Location
+from runtime.language.program import compile_source, load_program
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.record.store import MemoryStore
+from runtime.record.timeline import Timeline, _Raw
+from runtime.record.views import Location
+from runtime.runs.recorder import Recorder, location_table
+from runtime.runs.recording import record_program
+from runtime.runs.runner import RunConfig, drive
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "programs"
@@ -419,9 +420,10 @@ def test_export_checkpoint_continues_to_the_same_result(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert str(want) in proc.stdout, proc.stdout
         # and in-process, via the same functions the CLI uses
-        from runtime.checkpoints import load_file, rebuild
-        from runtime.machine.builtins import World
-        from runtime.machine.values import to_plain
+        from runtime.vm.builtins import World
+        from runtime.vm.checkpoints import load_file
+        from runtime.vm.rebuild import rebuild
+        from runtime.vm.values import to_plain
 
         m = rebuild(
             program, load_file(str(cp), program), world=World(root=str(tmp_path), quiet=True)
@@ -434,10 +436,10 @@ def test_export_checkpoint_continues_to_the_same_result(tmp_path: Path) -> None:
 
 _KILL_SCRIPT = """
 import sys
-from runtime.program import compile_source
-from runtime.runner import RunConfig
-from runtime.timeline.recorder import record_program
-from runtime.timeline.sqlite_store import SQLiteStore
+from runtime.language.program import compile_source
+from runtime.runs.runner import RunConfig
+from runtime.runs.recording import record_program
+from runtime.record.sqlite_store import SQLiteStore
 src = '''node main() {
   let i = 0
   let xs = []

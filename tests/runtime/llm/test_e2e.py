@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from runtime.machine.machine import FAILED, HALTED
-from runtime.machine.values import to_plain
-from runtime.program import compile_source
-from runtime.runner import RunConfig
-from runtime.timeline.recorder import Recording, record_program
-from runtime.timeline.sqlite_store import SQLiteStore
-from runtime.timeline.store import MemoryStore, RunStore
-from runtime.timeline.timeline import Timeline
+from runtime.language.program import compile_source
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.record.store import MemoryStore, RunStore
+from runtime.runs.fork import Timeline
+from runtime.runs.recording import Recording, record_program
+from runtime.runs.runner import RunConfig
+from runtime.vm.values import to_plain
+from runtime.vm.writelog import FAILED, HALTED
 
 from .fake_server import (
     FakeServer,

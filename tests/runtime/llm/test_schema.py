@@ -4,6 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.language.syntax.ast import (
+    TArray,
+    TField,
+    TGeneric,
+    TLiteral,
+    TName,
+    TObject,
+    TUnion,
+    TypeExpr,
+)
 from runtime.llm.base import LLMError
 from runtime.llm.schema import (
     describe,
@@ -14,16 +24,6 @@ from runtime.llm.schema import (
     unwrap_schema,
     validate,
     wrap_schema,
-)
-from runtime.syntax.ast import (
-    TArray,
-    TField,
-    TGeneric,
-    TLiteral,
-    TName,
-    TObject,
-    TUnion,
-    TypeExpr,
 )
 
 S, N, B = TName("string"), TName("number"), TName("boolean")

@@ -147,11 +147,11 @@ def test_a_recorded_run_stores_no_secret(
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from runtime.machine.machine import HALTED
-    from runtime.program import compile_source
-    from runtime.runner import RunConfig
-    from runtime.timeline.recorder import record_program
-    from runtime.timeline.sqlite_store import SQLiteStore
+    from runtime.language.program import compile_source
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig
+    from runtime.vm.writelog import HALTED
 
     caplog.set_level(logging.DEBUG)
     for name in (

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runtime.language.syntax.ast import TArray, TField, TGeneric, TLiteral, TName, TObject, TUnion
 from runtime.llm.schema import parse_structured, type_to_schema, validate, wrap_schema
 from runtime.llm.sim import SimModel, generate
-from runtime.syntax.ast import TArray, TField, TGeneric, TLiteral, TName, TObject, TUnion
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Roll a die"}]
 

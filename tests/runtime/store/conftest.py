@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.timeline.sqlite_store import SQLiteStore
-from runtime.timeline.store import MemoryStore, RunStore
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.record.store import MemoryStore, RunStore
 
 from .helpers import FakeClock
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from runtime.timeline.store import RunMeta
+from runtime.record.store import RunMeta
 
 
 class FakeClock:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.timeline.sqlite_store import SQLiteStore
+from runtime.record.sqlite_store import SQLiteStore
 
 BATCH = 64  # steps per batch
 
@@ -22,8 +22,8 @@ BATCH = 64  # steps per batch
 CHILD = textwrap.dedent(
     """
     import hashlib, os, sys
-    from runtime.timeline.sqlite_store import SQLiteStore
-    from runtime.timeline.store import RunMeta
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.record.store import RunMeta
 
     store = SQLiteStore(sys.argv[1])
     run_id = store.create_run(RunMeta(source_path="loop.agency", source_sha256="0" * 64))
@@ -89,8 +89,8 @@ def test_exit_without_close_commits_what_was_queued(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys
-        from runtime.timeline.sqlite_store import SQLiteStore
-        from runtime.timeline.store import RunMeta
+        from runtime.record.sqlite_store import SQLiteStore
+        from runtime.record.store import RunMeta
 
         store = SQLiteStore(sys.argv[1])
         run_id = store.create_run(RunMeta(source_path="a.agency", source_sha256="0" * 64))

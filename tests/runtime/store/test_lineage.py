@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.timeline.sqlite_store import SQLiteStore
-from runtime.timeline.store import (
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.record.store import (
     MAX_STEP,
     Batch,
     Keyframe,

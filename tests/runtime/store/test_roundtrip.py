@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from runtime.timeline.store import (
+from runtime.record.store import (
     Batch,
     Keyframe,
     RunStore,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.timeline import migrations
-from runtime.timeline.sqlite_store import SQLiteStore, default_db_path
-from runtime.timeline.store import Batch, Keyframe, StoreError
+from runtime.record import migrations
+from runtime.record.sqlite_store import SQLiteStore, default_db_path
+from runtime.record.store import Batch, Keyframe, StoreError
 
 from .helpers import meta
 
@@ -130,7 +130,7 @@ def test_failure_is_not_lost_at_close(tmp_path: Path) -> None:
 
 def test_store_modules_do_not_import_the_ui() -> None:
     code = (
-        "import sys, runtime.timeline.sqlite_store, runtime.timeline.migrations; "
+        "import sys, runtime.record.sqlite_store, runtime.record.migrations; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
     )
     root = Path(__file__).resolve().parents[3]

@@ -1,0 +1,234 @@
+"""Provides compiled code: the opcodes, `Code` (one function), `CompiledProgram` (a whole
+program) and `Location` (where a step is).
+
+Operands are plain data or AST types; a few are symbols the machine links to its own objects
+before running (`runtime.vm.link`): an operator's text for BINARY and UNARY, and JSON-like dicts for constant objects such as a typed `llm()` call's
+schema. So compiled code never depends on the machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.language.syntax import ast as A
+
+# Opcodes, most frequent first (the machine tests them in roughly this order). The machine's
+# dispatch loop spells each as a literal with its name in a comment (`op == 1:  # LOAD_LOCAL`),
+# for speed; tests/runtime/test_layering.py holds the two tables together.
+(
+    STEP,
+    LOAD_LOCAL,
+    STORE_LOCAL,
+    CONST,
+    BINARY,
+    JUMP,
+    JUMP_IF_FALSE,
+    LOAD_GLOBAL,
+    STORE_GLOBAL,
+    CALL,
+    RETURN,
+    GET_MEMBER,
+    GET_INDEX,
+    CALL_METHOD,
+    POP,
+    ITER_NEXT,
+    RANGE_NEXT,
+    JUMP_IF_TRUE,
+    JUMP_IF_FALSE_KEEP,
+    JUMP_IF_TRUE_KEEP,
+    JUMP_IF_NOT_NULL_KEEP,
+    UNARY,
+    DUP,
+    DUP2,
+    SWAP,
+    SET_MEMBER,
+    SET_INDEX,
+    BUILD_ARRAY,
+    BUILD_ARRAY_SPREAD,
+    BUILD_OBJECT,
+    BUILD_OBJECT_SPREAD,
+    BUILD_STRING,
+    SLICE,
+    ITER_INIT,
+    RANGE_INIT,
+    UPDATE_LOCAL,
+    UPDATE_GLOBAL,
+    UPDATE_MEMBER,
+    UPDATE_INDEX,
+    LOAD_SHARED,
+    STORE_SHARED,
+    MATCH,
+    DESTRUCTURE,
+    THREAD_PUSH,
+    THREAD_POP,
+    HANDLER_PUSH,
+    HANDLER_POP,
+    TRAP_PUSH,
+    TRAP_POP,
+    UNWRAP_OR_JUMP,
+    PIPE_PREP,
+    ARRAY_APPEND,
+    MARK_STEP,
+    BREAKPOINT,
+    ENTER_NODE,
+    HALT,
+    LOAD_NAME,
+    UPDATE_SHARED,
+    LOAD_OUTER,
+    STORE_OUTER,
+    UPDATE_OUTER,
+) = range(61)
+
+OP_NAMES = {
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 61
+}
+
+
+# Every name the machine provides as a builtin function; `runtime.vm.builtins` registers exactly
+# these (it refuses any other at import, and a test checks that none is missing).
+BUILTIN_NAMES = frozenset(
+    {
+        "Boolean",
+        "JSON",
+        "Math",
+        "Number",
+        "Object",
+        "String",
+        "__call",
+        "__call_tool",
+        "__interrupt_decide",
+        "__interrupt_open",
+        "__interrupt_wait",
+        "__is_decision",
+        "__is_function",
+        "__llm_call",
+        "__llm_open",
+        "__llm_tool_result",
+        "__run_handler",
+        "__throw",
+        "approve",
+        "checkpoint",
+        "entries",
+        "failure",
+        "getCheckpoint",
+        "getMutable",
+        "isFailure",
+        "isSuccess",
+        "keys",
+        "len",
+        "loadFromDisk",
+        "parseFloat",
+        "parseInt",
+        "print",
+        "printJSON",
+        "range",
+        "read",
+        "reject",
+        "resolve",
+        "restore",
+        "saveToDisk",
+        "setMutable",
+        "success",
+        "values",
+        "write",
+    }
+)
+
+
+class FuncRef:
+    """A function value: a reference to a def, node or builtin by name (what `f` evaluates to
+    for a function `f`, and what a program passes as a tool). The compiler emits it as a constant;
+    the machine calls it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FuncRef) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("FuncRef", self.name))
+
+    def __repr__(self) -> str:
+        return f"<function {self.name}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a step is: `file:scope:path` plus a span for highlighting.
+
+    `path` is the statement's position inside its function as dotted indices ("3.body.0"),
+    stable across runs of the same source.
+    """
+
+    file: str
+    scope: str
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(slots=True)
+class ParamInfo:
+    name: str
+    type: A.TypeExpr | None
+    has_default: bool
+    rest: bool
+
+
+@dataclass(slots=True)
+class Code:
+    """Compiled code of one function."""
+
+    name: str
+    kind: str  # "node" | "def" | "handler" | "module" | "prelude"
+    file: str
+    params: list[ParamInfo]
+    ops: list[int] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
+    step_pcs: list[int] = field(default_factory=list)  # pc of each location's STEP
+    markers: list[int] = field(default_factory=list)  # recorder step markers: global id << 3
+    doc: str | None = None
+    modifiers: tuple[str, ...] = ()
+    return_type: A.TypeExpr | None = None
+    span: A.Span = A.NO_SPAN
+
+    @property
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def disassemble(self) -> str:
+        lines = []
+        for pc, (op, arg) in enumerate(zip(self.ops, self.args)):
+            shown = arg if not callable(arg) else getattr(arg, "__name__", arg)
+            lines.append(f"{pc:4} {OP_NAMES.get(op, op):<20} {shown!r}")
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class CompiledProgram:
+    """Every function of a program (and the prelude), by name, plus module facts."""
+
+    path: str
+    source: str
+    sha256: str
+    functions: dict[str, Code]
+    module: Code
+    globals: list[str]  # checkpointed module variables, in declaration order
+    shared: list[str]  # shared and static module variables
+    statics: list[str]
+    types: dict[str, A.TypeExpr]
+    imports: list[A.Import]
+    linked: bool = False  # operands linked to the machine's objects (runtime.vm.link)
+
+    def nodes(self) -> list[str]:
+        return [c.name for c in self.functions.values() if c.kind == "node"]

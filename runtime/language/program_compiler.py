@@ -1,0 +1,216 @@
+"""Provides the compiler of a whole program: it gathers the module's declarations (functions,
+globals, `shared` and `static` variables, type aliases), checks them, and compiles every
+function, handler body and the module's top level (with the imported files and the prelude)
+into a `CompiledProgram`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.errors import AgencySyntaxError, Diagnostic
+from runtime.language.bytecode import (
+    CONST,
+    ENTER_NODE,
+    HALT,
+    JUMP,
+    JUMP_IF_NOT_NULL_KEEP,
+    LOAD_LOCAL,
+    POP,
+    RETURN,
+    STORE_LOCAL,
+    Code,
+    CompiledProgram,
+    ParamInfo,
+)
+from runtime.language.compiler import FunctionCompiler
+from runtime.language.schemas import type_to_schema, wrap_schema
+from runtime.language.scopes import constants, declared_names, pattern_names
+from runtime.language.syntax import ast as A
+
+
+class ProgramCompiler:
+    """Compiles a whole Program (plus the prelude) to a CompiledProgram."""
+
+    def __init__(
+        self,
+        program: A.Program,
+        source: str,
+        sha256: str,
+        imported: list[A.Program] | None = None,
+    ) -> None:
+        self.program = program
+        self.imported = imported or []
+        self.source = source
+        self.sha256 = sha256
+        self.diagnostics: list[Diagnostic] = []
+        self.functions: dict[str, Code] = {}
+        self.function_names: set[str] = set()
+        self.global_names: set[str] = set()
+        self.shared_names: set[str] = set()
+        self.statics: set[str] = set()
+        self.module_consts: set[str] = set()
+        self.initialised: set[str] = set()
+        self.types: dict[str, A.TypeExpr] = {}
+        self.handlers = 0
+
+    def compile(self, prelude: A.Program | None = None) -> CompiledProgram:
+        items = [
+            i
+            for sub in self.imported
+            for i in sub.items
+            if type(i) in (A.FuncDecl, A.TypeAlias, A.VarDecl)
+        ] + list(self.program.items)
+        decl_file = {id(i): sub.path for sub in self.imported for i in sub.items}
+        decls = [i for i in items if type(i) is A.FuncDecl]
+        prelude_decls = [i for i in prelude.items if type(i) is A.FuncDecl] if prelude else []
+        globals_order: list[str] = []
+        shared_order: list[str] = []
+        for item in items:
+            if type(item) is A.TypeAlias:
+                self.types[item.name] = item.type
+            elif type(item) is A.VarDecl:
+                names: set[str] = set()
+                pattern_names(item.target, names)
+                if item.kind in ("shared", "static"):
+                    self.shared_names |= names
+                    shared_order.extend(sorted(names))
+                    if item.kind == "static":
+                        self.statics |= names
+                else:
+                    for n in sorted(names):
+                        if n not in self.global_names:
+                            globals_order.append(n)
+                    self.global_names |= names
+        self._check_reserved(
+            self.global_names | self.shared_names | {d.name for d in decls},
+            A.Span(1, 1, 1, 1),
+            self.program.path,
+        )
+        self.module_consts = constants(A.Program(tuple(items)))
+        for d in prelude_decls:
+            self.function_names.add(d.name)
+        for d in decls:
+            if d.name in self.function_names and d.name not in {p.name for p in prelude_decls}:
+                self.diagnostics.append(
+                    Diagnostic(
+                        f"`{d.name}` is defined twice",
+                        d.span,
+                        decl_file.get(id(d), self.program.path),
+                    )
+                )
+            self.function_names.add(d.name)
+        for d in prelude_decls:
+            self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
+        for d in decls:
+            file = decl_file.get(id(d), self.program.path)
+            self.functions[d.name] = self.compile_function(d, file, kind=d.kind)
+        module = Code("<module>", "module", self.program.path, [])
+        fc = FunctionCompiler(self, module, set())
+        for i, item in enumerate(items):
+            if type(item) in (A.FuncDecl, A.TypeAlias, A.Import):
+                continue
+            fc.stmt(item, str(i))  # type: ignore[arg-type]
+        fc.emit(ENTER_NODE)
+        fc.emit(HALT)
+        number = 0  # one numbering of every step location in the program (recorder's table)
+        for code in [module, *self.functions.values()]:
+            code.markers = [(number + i) << 3 for i in range(len(code.locations))]
+            number += len(code.locations)
+        if self.diagnostics:
+            raise AgencySyntaxError(self.diagnostics, self.source)
+        return CompiledProgram(
+            path=self.program.path,
+            source=self.source,
+            sha256=self.sha256,
+            functions=self.functions,
+            module=module,
+            globals=globals_order,
+            shared=shared_order,
+            statics=sorted(self.statics),
+            types=self.types,
+            imports=[i for i in items if type(i) is A.Import],
+        )
+
+    def compile_function(self, d: A.FuncDecl, file: str, kind: str) -> Code:
+        params = [ParamInfo(p.name, p.type, p.default is not None, p.rest) for p in d.params]
+        code = Code(
+            d.name,
+            kind,
+            file,
+            params,
+            doc=d.doc,
+            modifiers=d.modifiers,
+            return_type=d.return_type,
+            span=d.span,
+        )
+        names = {p.name for p in d.params}
+        names |= self._locals_of(d.body, names)
+        if kind != "prelude":
+            self._check_reserved(names, d.span, file)
+        fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
+        fc.consts = constants(d.body)
+        for p in d.params:
+            if p.default is not None:
+                fc.emit(LOAD_LOCAL, p.name)
+                skip = fc.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                fc.emit(POP)
+                fc.expr(p.default)
+                fc.emit(STORE_LOCAL, p.name)
+                end = fc.emit(JUMP, None)
+                fc.patch(skip)
+                fc.emit(POP)
+                fc.patch(end)
+        fc.block(d.body, "")
+        fc.emit(CONST, None)
+        fc.emit(RETURN)
+        return code
+
+    def _check_reserved(self, names: set[str], span: A.Span, file: str) -> None:
+        if self.program.path == "<input>":
+            return  # the runtime's own snippets (test inputs) may use reserved names
+        for name in sorted(n for n in names if n.startswith("__")):
+            self.diagnostics.append(
+                Diagnostic(
+                    f"`{name}`: names starting with `__` are reserved for the runtime", span, file
+                )
+            )
+
+    def _locals_of(self, body: A.Block | None, declared: set[str]) -> set[str]:
+        assigned: set[str] = set()
+        declared_names(body, declared, assigned)
+        module = self.global_names | self.shared_names
+        return declared | {n for n in assigned if n not in module}
+
+    def schema_for(self, t: A.TypeExpr) -> Any:
+        """The JSON schema asked of the model for `const x: T = llm(…)`, as JSON-like data (the
+        machine links it to an Agency object)."""
+        return wrap_schema(type_to_schema(t, self.types))
+
+    def compile_handler(self, h: A.Handler, owner_fc: FunctionCompiler) -> Any:
+        if h.func is not None:
+            return ("func", h.func)
+        owner = owner_fc.code
+        self.handlers += 1
+        name = f"{owner.name}.handler{self.handlers}"
+        # The second parameter is the index of the frame that opened the `handle` block: the
+        # body reads and writes that frame's variables (it is a closure over them).
+        params = [ParamInfo(h.param or "__data", None, False, False)]
+        params.append(ParamInfo("__owner", None, False, False))
+        code = Code(name, "handler", owner.file, params, span=h.span)
+        names = {h.param} if h.param else set()
+        declared = set(names)
+        assigned: set[str] = set()
+        declared_names(h.body, declared, assigned)
+        visible = set() if owner_fc.is_module else (owner_fc.locals | owner_fc.outer)
+        visible = {n for n in visible if not n.startswith("__")} - declared
+        module = self.global_names | self.shared_names
+        names = declared | {n for n in assigned if n not in module and n not in visible}
+        names |= {"__data", "__owner"}
+        fc = FunctionCompiler(self, code, names)
+        fc.outer = visible
+        if h.body is not None:
+            fc.block(h.body, "")
+        fc.emit(CONST, None)
+        fc.emit(RETURN)
+        self.functions[name] = code
+        return ("code", name)

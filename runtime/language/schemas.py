@@ -1,0 +1,195 @@
+"""Provides the JSON schema of an Agency type: what `const x: T = llm(…)` asks a model for and
+what a def offered as a tool declares for its parameters. Checking replies against a schema is
+the LLM layer's business (`runtime.llm.schema`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from runtime.errors import LLMError
+from runtime.language.syntax.ast import TArray, TGeneric, TLiteral, TName, TObject, TUnion, TypeExpr
+
+Schema = dict[str, Any]
+
+_PRIMITIVES: dict[str, Schema] = {
+    "string": {"type": "string"},
+    "number": {"type": "number"},
+    "boolean": {"type": "boolean"},
+    "null": {"type": "null"},
+    "undefined": {"type": "null"},
+    "void": {"type": "null"},
+    "any": {},
+    "unknown": {},
+    "object": {"type": "object"},
+}
+
+_JSON_TYPE_OF_LITERAL = {str: "string", bool: "boolean", int: "number", float: "number"}
+
+
+# --------------------------------------------------------------------------------------------
+# Types to schemas
+
+
+def type_to_schema(t: TypeExpr, aliases: Mapping[str, TypeExpr] | None = None) -> Schema:
+    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`.
+
+    Raises `LLMError` for an unknown type name and for a recursive alias (structured output
+    cannot describe an unbounded type).
+    """
+    return _Converter(aliases or {}).convert(t)
+
+
+def wrap_schema(inner: Schema) -> Schema:
+    """The schema `llm()` sends for a typed answer: `{"response": inner}`."""
+    return {"type": "object", "properties": {"response": inner}, "required": ["response"]}
+
+
+def tool_parameters(
+    params: Iterable[tuple[str, TypeExpr | None, bool]],
+    aliases: Mapping[str, TypeExpr] | None = None,
+) -> Schema:
+    """The `parameters` schema of a def offered as a tool.
+
+    `params` lists `(name, type or None, optional)`; an untyped parameter accepts any value and
+    a parameter with a default is optional.
+    """
+    conv = _Converter(aliases or {})
+    properties: dict[str, Schema] = {}
+    required: list[str] = []
+    for name, t, optional in params:
+        properties[name] = conv.convert(t) if t is not None else {}
+        if not optional:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}
+
+
+class _Converter:
+    def __init__(self, aliases: Mapping[str, TypeExpr]) -> None:
+        self.aliases = aliases
+        self.expanding: list[str] = []
+
+    def convert(self, t: TypeExpr) -> Schema:
+        if isinstance(t, TName):
+            return self.name(t.name)
+        if isinstance(t, TLiteral):
+            return _literal(t.value)
+        if isinstance(t, TArray):
+            return {"type": "array", "items": self.convert(t.element)}
+        if isinstance(t, TObject):
+            return {
+                "type": "object",
+                "properties": {f.name: self.convert(f.type) for f in t.fields},
+                "required": [f.name for f in t.fields if not f.optional],
+            }
+        if isinstance(t, TUnion):
+            return _union([self.convert(o) for o in t.options])
+        if isinstance(t, TGeneric):
+            return self.generic(t)
+        raise LLMError(f"cannot describe the type {t!r} as a JSON schema")
+
+    def name(self, name: str) -> Schema:
+        if name in self.aliases:
+            if name in self.expanding:
+                chain = " -> ".join([*self.expanding[self.expanding.index(name) :], name])
+                raise LLMError(
+                    f"the type `{name}` refers to itself ({chain}); structured output needs a "
+                    "type of bounded depth, so write the nesting out"
+                )
+            self.expanding.append(name)
+            try:
+                return self.convert(self.aliases[name])
+            finally:
+                self.expanding.pop()
+        if name in _PRIMITIVES:
+            return dict(_PRIMITIVES[name])
+        raise LLMError(
+            f"unknown type `{name}`: declare it with `type {name} = …` or use string, number, "
+            "boolean, any or null"
+        )
+
+    def generic(self, t: TGeneric) -> Schema:
+        args = [self.convert(a) for a in t.args]
+        if t.name == "Array" and len(args) == 1:
+            return {"type": "array", "items": args[0]}
+        if t.name == "Result" and len(args) in (1, 2):
+            error = args[1] if len(args) == 2 else {}
+            return {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {"success": _literal(True), "value": args[0]},
+                        "required": ["success", "value"],
+                    },
+                    {
+                        "type": "object",
+                        "properties": {"success": _literal(False), "error": error},
+                        "required": ["success", "error"],
+                    },
+                ]
+            }
+        if t.name == "Record" and len(args) == 2:
+            return {"type": "object", "additionalProperties": args[1]}
+        raise LLMError(
+            f"unsupported generic type `{t.name}` with {len(args)} argument(s); structured output "
+            "understands Array<T>, Result<S, F> and Record<string, T>"
+        )
+
+
+def _literal(value: Any) -> Schema:
+    if value is None:
+        return {"type": "null"}
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    kind = _JSON_TYPE_OF_LITERAL.get(type(value))
+    if kind is None:
+        raise LLMError(f"cannot use {value!r} as a literal type")
+    return {"type": kind, "enum": [value]}
+
+
+def _union(options: list[Schema]) -> Schema:
+    flat: list[Schema] = []
+    for o in options:
+        subs = o["anyOf"] if list(o) == ["anyOf"] else [o]
+        for s in subs:
+            if s not in flat:
+                flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    # A union of literals (and null) becomes one enum, which every provider understands.
+    if all(_is_enum_like(s) for s in flat):
+        values: list[Any] = []
+        kinds: list[str] = []
+        for s in flat:
+            kind = s["type"]
+            for v in s.get("enum", [None]):
+                if not any(json_equal(v, w) for w in values):
+                    values.append(v)
+            if kind not in kinds:
+                kinds.append(kind)
+        return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+    return {"anyOf": flat}
+
+
+def _is_enum_like(s: Schema) -> bool:
+    keys = set(s)
+    if s.get("type") == "null" and keys == {"type"}:
+        return True
+    return keys == {"type", "enum"} and isinstance(s["type"], str)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: `true` is not `1`, `1` is `1.0`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if type(a) is not type(b):
+        if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return bool(a == b)

@@ -1,0 +1,121 @@
+"""Provides scope analysis over the AST: which names a function body declares (Agency variables
+are function-scoped), which it declares `const`, and which names a pattern binds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.language.syntax import ast as A
+
+
+def declared_names(
+    body: A.Block | A.Stmt | A.Expr | None, out: set[str], assigned: set[str] | None = None
+) -> None:
+    """Collect every name a function body declares (function-scoped, JS `var`-like).
+
+    Names only assigned (`x = e`, `x++`) go to `assigned` when given: they are locals only
+    if no module variable of that name exists."""
+    if body is None:
+        return
+    if assigned is None:
+        assigned = out
+    stack: list[Any] = [body]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is A.Block:
+            stack.extend(n.body)
+        elif t is A.VarDecl:
+            pattern_names(n.target, out)
+            stack.append(n.value)
+        elif t is A.Assign:
+            if type(n.target) is A.Name:
+                assigned.add(n.target.id)
+            stack.append(n.value)
+        elif t is A.If:
+            stack.extend([n.cond, n.then, n.orelse])
+        elif t is A.While:
+            stack.extend([n.cond, n.body])
+        elif t is A.ForIn:
+            out.add(n.var)
+            if n.second:
+                out.add(n.second)
+            stack.extend([n.iterable, n.body])
+        elif t is A.ThreadBlock:
+            stack.append(n.body)
+        elif t is A.HandleBlock:
+            stack.append(n.body)
+        elif t is A.WithAction:
+            stack.append(n.stmt)
+        elif t is A.ExprStmt:
+            stack.append(n.expr)
+        elif t is A.Return:
+            stack.append(n.value)
+        elif t is A.Match:
+            stack.append(n.subject)
+            for arm in n.arms:
+                pattern_names(arm.pattern, out)
+                stack.append(arm.body)
+        elif t is A.ListComp:  # its variable is its own (see `list_comp`)
+            stack.extend([n.element, n.iterable, n.cond])
+        elif t in (A.Binary, A.Logical):
+            stack.extend([n.left, n.right])
+        elif t is A.Call:
+            stack.append(n.callee)
+            stack.extend(a.value for a in n.args)
+        elif t is A.Conditional:
+            stack.extend([n.cond, n.then, n.orelse])
+        elif t in (A.Catch,):
+            stack.extend([n.value, n.default])
+        elif t in (A.Try, A.Unary):
+            stack.append(getattr(n, "value", None) or getattr(n, "operand", None))
+        elif t is A.Pipe:
+            stack.extend([n.left, n.right])
+        elif t is A.Update:
+            if type(n.target) is A.Name:
+                assigned.add(n.target.id)
+
+
+def constants(body: Any) -> set[str]:
+    """Names a body declares with `const` (and never with `let`): assigning them is an error."""
+    consts: set[str] = set()
+    others: set[str] = set()
+    stack: list[Any] = [body]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is A.Block:
+            stack.extend(n.body)
+        elif t is A.VarDecl:
+            names: set[str] = set()
+            pattern_names(n.target, names)
+            (consts if n.kind == "const" else others).update(names)
+        elif t is A.If:
+            stack.extend([n.then, n.orelse])
+        elif t in (A.While, A.ForIn, A.ThreadBlock, A.HandleBlock):
+            stack.append(n.body)
+        elif t is A.WithAction:
+            stack.append(n.stmt)
+        elif t is A.Match:
+            stack.extend(arm.body for arm in n.arms if type(arm.body) is A.Block)
+        elif t is A.Program:
+            stack.extend(n.items)
+    return consts - others
+
+
+def pattern_names(p: A.Pattern, out: set[str]) -> None:
+    t = type(p)
+    if t is A.PBind:
+        out.add(p.name)  # type: ignore[union-attr]
+    elif t is A.PObject:
+        for f in p.fields:  # type: ignore[union-attr]
+            pattern_names(f.pattern, out)
+        if p.rest:  # type: ignore[union-attr]
+            out.add(p.rest)  # type: ignore[union-attr]
+    elif t is A.PArray:
+        for item in p.items:  # type: ignore[union-attr]
+            pattern_names(item, out)
+        if p.rest:  # type: ignore[union-attr]
+            out.add(p.rest)  # type: ignore[union-attr]
+    elif t is A.PResult and p.inner is not None:  # type: ignore[union-attr]
+        pattern_names(p.inner, out)  # type: ignore[union-attr]

@@ -1,0 +1,559 @@
+"""Provides `Timeline`: read access to every step of a recorded run, on any branch.
+
+`state_at(k)` loads the latest keyframe at or before k and applies the step deltas after it;
+a cursor keeps the last materialised state so stepping forward applies one delta, and an LRU of
+views makes going back and forth free. Nothing here re-executes the program or calls a model.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+from collections import OrderedDict
+from typing import Any
+
+from runtime.record.format import (
+    KINDS,
+    R_ACTIVE,
+    R_CONTENTS,
+    R_DELKEY,
+    R_GLOBAL,
+    R_LOCAL,
+    R_MESSAGE,
+    R_OUTPUT,
+    R_POP_FRAME,
+    R_PUSH_FRAME,
+    R_SETKEY,
+    R_SHARED,
+    R_SPLICE,
+    R_STATUS,
+    R_THREAD,
+    R_USAGE,
+    decode_keyframe,
+)
+from runtime.record.store import RunStore, StoreError
+from runtime.record.views import (
+    BranchInfo,
+    Change,
+    Event,
+    FrameView,
+    Location,
+    Message,
+    StateView,
+    Usage,
+)
+
+
+class _Raw:
+    """A mutable materialised state (the recorder's encoding, applied delta by delta)."""
+
+    __slots__ = (
+        "frames",
+        "globals",
+        "shared",
+        "threads",
+        "active",
+        "output",
+        "usage",
+        "status",
+        "result",
+        "error",
+        "heap",
+        "step",
+    )
+
+    def __init__(self, data: dict[str, Any], step: int) -> None:
+        self.frames: list[list[Any]] = [list(f) for f in data["frames"]]
+        for f in self.frames:
+            f[3] = dict(f[3])
+        self.globals: dict[str, Any] = dict(data["globals"])
+        self.shared: dict[str, Any] = dict(data.get("shared") or {})
+        self.threads: dict[str, list[Any]] = {k: list(v) for k, v in data["threads"].items()}
+        self.active: str = data["active"]
+        self.output: list[str] = list(data["output"])
+        self.usage: list[Any] = list(data["usage"])
+        self.status: str = data["status"]
+        self.result: Any = data["result"]
+        self.error: str | None = data["error"]
+        self.heap: dict[int, Any] = {
+            k: (list(v) if type(v) is list else dict(v)) for k, v in data["heap"].items()
+        }
+        self.step = step
+
+    def apply(self, writes: tuple[Any, ...]) -> None:  # noqa: C901 - one dispatch on write kind
+        frames = self.frames
+        heap = self.heap
+        for w in writes:
+            code = w[0]
+            if code == R_LOCAL:
+                name = w[2]
+                if name[:2] != "__":
+                    frames[w[1]][3][name] = w[3]
+            elif code == R_GLOBAL:
+                self.globals[w[1]] = w[2]
+            elif code == R_CONTENTS:
+                c = w[2]
+                heap[w[1]] = list(c) if type(c) is list else dict(c)
+            elif code == R_SETKEY:
+                c = heap.get(w[1])
+                if type(c) is list:
+                    i = w[2]
+                    if i < len(c):
+                        c[i] = w[3]
+                    else:
+                        c.extend([None] * (i - len(c)))
+                        c.append(w[3])
+                elif c is not None:
+                    c[w[2]] = w[3]
+            elif code == R_DELKEY:
+                c = heap.get(w[1])
+                if c is not None:
+                    c.pop(w[2], None)
+            elif code == R_SPLICE:
+                c = heap.get(w[1])
+                if c is not None:
+                    c[w[2] : w[2] + w[3]] = w[4]
+            elif code == R_PUSH_FRAME:
+                if frames:
+                    frames[-1][4], frames[-1][5] = w[5], w[6]
+                frames.append([w[1], w[2], w[3], dict(w[4]), w[5], w[6]])
+            elif code == R_POP_FRAME:
+                if frames:
+                    frames.pop()
+            elif code == R_OUTPUT:
+                self.output.append(w[1])
+            elif code == R_MESSAGE:
+                self.threads.setdefault(w[1], []).append(w[2])
+            elif code == R_THREAD:
+                self.threads[w[1]] = list(w[2])
+            elif code == R_ACTIVE:
+                self.active = w[1]
+            elif code == R_USAGE:
+                self.usage = [w[1], w[2], w[3]]
+            elif code == R_SHARED:
+                if not w[1].startswith("mutable:"):
+                    self.shared[w[1]] = w[2]
+            elif code == R_STATUS:
+                self.status, self.result, self.error = w[1], w[2], w[3]
+
+    # -- views ------------------------------------------------------------------------------
+
+    def plain(self, v: Any, depth: int = 0) -> Any:
+        t = type(v)
+        if t is tuple:
+            tag = v[0]
+            if tag == "r":
+                c = self.heap.get(v[1])
+                if depth > 60:
+                    return "[…]"
+                if type(c) is list:
+                    return [self.plain(x, depth + 1) for x in c]
+                if type(c) is dict:
+                    return {k: self.plain(x, depth + 1) for k, x in c.items()}
+                return None
+            if tag == "R":
+                if v[1]:
+                    return {"$result": "success", "value": self.plain(v[2], depth + 1)}
+                return {"$result": "failure", "error": self.plain(v[2], depth + 1)}
+            if tag == "F":
+                return {"$function": v[1]}
+            if tag == "D":
+                return {"$decision": v[1], "value": self.plain(v[2], depth + 1)}
+            return list(v)
+        if t is dict:
+            return {k: self.plain(x, depth + 1) for k, x in v.items()}
+        if t is list:
+            return [self.plain(x, depth + 1) for x in v]
+        return v
+
+    def view(self, step: int, branch: int, location: Location | None) -> StateView:
+        frames = []
+        n = len(self.frames)
+        for i, f in enumerate(self.frames):
+            scope, kind, params, locals_, line, col = f
+            if kind == "module" and n > 1:
+                continue
+            if i == n - 1 and location is not None:
+                line, col = location.line, location.col
+            args = {p: self.plain(locals_.get(p)) for p in params if not p.startswith("__")}
+            rest = {k: self.plain(v) for k, v in locals_.items() if k not in params}
+            frames.append(FrameView(scope, kind, args, rest, line, col))
+        glob = {k: self.plain(v) for k, v in self.globals.items()}
+        for k, v in self.shared.items():
+            glob.setdefault(k, self.plain(v))
+        threads = {
+            tid: tuple(_message(self.plain(m)) for m in msgs) for tid, msgs in self.threads.items()
+        }
+        return StateView(
+            step=step,
+            branch=branch,
+            location=location,
+            frames=tuple(frames),
+            globals=glob,
+            threads=threads,
+            active_thread=self.active,
+            output=tuple(self.output),
+            usage=Usage(int(self.usage[0]), int(self.usage[1]), float(self.usage[2] or 0.0)),
+            status=self.status,
+            result=self.plain(self.result),
+            error=self.error,
+        )
+
+
+class _Batch:
+    """A decoded batch: flat entries, where each step's marker sits; depths on demand."""
+
+    __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
+
+    def __init__(self, blob: bytes) -> None:
+        first, self.depth_before, self.depth_after, entries = marshal.loads(blob)
+        self.first: int = first
+        self.entries: list[Any] = entries
+        self.marks: list[int] = [i for i, e in enumerate(entries) if type(e) is int]
+        self.last: int = first + len(self.marks) - 1
+        self.depths: list[int] | None = None
+
+    def record(self, step: int) -> tuple[Any, ...]:
+        """(location id, kind code, writes, depth) of `step`."""
+        i = step - self.first
+        end = self.marks[i]
+        start = self.marks[i - 1] + 1 if i else 0
+        marker = self.entries[end]
+        return (marker >> 3, marker & 7, tuple(self.entries[start:end]), self.depth(i))
+
+    def depth(self, i: int) -> int:
+        if self.depths is None:
+            depths = []
+            depth = self.depth_before
+            for e in self.entries:
+                if type(e) is int:
+                    depths.append(depth)
+                elif e[0] == R_PUSH_FRAME:
+                    depth += 1
+                elif e[0] == R_POP_FRAME:
+                    depth -= 1
+            if depths:
+                depths[-1] = self.depth_after
+            self.depths = depths
+        return int(self.depths[i])
+
+
+def _message(m: Any) -> Message:
+    if not isinstance(m, dict):
+        return Message("user", str(m))
+    return Message(
+        str(m.get("role", "user")),
+        str(m.get("content", "")),
+        m.get("name"),
+        tuple(m.get("tool_calls") or ()),
+    )
+
+
+class Timeline:
+    """Every step of one branch of one recorded run."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        branch: int = 0,
+        program: Any = None,
+        locations: list[Location] | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.branch = branch
+        self.program = program
+        run = store.get_run(run_id)
+        self.run = run
+        self.source_path = run.source_path if run else (program.path if program else "")
+        if locations is None:
+            table = (run.meta or {}).get("locations", []) if run else []
+            locations = [Location(*row) for row in table]
+        self.locations = locations
+        self._batches: OrderedDict[tuple[int, int], _Batch] = OrderedDict()
+        self._views: OrderedDict[int, StateView] = OrderedDict()
+        self._cursor: _Raw | None = None
+        self._length: int | None = None
+        self._kf_cache: list[tuple[int, int]] = []
+        self._segs: Any = None
+
+    @classmethod
+    def open(cls, store: RunStore, run_id: str, branch: int = 0) -> Timeline:
+        run = store.get_run(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id!r} in this store")
+        return cls(store, run.id, branch)
+
+    # -- size and records -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        if self._length is None:
+            self._length = self.store.step_count(self.run_id, self.branch)
+        return self._length
+
+    def refresh(self) -> None:
+        """Forget cached facts about a run that is still being recorded."""
+        self._length = None
+        self._batches.clear()
+        self._kf_cache.clear()
+        self._segs = None
+
+    def _record(self, step: int) -> tuple[Any, ...]:
+        """(location id, kind code, writes, depth) of one step, from its batch."""
+        return self._batch(step).record(step)
+
+    def _batch(self, step: int) -> _Batch:
+        branch = self._segment_branch(step)
+        for (b, first), batch in reversed(self._batches.items()):
+            if b == branch and first <= step <= batch.last:
+                return batch
+        for stored in self.store.batches(self.run_id, self.branch, step, step):
+            if stored.first_step <= step <= stored.last_step and stored.branch == branch:
+                batch = _Batch(stored.blob)
+                self._batches[(stored.branch, stored.first_step)] = batch
+                if len(self._batches) > 64:
+                    self._batches.popitem(last=False)
+                return batch
+        raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
+
+    def _segment_branch(self, step: int) -> int:
+        segs = self._segs
+        if segs is None:
+            segs = self._segs = self.store.lineage(self.run_id, self.branch)
+        for seg in segs:
+            if seg.lo <= step <= seg.hi:
+                return int(seg.branch)
+        return self.branch
+
+    def _check(self, step: int) -> int:
+        n = len(self)
+        if not 0 <= step < n:
+            raise IndexError(f"step {step} is outside the timeline (0..{n - 1})")
+        return step
+
+    # -- per step -------------------------------------------------------------------------------
+
+    def location_at(self, step: int) -> Location | None:
+        loc_id = self._record(self._check(step))[0]
+        return self.locations[loc_id] if 0 <= loc_id < len(self.locations) else None
+
+    def kind_at(self, step: int) -> str:
+        return KINDS[self._record(self._check(step))[1]]
+
+    def depth_at(self, step: int) -> int:
+        """Frames on the stack at `step`, the module frame included."""
+        return int(self._record(self._check(step))[3])
+
+    def writes_at(self, step: int) -> tuple[Any, ...]:
+        return self._record(self._check(step))[2]  # type: ignore[no-any-return]
+
+    def state_at(self, step: int) -> StateView:
+        self._check(step)
+        view = self._views.get(step)
+        if view is not None:
+            self._views.move_to_end(step)
+            return view
+        raw = self._materialise(step)
+        view = raw.view(step, self.branch, self.location_at(step))
+        self._views[step] = view
+        if len(self._views) > 1024:
+            self._views.popitem(last=False)
+        return view
+
+    def _materialise(self, step: int) -> _Raw:
+        cur = self._cursor
+        kf_step = self._keyframe_step(step)
+        if cur is not None and kf_step <= cur.step <= step and step - cur.step <= 4096:
+            for s in range(cur.step + 1, step + 1):
+                cur.apply(self._record(s)[2])
+            cur.step = step
+            return cur
+        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
+        if kf is None:
+            raise IndexError(f"no keyframe at or before step {step}")
+        raw = _Raw(decode_keyframe(kf.blob), kf.step)
+        for s in range(kf.step + 1, step + 1):
+            raw.apply(self._record(s)[2])
+        raw.step = step
+        self._cursor = raw
+        return raw
+
+    def _keyframe_step(self, step: int) -> int:
+        """The step of the latest keyframe at or before `step` (cached per range)."""
+        cache = self._kf_cache
+        for lo, hi in cache:
+            if lo <= step <= hi:
+                return lo
+        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
+        lo = kf.step if kf is not None else 0
+        cache.append((lo, step))
+        if len(cache) > 256:
+            del cache[:128]
+        return lo
+
+    def changes_at(self, step: int) -> list[Change]:
+        """What step `step` wrote (the delta from step-1 to step), readably."""
+        state = self.state_at(step)
+        out: list[Change] = []
+        frames = self._frame_names(state)
+        for w in self.writes_at(step):
+            code = w[0]
+            if code == R_LOCAL:
+                scope = frames[w[1]] if w[1] < len(frames) else "?"
+                out.append(Change(f"{scope}.{w[2]}", _find(state, w[2])))
+            elif code == R_GLOBAL:
+                out.append(Change(f"globals.{w[1]}", state.globals.get(w[1])))
+            elif code == R_SHARED:
+                out.append(Change(f"globals.{w[1]}", state.globals.get(w[1])))
+            elif code == R_OUTPUT:
+                out.append(Change("output", w[1]))
+            elif code == R_MESSAGE:
+                out.append(
+                    Change(
+                        f"threads.{w[1]}", w[2].get("content") if isinstance(w[2], dict) else w[2]
+                    )
+                )
+            elif code in (R_SETKEY, R_SPLICE):
+                out.append(Change(f"object#{w[1]}", None))
+            elif code == R_PUSH_FRAME:
+                out.append(Change(f"call {w[1]}", None))
+            elif code == R_POP_FRAME:
+                out.append(Change("return", None))
+            elif code == R_STATUS:
+                out.append(Change("status", w[1]))
+        return out
+
+    def changed_names(self, step: int) -> set[str]:
+        """Names of the variables a step wrote (for marking them in the variables panel)."""
+        names = set()
+        for w in self.writes_at(step):
+            if w[0] == R_LOCAL:
+                names.add(w[2])
+            elif w[0] in (R_GLOBAL, R_SHARED):
+                names.add(w[1])
+        return names
+
+    def _frame_names(self, state: StateView) -> list[str]:
+        raw = self._cursor
+        if raw is not None and raw.step == state.step:
+            return [f[0] for f in raw.frames]
+        return ["<module>"] + [f.scope for f in state.frames]
+
+    def last_write(self, name: str, before: int) -> int | None:
+        """The latest step at or before `before` that wrote variable `name` (local or global)."""
+        step = min(before, len(self) - 1)
+        while step >= 0:
+            for w in self.writes_at(step):
+                if (w[0] == R_LOCAL and w[2] == name) or (
+                    w[0] in (R_GLOBAL, R_SHARED) and w[1] == name
+                ):
+                    return step
+                if w[0] == R_PUSH_FRAME and name in w[3]:
+                    return step  # a call bound it as an argument
+            step -= 1
+        return None
+
+    # -- across steps ---------------------------------------------------------------------------
+
+    def events(self, kind: str | None = None) -> list[Event]:
+        return [
+            Event(e.step, e.kind, e.summary, e.data)
+            for e in self.store.events(self.run_id, self.branch, kind=kind)
+        ]
+
+    def llm_call_at(self, step: int) -> dict[str, Any] | None:
+        calls = [c for c in self.store.llm_calls(self.run_id, self.branch) if c.step <= step]
+        if not calls:
+            return None
+        c = calls[-1]
+        completion = (
+            (c.response or {}).get("completion") if isinstance(c.response, dict) else c.response
+        )
+        value = (c.response or {}).get("value") if isinstance(c.response, dict) else None
+        edited = False
+        if self.branch != 0:
+            # An answer edited at a fork (at or after the call, before `step`) is what the
+            # branch went on with: show that one.
+            for fork_step, edits in sorted(self.lineage_edits().items()):
+                if c.step <= fork_step <= step and "llm_answer" in edits:
+                    value, edited = edits["llm_answer"], True
+            if edited and isinstance(completion, dict):
+                completion = dict(
+                    completion, text=value if isinstance(value, str) else json.dumps(value)
+                )
+        return {
+            "step": c.step,
+            "edited": edited,
+            "provider": c.provider,
+            "model": c.model,
+            "request": c.request,
+            "response": completion,
+            "value": value,
+            "input_tokens": c.input_tokens,
+            "output_tokens": c.output_tokens,
+            "cost": c.cost,
+            "latency_ms": c.latency_ms,
+        }
+
+    def search(self, text: str) -> list[int]:
+        """Steps whose output, messages or written variable names mention `text`."""
+        needle = text.lower()
+        hits = []
+        for step in range(len(self)):
+            for w in self.writes_at(step):
+                code = w[0]
+                if (
+                    (code == R_OUTPUT and needle in str(w[1]).lower())
+                    or (code == R_MESSAGE and needle in str(w[2]).lower())
+                    or (code == R_LOCAL and needle in w[2].lower())
+                    or (code in (R_GLOBAL, R_SHARED) and needle in w[1].lower())
+                ):
+                    hits.append(step)
+                    break
+        return hits
+
+    # -- branches -------------------------------------------------------------------------------
+
+    def branches(self) -> list[BranchInfo]:
+        return [
+            BranchInfo(b.branch, b.parent_branch, b.fork_step, b.length, b.edits)
+            for b in self.store.branches(self.run_id)
+        ]
+
+    def switch(self, branch: int) -> Timeline:
+        return type(self)(self.store, self.run_id, branch, self.program, self.locations)
+
+    def diverge(self, a: int, b: int) -> int | None:
+        """The first step where branches `a` and `b` differ (None for the same branch).
+
+        A branch forked at step k shows its edited state at k, so that is where it differs."""
+        if a == b:
+            return None
+        la = self.store.lineage(self.run_id, a)
+        lb = self.store.lineage(self.run_id, b)
+        common = {s.branch for s in la} & {s.branch for s in lb}
+        own = [s.lo for s in la + lb if s.branch not in common]
+        return min(own) if own else None
+
+    def lineage_edits(self) -> dict[int, dict[str, Any]]:
+        """{fork step: edits} of every fork along this branch's lineage."""
+        if self.branch == 0:
+            return {}
+        records = {b.branch: b for b in self.store.branches(self.run_id)}
+        out: dict[int, dict[str, Any]] = {}
+        for seg in self.store.lineage(self.run_id, self.branch)[1:]:
+            rec = records.get(seg.branch)
+            if rec is not None and rec.fork_step is not None and rec.edits:
+                out[int(rec.fork_step)] = dict(rec.edits)
+        return out
+
+
+def _find(state: StateView, name: str) -> Any:
+    if state.frames:
+        top = state.frames[-1]
+        if name in top.locals:
+            return top.locals[name]
+        if name in top.args:
+            return top.args[name]
+    return state.globals.get(name)

@@ -1,0 +1,431 @@
+"""Provides the recorder: every step of a run, stored as O(change) deltas plus keyframes.
+
+The machine appends each write it makes to `machine.wlog` and calls `on_step` at every step
+boundary. The recorder turns the writes made since the last boundary into one compact record
+(`(location, kind, writes, depth, keyframe?)`), groups records into batches of consecutive steps
+(marshal-encoded bytes, never live objects) and hands them to the run store. A keyframe (the full
+visible state) is taken when the bytes written since the last one outweigh its size, so its cost
+stays proportional to what changed; and after a restore, which replaces the state wholesale.
+
+Containers get a stable object id (`oid`) the first time the recorder meets them; a delta
+refers to them by id, and defines a container (its whole contents) the first time it becomes
+visible. Names starting with `__` (loop iterators, prelude internals) are not recorded: the
+recorded state is what a person inspects; exact machine state is rebuilt by re-execution.
+"""
+
+from __future__ import annotations
+
+import marshal
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from runtime.language.bytecode import CompiledProgram, FuncRef
+from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
+from runtime.record.store import EVENT_KINDS, RunStore
+from runtime.vm.frames import Decision
+from runtime.vm.machine import Machine, stmt_position
+from runtime.vm.values import JSArray, JSObject, Result, to_plain
+from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
+
+MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
+_PRIMITIVE = frozenset({type(None), bool, int, float, str})
+
+
+def location_table(program: CompiledProgram) -> list[list[Any]]:
+    """Every step location of a program, numbered: the ids step records refer to."""
+    table = []
+    for code in [program.module, *program.functions.values()]:
+        for loc in code.locations:
+            table.append(
+                [loc.file, loc.scope, loc.path, loc.line, loc.col, loc.end_line, loc.end_col]
+            )
+    return table
+
+
+class Recorder:
+    """Records one branch of one run from a live machine into a store.
+
+    The machine appends writes and step markers (`location id << 3 | kind`) to `machine.wlog`
+    and calls `flush_chunk` when the log is long. A chunk of plain data (the common case: a
+    loop over numbers and strings) is marshalled as it is, in C; a chunk holding containers or
+    frames is encoded entry by entry first (`encode`). A batch blob is
+    `(first_step, depth_before, depth_after, entries)`.
+    """
+
+    per_step = False  # call `on_step` at every step (tests that probe the live machine)
+    chunk_limit = 1024  # entries per batch: bounds what a random read decodes and replays
+
+    def __init__(
+        self,
+        machine: Machine,
+        store: RunStore,
+        run_id: str,
+        branch: int = 0,
+        *,
+        next_oid: int = 1,
+    ) -> None:
+        self.m = machine
+        self.store = store
+        self.run_id = run_id
+        self.branch = branch
+        self.loc_ids: dict[int, int] = {}
+        n = 0
+        for code in [machine.program.module, *machine.program.functions.values()]:
+            for loc in code.locations:
+                self.loc_ids[id(loc)] = n
+                n += 1
+        self.next_oid = next_oid
+        self.known: set[int] = set()
+        self.first_step = machine.step_index + 1  # the first step of the pending chunk
+        self.depth = len(machine.frames)  # frames at the step before `first_step`
+        self.since_keyframe = 0
+        self.keyframe_size = 0
+        self.force_keyframe = True
+        self.last_step = machine.step_index
+        self.bytes_written = 0
+        self.listeners: list[Callable[[int], None]] = []
+        machine.wlog = []
+        machine.rec = self
+        machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
+        machine.on_flush = self.flush_chunk
+        machine.on_mark = self.mark
+        machine.on_event = self.event
+        machine.on_reset = self.reset
+        machine.on_step = self.on_step if self.per_step else None
+        machine.run_id = run_id
+        machine.branch = branch
+
+    # -- encoding -------------------------------------------------------------------------------
+
+    def oid_of(self, c: Any) -> int:
+        oid = getattr(c, "oid", None)
+        if oid is None:
+            oid = self.next_oid
+            self.next_oid += 1
+            c.oid = oid
+        return oid
+
+    def enc(self, v: Any, out: list[Any]) -> Any:
+        t = type(v)
+        if t in _PRIMITIVE:
+            return v
+        if t is JSArray or t is JSObject:
+            oid = self.oid_of(v)
+            if oid not in self.known:
+                self.known.add(oid)
+                if t is JSArray:
+                    contents: Any = [self.enc(x, out) for x in v]
+                else:
+                    contents = {k: self.enc(x, out) for k, x in v.items()}
+                out.append((R_CONTENTS, oid, contents))
+            return ("r", oid)
+        if t is Result:
+            return ("R", v.ok, self.enc(v.value if v.ok else v.error, out))
+        if t is FuncRef:
+            return ("F", v.name)
+        if t is Decision:
+            return ("D", v.action, self.enc(v.value, out))
+        if t is dict:
+            return {k: self.enc(x, out) for k, x in v.items()}
+        if t is list or t is tuple:
+            return [self.enc(x, out) for x in v]
+        return repr(v)
+
+    # Writes are encoded when they happen, so a container is defined with its contents at that
+    # moment and every later change to it follows in order.
+
+    def enc_now(self, v: Any) -> Any:
+        """Encode a value being written; new containers are defined in the log first."""
+        return self.enc(v, self.m.wlog)  # type: ignore[arg-type]
+
+    def enc_record(self, record: tuple[Any, ...]) -> tuple[Any, ...]:
+        code = record[0]
+        if code == 16:
+            return (16, record[1], self.enc_now(record[2]), record[3])
+        if code == 15:
+            if record[1].startswith("mutable:"):
+                return (0,)  # process-wide map: not part of the inspected state
+            return (15, record[1], self.enc_now(record[2]))
+        return record
+
+    def log_set(self, obj: Any, key: Any, value: Any) -> None:
+        oid = getattr(obj, "oid", None)
+        if oid is not None and oid in self.known:
+            wlog = self.m.wlog
+            wlog.append((3, oid, key, self.enc(value, wlog)))  # type: ignore[union-attr, arg-type]
+
+    def log_splice(self, arr: Any, start: int, delete: int, items: tuple[Any, ...]) -> None:
+        oid = getattr(arr, "oid", None)
+        if oid is not None and oid in self.known:
+            wlog = self.m.wlog
+            wlog.append((5, oid, start, delete, [self.enc(x, wlog) for x in items]))  # type: ignore[union-attr, arg-type]
+
+    def log_del(self, obj: Any, key: str) -> None:
+        oid = getattr(obj, "oid", None)
+        if oid is not None and oid in self.known:
+            self.m.wlog.append((4, oid, key))  # type: ignore[union-attr]
+
+    def log_frame(self, f: Any, caller_pos: tuple[int, int]) -> None:
+        wlog = self.m.wlog
+        assert wlog is not None
+        code = f.code
+        local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}
+        wlog.append(
+            (
+                6,
+                code.name,
+                code.kind,
+                tuple(code.param_names),
+                local_vals,
+                caller_pos[0],
+                caller_pos[1],
+            )
+        )
+
+    def capture(self) -> dict[str, Any]:
+        """The full visible state, as a keyframe: every reachable container under `heap`."""
+        m = self.m
+        heap: dict[int, Any] = {}
+
+        pending: list[Any] = []  # containers met but not yet encoded: no recursion on depth
+
+        def enc(v: Any) -> Any:
+            t = type(v)
+            if t in _PRIMITIVE:
+                return v
+            if t is JSArray or t is JSObject:
+                oid = self.oid_of(v)
+                if oid not in heap:
+                    heap[oid] = None
+                    pending.append((oid, v))
+                return ("r", oid)
+            if t is Result:
+                return ("R", v.ok, enc(v.value if v.ok else v.error))
+            if t is FuncRef:
+                return ("F", v.name)
+            if t is Decision:
+                return ("D", v.action, enc(v.value))
+            if t is dict:
+                return {k: enc(x) for k, x in v.items()}
+            if t is list or t is tuple:
+                return [enc(x) for x in v]
+            return repr(v)
+
+        def drain() -> None:
+            while pending:
+                oid, c = pending.pop()
+                heap[oid] = (
+                    [enc(x) for x in c] if type(c) is JSArray else {k: enc(x) for k, x in c.items()}
+                )
+
+        frames = []
+        for f in m.frames:
+            code = f.code
+            line, col = stmt_position(f)
+            frames.append(
+                [
+                    code.name,
+                    code.kind,
+                    tuple(code.param_names),
+                    {k: enc(v) for k, v in f.locals.items() if not k.startswith("__")},
+                    line,
+                    col,
+                ]
+            )
+        state = {
+            "frames": frames,
+            "globals": {k: enc(v) for k, v in m.globals.items()},
+            "shared": {k: enc(v) for k, v in m.shared.items()},
+            "threads": {tid: [enc(msg) for msg in msgs] for tid, msgs in m.threads.items()},
+            "active": m.active_thread(),
+            "output": list(m.output),
+            "usage": [m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]],
+            "status": m.status if m.status in (HALTED, FAILED, INTERRUPTED) else "running",
+            "result": enc(m.result),
+            "error": m.error.message if m.error else None,
+            "heap": heap,
+        }
+        drain()
+        self.known = set(heap)
+        return state
+
+    # -- hooks the machine calls ----------------------------------------------------------------
+
+    def marker(self, kind: str) -> int:
+        loc = self.m.location
+        loc_id = self.loc_ids.get(id(loc), 0) if loc is not None else 0
+        return loc_id << 3 | KIND_CODES.get(kind, 0)
+
+    def on_step(self, m: Machine, kind: str) -> None:
+        """Per-step mode: the marker is appended here rather than by the machine."""
+        m.wlog.append(self.marker(kind))  # type: ignore[union-attr]
+        if len(m.wlog) > m.wlog_limit:  # type: ignore[arg-type]
+            self.flush_chunk(m)
+
+    def mark(self, m: Machine, kind: str) -> None:
+        """A step that is not a statement start: after an LLM call, a tool round, …; stored
+        at once, so a crash never loses a paid answer's step."""
+        m.wlog.append(self.marker(kind))  # type: ignore[union-attr]
+        self.flush_chunk(m)
+
+    def reset(self) -> None:
+        """A restore replaced the state: the next step gets a keyframe."""
+        self.force_keyframe = True
+        self.m.wlog_limit = 0
+
+    def event(self, step: int, kind: str, summary: str, data: dict[str, Any]) -> None:
+        if kind not in EVENT_KINDS:
+            return
+        self.m.wlog_limit = 0  # the step that shows this event is stored as soon as it starts
+
+        plain = {
+            k: to_plain(v) if type(v) in (JSArray, JSObject, Result) else v for k, v in data.items()
+        }
+        if kind == "llm":
+            self.store.add_llm_call(
+                self.run_id,
+                self.branch,
+                step,
+                provider=str(plain.get("provider", "")),
+                model=str(plain.get("model", "")),
+                request=plain.get("request"),
+                response={"completion": plain.get("response"), "value": plain.get("value")},
+                input_tokens=int(plain.get("input_tokens") or 0),
+                output_tokens=int(plain.get("output_tokens") or 0),
+                cost=float(plain.get("cost") or 0.0),
+                latency_ms=float(plain.get("latency_ms") or 0.0),
+            )
+            small: dict[str, Any] = {
+                k: plain[k]
+                for k in (
+                    "provider",
+                    "model",
+                    "input_tokens",
+                    "output_tokens",
+                    "latency_ms",
+                    "round",
+                )
+                if k in plain
+            }
+            self.store.add_event(self.run_id, self.branch, step, kind, summary, small)
+            self.store.flush()  # a paid answer is durable before the program goes on
+            return
+        self.store.add_event(self.run_id, self.branch, step, kind, summary, plain)
+
+    # -- chunks, batches, keyframes ---------------------------------------------------------------
+
+    def flush_chunk(self, m: Machine) -> None:
+        """Store the write log up to its last step marker (the step just started)."""
+        wlog = m.wlog
+        if not wlog:
+            return
+        end = len(wlog) - 1
+        while end >= 0 and type(wlog[end]) is not int:
+            end -= 1
+        if end < 0:
+            return  # no step started since the last flush
+        chunk = wlog[: end + 1]
+        rest = wlog[end + 1 :]
+        del wlog[:]
+        wlog.extend(rest)
+        depth_after = len(m.frames)
+        for w in rest:  # writes after the marker belong to the next step: undo their frames
+            if w[0] == 6:
+                depth_after -= 1
+            elif w[0] == 7:
+                depth_after += 1
+        last = m.step_index  # every step appends its marker, so the last one is this step's
+        try:
+            blob = marshal.dumps((self.first_step, self.depth, depth_after, chunk))
+        except ValueError:  # something the machine logged unencoded: make it plain
+            blob = marshal.dumps((self.first_step, self.depth, depth_after, _plain_data(chunk)))
+        self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
+        self.bytes_written += len(blob)
+        self.since_keyframe += len(blob)
+        self.first_step = last + 1
+        self.last_step = last
+        self.depth = depth_after
+        m.wlog_limit = self.chunk_limit
+        # A keyframe once the deltas since the last one outweigh it twice: keyframes then cost
+        # at most half of what the deltas cost, whatever the size of the state.
+        if not rest and (
+            self.force_keyframe
+            or self.since_keyframe > max(2 * self.keyframe_size, MIN_KEYFRAME_GAP)
+        ):
+            self.write_keyframe(last)
+        for listener in self.listeners:
+            listener(last)
+
+    def write_keyframe(self, step: int) -> None:
+        blob = marshal.dumps(self.capture())
+        if len(blob) > 4096:  # large states (long histories) compress well and are rare
+            blob = ZLIB_PREFIX + zlib.compress(blob, 1)
+        self.store.put_keyframe(self.run_id, self.branch, step, blob)
+        self.keyframe_size = len(blob)
+        self.bytes_written += len(blob)
+        self.since_keyframe = 0
+        self.force_keyframe = False
+
+    def finish(self) -> None:
+        """Record the end of the run (a final step holding the result) and flush."""
+        m = self.m
+        if m.status in (HALTED, FAILED):
+            m.step_index += 1
+            m.location = m.location  # the end step shows where the run stopped
+            self.force_keyframe = True  # the last step is where a reader often lands
+            if m.on_step is not None:
+                m.on_step(m, "end")
+            else:
+                m.wlog.append(self.marker("end"))  # type: ignore[union-attr]
+            self.flush_chunk(m)
+        else:
+            # Stopped mid-step (an interrupt): store every step started so far; the writes
+            # after the last one stay pending for the step a continued run starts next.
+            self.flush_chunk(m)
+        status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(
+            m.status, "running"
+        )
+
+        fields: dict[str, Any] = {"status": status}
+        if m.status == HALTED:
+            fields["result"] = to_plain(m.result)
+        if m.error is not None:
+            fields["error"] = m.error.message
+        self.store.update_run(self.run_id, **fields)
+        self.store.flush()
+
+    def detach(self) -> None:
+        m = self.m
+        m.wlog = None
+        m.rec = None
+        m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
+
+
+def _plain_data(v: Any) -> Any:
+    """Anything marshal cannot write, as its repr (a safety net; the machine encodes writes)."""
+    t = type(v)
+    if t in _PRIMITIVE:
+        return v
+    if t is tuple:
+        return tuple(_plain_data(x) for x in v)
+    if t is list:
+        return [_plain_data(x) for x in v]
+    if t is dict:
+        return {str(k): _plain_data(x) for k, x in v.items()}
+    return repr(v)
+
+
+# ----------------------------------------------------------------------------------------------
+# Running under the recorder
+
+
+def public_base_url(url: Any) -> str | None:
+    """A model's base URL without what may be secret in it (user, password, query)."""
+    if not isinstance(url, str) or not url:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

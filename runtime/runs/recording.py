@@ -1,0 +1,135 @@
+"""Provides recorded runs: starting a run in a store (its meta: locations, process, tools, base
+URL), running a program or a rebuilt machine to its end while the `Recorder` keeps every step,
+and continuing a recorded run after an interrupt is answered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.language.bytecode import CompiledProgram
+from runtime.llm.registry import config_of
+from runtime.record.store import MemoryStore, RunMeta, RunStore
+from runtime.runs.fork import Timeline
+from runtime.runs.processes import process_meta
+from runtime.runs.recorder import Recorder, location_table, public_base_url
+from runtime.runs.runner import drive, new_machine
+from runtime.vm.machine import Machine
+from runtime.vm.values import to_plain
+
+
+@dataclass
+class Recording:
+    """A live, recorded run: the machine, its recorder and a timeline over it."""
+
+    machine: Machine
+    recorder: Recorder
+    store: RunStore
+    run_id: str
+    branch: int = 0
+
+    @property
+    def timeline(self) -> Any:
+        return Timeline(self.store, self.run_id, self.branch, program=self.machine.program)
+
+    def continue_run(
+        self, answer_decision: Any = None, progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Answer the pending interrupt (if given) and run on, recording."""
+
+        if answer_decision is not None:
+            self.machine.answer_interrupt(answer_decision)
+            self.store.add_event(
+                self.run_id,
+                self.branch,
+                max(self.machine.step_index, 0),
+                "interrupt",
+                f"answered: {answer_decision.action}",
+                {"action": answer_decision.action, "answer": to_plain(answer_decision.value)},
+            )
+        if progress is not None:
+            self.recorder.listeners.append(progress)
+        try:
+            drive(self.machine, None)
+        finally:
+            if progress is not None:
+                self.recorder.listeners.remove(progress)
+        self.recorder.finish()
+
+
+def start_run(
+    program: CompiledProgram,
+    machine: Machine,
+    store: RunStore,
+    config: dict[str, Any] | None = None,
+    args: Any = None,
+) -> Recording:
+    meta: dict[str, Any] = {
+        "locations": location_table(program),
+        "process": process_meta(),
+        # The defs the program can offer as tools, with their parameters (a call records the
+        # tools it offered, with schemas, and its temperature).
+        "tools": {c.name: c.param_names for c in program.functions.values() if c.kind == "def"},
+    }
+    base_url = public_base_url(getattr(machine.model, "base_url", None))
+    if base_url is not None:
+        meta["base_url"] = base_url  # resume goes on with the same server
+    run_id = store.create_run(
+        RunMeta(
+            source_path=program.path,
+            source_sha256=program.sha256,
+            node=machine.node,
+            args=args
+            if args is not None
+            else {"args": to_plain(machine.entry_args), "named": to_plain(machine.entry_named)},
+            config=config or {},
+            # The process, so a run whose process died shows as interrupted (lifecycle).
+            meta=meta,
+        )
+    )
+    recorder = Recorder(machine, store, run_id, 0)
+    return Recording(machine, recorder, store, run_id, 0)
+
+
+def record_program(
+    program: CompiledProgram,
+    config: Any,
+    store: RunStore | None = None,
+    answer: Any = None,
+    progress: Callable[[int], None] | None = None,
+) -> Recording:
+    """Run `program` to the end (or to an unanswered interrupt), recording every step."""
+
+    store = store if store is not None else MemoryStore()
+    model = config.make_model()
+    machine = new_machine(program, config, model=model)
+    run_config = dict(config_of(model))
+    run_config["seed"] = config.seed
+    if config.mocks is not None:
+        run_config["mocks"] = config.mocks
+    rec = start_run(program, machine, store, run_config)
+    if progress is not None:
+        rec.recorder.listeners.append(progress)
+    try:
+        drive(machine, answer)
+    finally:
+        rec.recorder.finish()
+        if progress is not None:
+            rec.recorder.listeners.remove(progress)
+    return rec
+
+
+def record_machine(
+    machine: Machine, store: RunStore | None = None, answer: Any = None
+) -> Recording:
+    """Record a machine built elsewhere (e.g. rebuilt from a checkpoint file) as a new run."""
+
+    store = store if store is not None else MemoryStore()
+    config = {"provider": getattr(machine.model, "provider", ""), "from_checkpoint": True}
+    rec = start_run(machine.program, machine, store, config)
+    try:
+        drive(machine, answer)
+    finally:
+        rec.recorder.finish()
+    return rec

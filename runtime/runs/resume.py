@@ -1,0 +1,233 @@
+"""Provides resume: continue a run that stopped (killed, failed on a timeout, waiting on an
+interrupt, Ctrl-C) from its last completed step. The steps before it are re-executed from the
+record (`fork.machine_at`: model answers, reads and interrupt answers served from it, effects
+looked up in the journal, never repeated); then the run goes on live on branch 0, its new steps
+appended after the old ones. Model answers the stopped process got but had not yet tied to a
+recorded step are served from the record too, before the live model takes over."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import AgencyError
+from runtime.llm.base import Completion
+from runtime.llm.registry import config_of
+from runtime.record.store import MAX_STEP
+from runtime.runs.config import config_differences, current_config, program_of
+from runtime.runs.fork import (
+    RouteAll,
+    Timeline,
+    _live_model,
+    machine_at,
+    recorded_answers,
+)
+from runtime.runs.journal import StoreJournal
+from runtime.runs.processes import mark_running, process_alive, reap_dead_runs, statement_texts
+from runtime.runs.recorder import Recorder, location_table, public_base_url
+from runtime.runs.runner import drive
+from runtime.runs.stopping import GracefulStop, mark_stopped, record_answer, recording_answers
+from runtime.vm.builtins import World
+from runtime.vm.frames import Decision
+from runtime.vm.machine import Machine
+
+
+class _Handover:
+    """Serves the model answers the stopped process got after its last recorded step, then
+    hands over to the live model (and puts it in the machine's hands). It looks like the live
+    model to the program (provider, a scripted queue's position)."""
+
+    def __init__(self, answers: list[Completion], live: Any, machine: Machine, served: int) -> None:
+        self.answers = answers
+        self.index = 0
+        self.live = live
+        self.m = machine
+        self.served = served  # answers the run has had so far
+        self.provider = str(getattr(live, "provider", ""))
+        self.model = str(getattr(live, "model", ""))
+        if hasattr(live, "position"):
+            self.position = served
+        machine.model_cache = RouteAll(self) if answers else {}  # type: ignore[attr-defined]
+
+    def config(self) -> dict[str, Any]:
+        return config_of(self.live)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the live model's interface
+        if name == "live":
+            raise AttributeError(name)
+        return getattr(self.live, name)
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[Any],
+        response_schema: Any,
+        params: dict[str, Any],
+    ) -> Completion:
+        if self.index < len(self.answers):
+            answer = self.answers[self.index]
+            self.index += 1
+            self.served += 1
+            if hasattr(self.live, "position"):
+                self.position = self.served
+            if self.index == len(self.answers):
+                self.m.model_cache = {}  # type: ignore[attr-defined]
+            return answer
+        live = self.live
+        if hasattr(live, "position"):
+            live.position = self.served
+        if self.m.model is self:
+            self.m.model = live
+        return live.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
+
+
+def _resume_point(store: Any, run: Any, tl: Timeline) -> tuple[int, int]:
+    """(step to rebuild, last step whose recorded model answers may be served)."""
+    n = len(tl)
+    last = n - 1
+    if tl.kind_at(last) != "end":
+        return last, MAX_STEP  # stopped: every recorded step is complete; serve every answer
+    # Failed (the end step records the failure): retry the failing statement, live. Its step
+    # and the end step share a batch; the whole batch goes and is recorded again.
+    failing = last - 1
+    batches = store.batches(run.id, 0, last, last)
+    first = min((b.first_step for b in batches if b.branch == 0), default=last)
+    return min(failing, first - 1), failing
+
+
+def resume_run(
+    store: Any,
+    run: Any,
+    *,
+    decision: Decision | None = None,
+    force: bool = False,
+    model_spec: str | None = None,
+    base_url: str | None = None,
+    mocks: list[Any] | None = None,
+    answer: Callable[[Any], Decision | None] | None = None,
+    notice: Callable[[str], None] | None = None,
+    stop: GracefulStop | None = None,
+    root: Any = None,
+    quiet: bool = False,
+) -> Machine:
+    """Continue `run` from its last completed step, live, recording on branch 0.
+
+    `decision` answers the interrupt the run was waiting on; `answer` answers later ones.
+    Paths resolve against `root`, by default the directory the run was started in.
+    Refuses (AgencyError) a finished run, a run another process is recording, and a changed
+    source or model configuration unless `force`.
+    """
+    reap_dead_runs(store, [run])
+    run = store.get_run(run.id) or run
+    if run.status == "finished":
+        raise AgencyError(
+            f"run {run.id} already finished; nothing to resume (replay it with `agency replay {run.id}`)"
+        )
+    proc = (run.meta or {}).get("process")
+    if run.status == "running" and not force:
+        alive = process_alive(proc) if isinstance(proc, dict) else None
+        where = f" (pid {proc.get('pid')} on {proc.get('host')})" if isinstance(proc, dict) else ""
+        if alive is not False:
+            raise AgencyError(
+                f"run {run.id} is still running{where}; resume it once that process has ended "
+                "(or pass --force if it is gone)"
+            )
+    if decision is not None and run.status != "interrupted":
+        raise AgencyError(
+            f"run {run.id} is not waiting on an interrupt (it is {run.status}); resume it without --approve/--reject/--resolve"
+        )
+    program = program_of(run)
+    recorded = dict(run.config or {})
+    problems = []
+    if program.sha256 != run.source_sha256:
+        problems.append(
+            f"{run.source_path} (or a file it imports) changed since the run was recorded "
+            f"(sha256 {run.source_sha256[:12]} then, {program.sha256[:12]} now)"
+        )
+    live = None
+    current: dict[str, Any] = {}
+    if model_spec is not None or base_url is not None or mocks is not None:
+        if base_url is None and model_spec in (None, recorded.get("spec")):
+            recorded_url = (run.meta or {}).get("base_url")  # the same model, the same server
+            base_url = recorded_url if isinstance(recorded_url, str) else None
+        live, current = current_config(model_spec or recorded.get("spec"), base_url, mocks)
+        problems.extend(config_differences(recorded, current))
+    if problems and not force:
+        raise AgencyError(
+            f"cannot resume run {run.id}: " + "; ".join(problems) + ". Resuming would mix two "
+            "different runs; pass --force to resume anyway"
+        )
+    tl = Timeline(store, run.id, 0, program)
+    if live is None:
+        # The recorded model, on the recorded server; one that cannot be made now (no API key)
+        # is an error, never silently another model.
+        live = _live_model(tl, strict=True)
+        if not force:
+            differences = config_differences(recorded, dict(config_of(live)))
+            if differences:
+                raise AgencyError(
+                    f"cannot resume run {run.id}: {'; '.join(differences)}. Pass the recorded "
+                    "model's settings (--model, --base-url) or --force to go on with this one"
+                )
+    if len(tl) == 0:  # stopped before its first step was stored: nothing to re-execute
+        step, serve_up_to = -1, MAX_STEP
+    else:
+        step, serve_up_to = _resume_point(store, run, tl)
+    answers = [a for a, s in zip(recorded_answers(tl), _answer_steps(tl)) if s <= serve_up_to]
+    journal = StoreJournal(store, run.id, 0, in_doubt=True)
+    m = machine_at(tl, step, journal=journal)
+    served = int(getattr(m.model, "served", 0))
+    m.model = _Handover(answers[served:], live, m, served)
+    if root is None:
+        recorded_root = (run.meta or {}).get("cwd")
+        root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
+    m.world = World(root=root, quiet=quiet)
+    m.journal = journal
+    store.truncate_after(run.id, 0, step)
+    if problems:  # forced: the run goes on with the new program / model
+        fields: dict[str, Any] = {"source_sha256": program.sha256}
+        meta = dict(run.meta or {})
+        meta["locations"] = location_table(program)
+        meta["statements"] = statement_texts(program)
+        fields["meta"] = meta
+        if current:
+            fields["config"] = {**recorded, **current}
+            meta.pop("base_url", None)
+            if (url := public_base_url(getattr(live, "base_url", None))) is not None:
+                meta["base_url"] = url
+        store.update_run(run.id, **fields)
+    store.update_run(run.id, status="running", error=None, result=None, finished_at=None)
+    mark_running(store, run.id, m.world.root, program)
+    rec = Recorder(m, store, run.id, 0)
+    if m.step_index >= 0:
+        rec.write_keyframe(m.step_index)
+    if notice is not None:
+        notice(f"resuming run {run.id} after step {m.step_index} (re-executed from the record)")
+    answers_fn = recording_answers(answer, store, run.id, m)
+    if decision is not None:
+        first = [decision]
+
+        def answers_fn(pending: Any, later: Any = answers_fn) -> Decision | None:  # noqa: F811
+            if first:
+                d = first.pop()
+                record_answer(store, run.id, 0, m.step_index, d)
+                return d
+            return later(pending) if later is not None else None
+
+    stopper = stop if stop is not None else GracefulStop(m)
+    stopper.m = m
+    try:
+        with stopper:
+            drive(m, stopper.answer(answers_fn))
+    except KeyboardInterrupt:
+        stopper.requested = True
+    finally:
+        rec.finish()
+        if stopper.stopped():
+            mark_stopped(store, run.id, "stopped by Ctrl-C")
+    return m
+
+
+def _answer_steps(tl: Timeline) -> list[int]:
+    return [call.step for call in tl.store.llm_calls(tl.run_id, tl.branch)]

@@ -1,0 +1,106 @@
+"""Provides stopping a run cleanly: Ctrl-C at a step boundary (`GracefulStop`), recording the
+answers given to interrupts, and marking a stopped run."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from runtime.vm.frames import Decision
+from runtime.vm.machine import Machine
+from runtime.vm.values import to_plain
+from runtime.vm.writelog import INTERRUPTED
+
+
+class GracefulStop:
+    """Ctrl-C while a run goes on: the first stops it at the next step boundary (nothing is
+    left half done); a second one stops it at once (`KeyboardInterrupt`)."""
+
+    def __init__(self, machine: Machine, notice: bool = True) -> None:
+        self.m = machine
+        self.notice = notice
+        self.requested = False
+        self._old: Any = None
+        self._installed = False
+
+    def __enter__(self) -> GracefulStop:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._old)
+            self._installed = False
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        self.m.stop_at = self.m.step_index  # the loop stops at the next step boundary
+        if self.notice:
+            print(
+                "\nagency: stopping after this step (Ctrl-C again to stop now)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def stopped(self) -> bool:
+        """The run ended because of Ctrl-C (not because it finished or is waiting)."""
+        return self.requested and not self.m.done and self.m.status != INTERRUPTED
+
+    def answer(
+        self, inner: Callable[[Any], Decision | None] | None
+    ) -> Callable[[Any], Decision | None] | None:
+        """An interrupt answerer that gives no answer once a stop was asked for."""
+        if inner is None:
+            return None
+
+        def answer(pending: Any) -> Decision | None:
+            return None if self.requested else inner(pending)
+
+        return answer
+
+
+def recording_answers(
+    answer: Callable[[Any], Decision | None] | None,
+    store: Any,
+    run_id: str,
+    machine: Machine,
+    branch: int = 0,
+) -> Callable[[Any], Decision | None] | None:
+    """Wrap an interrupt answerer so every answer it gives is recorded (replay and resume feed
+    the same answers to the re-executed run)."""
+    if answer is None:
+        return None
+
+    def wrapped(pending: Any) -> Decision | None:
+        decision = answer(pending)
+        if decision is not None:
+            record_answer(store, run_id, branch, machine.step_index, decision)
+        return decision
+
+    return wrapped
+
+
+def record_answer(store: Any, run_id: str, branch: int, step: int, decision: Decision) -> None:
+    store.add_event(
+        run_id,
+        branch,
+        max(step, 0),
+        "interrupt",
+        f"answered: {decision.action}",
+        {
+            "action": decision.action,
+            "answer": None if decision.value is None else to_plain(decision.value),
+        },
+    )
+
+
+def mark_stopped(store: Any, run_id: str, why: str) -> None:
+    store.update_run(run_id, status="interrupted", error=why)
+    store.flush()

@@ -1,0 +1,861 @@
+"""Provides the builtin functions and methods of Agency.
+
+A builtin is `fn(machine, args, named) -> value`. A builtin that needs user code to run (a tool,
+a handler, `map` with a def) returns a `TailCall` and the machine calls the function in its
+place; loops over user functions live in the prelude (`prelude.agency`), written in Agency, so
+their state is frames like any other and survives snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyRuntimeError
+from runtime.language.bytecode import BUILTIN_NAMES, FuncRef
+from runtime.vm.checkpoints import prepare_restore, take_checkpoint
+from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
+from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
+from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_result
+from runtime.vm.values import (
+    JSArray,
+    JSObject,
+    Result,
+    a_type,
+    display,
+    format_number,
+    from_plain,
+    js_eq,
+    js_pow,
+    parse_json,
+    stringify,
+    to_number,
+    to_plain,
+    to_str,
+    truthy,
+    type_name,
+)
+
+if TYPE_CHECKING:
+    from runtime.vm.machine import Machine
+
+Builtin = Callable[["Machine", list[Any], dict[str, Any]], Any]
+
+
+class World:
+    """What the program can touch outside the machine: output stream and the file system.
+
+    `root` is the working directory that paths resolve against. Tests use `quiet=True`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
+        self.root = Path(root or os.getcwd()).resolve()
+        self.quiet = quiet
+        self.announced = False  # the simulated-model notice was printed
+
+    def emit(self, text: str) -> None:
+        if not self.quiet:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+    def resolve(self, path: Any) -> Path:
+        if type(path) is not str or not path:
+            raise AgencyRuntimeError(f"expected a file path, got {to_str(path)!r}")
+        p = (self.root / path).resolve()
+        if p != self.root and self.root not in p.parents:
+            raise AgencyRuntimeError(f"path {path!r} escapes the working directory")
+        return p
+
+
+BUILTINS: dict[str, Builtin] = {}
+
+
+def builtin(name: str) -> Callable[[Builtin], Builtin]:
+    def deco(fn: Builtin) -> Builtin:
+        BUILTINS[name] = fn
+        if name not in BUILTIN_NAMES:
+            raise AssertionError(
+                f"builtin {name!r} is not declared in runtime.language.bytecode.BUILTIN_NAMES"
+            )
+        return fn
+
+    return deco
+
+
+def _arg(args: list[Any], named: dict[str, Any], i: int, name: str, default: Any = None) -> Any:
+    if name in named:
+        return named[name]
+    return args[i] if i < len(args) else default
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+@builtin("print")
+def _print(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    m.print(" ".join(display(a) for a in args))
+
+
+@builtin("printJSON")
+def _print_json(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    m.print(stringify(args[0] if args else None, 2))
+
+
+# -- collections --------------------------------------------------------------------------------
+
+
+@builtin("range")
+def _range(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    nums = [int(to_number(a)) for a in args]
+    if len(nums) == 1:
+        return JSArray(range(nums[0]))
+    if len(nums) >= 2:
+        return JSArray(range(*nums[:3]))
+    raise AgencyRuntimeError("range() needs at least one argument")
+
+
+@builtin("keys")
+def _keys(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    obj = args[0] if args else None
+    if type(obj) is JSObject:
+        return JSArray(obj.keys())
+    if type(obj) is JSArray:
+        return JSArray(str(i) for i in range(len(obj)))
+    raise AgencyRuntimeError(f"keys() expects an object, got {type_name(obj)}")
+
+
+@builtin("values")
+def _values(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    obj = args[0] if args else None
+    if type(obj) is JSObject:
+        return JSArray(obj.values())
+    if type(obj) is JSArray:
+        return JSArray(obj)
+    raise AgencyRuntimeError(f"values() expects an object, got {type_name(obj)}")
+
+
+@builtin("entries")
+def _entries(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    obj = args[0] if args else None
+    if type(obj) is not JSObject:
+        raise AgencyRuntimeError(f"entries() expects an object, got {type_name(obj)}")
+    return JSArray(JSArray([k, v]) for k, v in obj.items())
+
+
+@builtin("len")
+def _len(m: Machine, args: list[Any], named: dict[str, Any]) -> int:
+    v = args[0] if args else None
+    if isinstance(v, (JSArray, str, JSObject)):
+        return len(v)
+    raise AgencyRuntimeError(f"len() expects an array, string or object, got {type_name(v)}")
+
+
+# -- results and interrupt decisions -----------------------------------------------------------
+
+
+@builtin("success")
+def _success(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
+    return Result(True, value=args[0] if args else None)
+
+
+@builtin("failure")
+def _failure(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
+    return Result(False, error=args[0] if args else None)
+
+
+@builtin("isSuccess")
+def _is_success(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return type(args[0]) is Result and args[0].ok if args else False
+
+
+@builtin("isFailure")
+def _is_failure(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return type(args[0]) is Result and not args[0].ok if args else False
+
+
+@builtin("approve")
+def _approve(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
+    return Decision("approve", args[0] if args else True)
+
+
+@builtin("reject")
+def _reject(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
+    return Decision("reject", args[0] if args else None)
+
+
+@builtin("resolve")
+def _resolve(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
+    return Decision("resolve", args[0] if args else None)
+
+
+# -- mutable process-wide map -----------------------------------------------------------------
+
+
+@builtin("getMutable")
+def _get_mutable(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    key = to_str(_arg(args, named, 0, "key"))
+    if key in m.mutable:
+        return m.mutable[key]
+    return _arg(args, named, 1, "default")
+
+
+@builtin("setMutable")
+def _set_mutable(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    key = to_str(_arg(args, named, 0, "key"))
+    value = _arg(args, named, 1, "value")
+    m.mutable[key] = value
+    m.log((15, "mutable:" + key, value))
+    return value
+
+
+# -- conversions ---------------------------------------------------------------------------------
+
+
+@builtin("String")
+def _string(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    return to_str(args[0]) if args else ""
+
+
+@builtin("Number")
+def _number(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return to_number(args[0]) if args else 0
+
+
+@builtin("Boolean")
+def _boolean(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return truthy(args[0]) if args else False
+
+
+@builtin("parseInt")
+def _parse_int(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    text = to_str(args[0] if args else None).strip()
+    digits = ""
+    for i, ch in enumerate(text):
+        if ch.isdigit() or (i == 0 and ch in "+-"):
+            digits += ch
+        else:
+            break
+    try:
+        return int(digits)
+    except ValueError:
+        return math.nan
+
+
+@builtin("parseFloat")
+def _parse_float(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    text = to_str(args[0] if args else None).strip()
+    best: Any = math.nan
+    for end in range(len(text), 0, -1):
+        try:
+            f = float(text[:end])
+        except ValueError:
+            continue
+        best = int(f) if f.is_integer() and abs(f) < 2**53 else f
+        break
+    return best
+
+
+@builtin("JSON")
+def _json_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    raise AgencyRuntimeError("JSON is not a function (use JSON.stringify or JSON.parse)")
+
+
+@builtin("Object")
+def _object_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    raise AgencyRuntimeError("Object is not a function (use Object.keys)")
+
+
+@builtin("Math")
+def _math_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    raise AgencyRuntimeError("Math is not a function (use Math.floor, Math.max, …)")
+
+
+def _math_round(x: Any) -> Any:
+    n = to_number(x)
+    return math.floor(n + 0.5) if n == n and abs(n) != math.inf else n
+
+
+NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
+    "JSON": {
+        "stringify": lambda *a: stringify(a[0] if a else None, a[2] if len(a) > 2 else None),
+        "parse": lambda *a: parse_json(to_str(a[0] if a else None)),
+    },
+    "Object": {
+        "keys": lambda *a: _keys(None, list(a), {}),  # type: ignore[arg-type]
+        "values": lambda *a: _values(None, list(a), {}),  # type: ignore[arg-type]
+        "entries": lambda *a: _entries(None, list(a), {}),  # type: ignore[arg-type]
+        "assign": lambda *a: _object_assign(*a),
+    },
+    "Math": {
+        "floor": lambda x: math.floor(to_number(x)) if _finite(x) else to_number(x),
+        "ceil": lambda x: math.ceil(to_number(x)) if _finite(x) else to_number(x),
+        "round": _math_round,
+        "abs": lambda x: abs(to_number(x)),
+        "sqrt": lambda x: _num(math.sqrt(to_number(x))) if to_number(x) >= 0 else math.nan,
+        "max": lambda *a: _extreme(max, a, -math.inf),
+        "min": lambda *a: _extreme(min, a, math.inf),
+        "pow": lambda x, y: js_pow(x, y),
+        "trunc": lambda x: math.trunc(to_number(x)) if _finite(x) else to_number(x),
+        "sign": lambda x: (to_number(x) > 0) - (to_number(x) < 0),
+    },
+}
+
+
+def _object_assign(target: Any = None, *sources: Any) -> Any:
+    if type(target) is not JSObject:
+        raise AgencyRuntimeError("Object.assign expects an object")
+    for s in sources:
+        if type(s) is JSObject:
+            target.update(s)
+    return target
+
+
+def _extreme(pick: Callable[..., Any], args: tuple[Any, ...], empty: float) -> Any:
+    """Math.max / Math.min: NaN if any argument is NaN, as in JavaScript."""
+    nums = [to_number(x) for x in args]
+    if any(n != n for n in nums):
+        return math.nan
+    return pick(nums, default=empty)
+
+
+def _finite(x: Any) -> bool:
+    n = to_number(x)
+    return n == n and n not in (math.inf, -math.inf)
+
+
+def _num(f: float) -> Any:
+    return int(f) if f.is_integer() else f
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+@builtin("read")
+def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    path_arg = _arg(args, named, 0, "path")
+    path = m.world.resolve(path_arg)
+
+    def act() -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgencyRuntimeError(f"read: cannot read {path.name}: {exc.strerror}") from None
+
+    return observe(m, "read", {"path": path_arg}, act)  # type: ignore[no-any-return]
+
+
+@builtin("write")
+def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    path_arg = _arg(args, named, 0, "path")
+    text = to_str(_arg(args, named, 1, "text", ""))
+
+    path = m.world.resolve(path_arg)
+
+    def act() -> Any:
+        try:
+            atomic_write(path, text)
+        except OSError as exc:
+            raise AgencyRuntimeError(f"write: cannot write {path_arg}: {exc.strerror}") from None
+        return True
+
+    args_ = {"path": path_arg, "bytes": len(text), "sha256": content_hash(text)}
+    return perform(m, "write", args_, act, lambda: file_holds(path, text))
+
+
+@builtin("saveToDisk")
+def _save_to_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    value = _arg(args, named, 0, "value")
+    path_arg = _arg(args, named, 1, "path")
+    text = json.dumps(to_plain(value), indent=2, ensure_ascii=False)
+
+    path = m.world.resolve(path_arg)
+
+    def act() -> Any:
+        try:
+            atomic_write(path, text + "\n")
+        except OSError as exc:
+            raise AgencyRuntimeError(
+                f"saveToDisk: cannot write {path_arg}: {exc.strerror}"
+            ) from None
+        return True
+
+    args_ = {"path": path_arg, "bytes": len(text), "sha256": content_hash(text + "\n")}
+    return perform(m, "saveToDisk", args_, act, lambda: file_holds(path, text + "\n"))
+
+
+@builtin("loadFromDisk")
+def _load_from_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    path_arg = _arg(args, named, 0, "path")
+    path = m.world.resolve(path_arg)
+
+    def act() -> Any:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgencyRuntimeError(
+                f"loadFromDisk: cannot read {path.name}: {exc.strerror}"
+            ) from None
+        return parse_json(text)
+
+    return observe(m, "loadFromDisk", {"path": path_arg}, act)
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+
+@builtin("checkpoint")
+def _checkpoint(m: Machine, args: list[Any], named: dict[str, Any]) -> int:
+    return take_checkpoint(m)
+
+
+@builtin("getCheckpoint")
+def _get_checkpoint(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    ident = _arg(args, named, 0, "id")
+    key = (
+        int(to_number(ident))
+        if ident is not None and to_number(ident) == to_number(ident)
+        else None
+    )
+    if key is None or key not in m.checkpoints:
+        raise AgencyRuntimeError(
+            f"no checkpoint with id {to_str(ident)} (it may have been deleted by a restore)"
+        )
+    return from_plain(m.checkpoints[key])
+
+
+@builtin("restore")
+def _restore(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    target = _arg(args, named, 0, "checkpoint")
+    options = _arg(args, named, 1, "options")
+    if options is None:
+        options = JSObject({k: v for k, v in named.items() if k != "checkpoint"})
+    if options is not None and type(options) is not JSObject:
+        raise AgencyRuntimeError("restore: options must be an object")
+    prepared = prepare_restore(m, target, options or JSObject())
+    if prepared is None:
+        return None  # maxRestores reached at this call site: carry on
+    raise RestoreSignal(*prepared)
+
+
+# -- interrupts ---------------------------------------------------------------------------------
+
+
+@builtin("__interrupt_open")
+def _interrupt_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    message, data = (args + [None, None])[:2]
+    obj = JSObject({"message": message, "data": data})
+    if type(data) is JSObject:
+        for k, v in data.items():
+            if k not in obj:
+                obj[k] = v
+    handlers = JSArray()
+    for i in range(len(m.frames) - 1, -1, -1):
+        for h in reversed(m.frames[i].handlers):
+            handlers.append(JSArray([*h, i]))  # i: the frame a handler body reads from
+    m.event("interrupt", to_str(message), {"data": to_plain(data)})
+    return JSObject({"obj": obj, "handlers": handlers})
+
+
+@builtin("__run_handler")
+def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    handler, obj = args[0], args[1]
+    kind, what = handler[0], handler[1]
+    if kind == "action":
+        return Decision(what, True if what == "approve" else None)
+    if kind == "code":
+        return TailCall(what, [obj, handler[2]])
+    return TailCall(what, [obj])
+
+
+@builtin("__is_decision")
+def _is_decision(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return type(args[0]) is Decision
+
+
+@builtin("__interrupt_decide")
+def _interrupt_decide(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    d = args[0]
+    if type(d) is not Decision:
+        raise AgencyRuntimeError(
+            "an interrupt must be answered with approve(), reject() or resolve()"
+        )
+    m.event("interrupt", f"{d.action}", {"action": d.action, "value": to_plain(d.value)})
+    if d.action == "reject":
+        raise RejectSignal("rejected")
+    return d.value
+
+
+@builtin("__interrupt_wait")
+def _interrupt_wait(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    if m.answer is not None:
+        answer, m.answer = m.answer, None
+        return answer
+    raise PauseSignal("interrupt", to_plain(args[0]) if args else None)
+
+
+# -- LLM ----------------------------------------------------------------------------------------
+
+
+@builtin("__llm_open")
+def _llm_open(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return open_request(m, args)
+
+
+@builtin("__llm_call")
+def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return call_model(m, args[0])
+
+
+@builtin("__call_tool")
+def _call_tool(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return call_tool(m, args[0], args[1])
+
+
+@builtin("__llm_tool_result")
+def _llm_tool_result(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return tool_result(m, args[0], args[1], args[2])
+
+
+@builtin("__is_function")
+def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return bool(args) and type(args[0]) is FuncRef
+
+
+@builtin("__throw")
+def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """A runtime error with the given message (for the prelude's own checks)."""
+    raise AgencyRuntimeError(to_str(args[0]) if args else "error")
+
+
+@builtin("__call")
+def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Call a function value with positional args (used by the prelude's map/filter/...)."""
+    fn = args[0]
+    if type(fn) is not FuncRef:
+        raise AgencyRuntimeError(f"expected a function, got {type_name(fn)}")
+    return TailCall(fn.name, list(args[1:]))
+
+
+# -- members and methods ------------------------------------------------------------------------
+
+
+def get_member(obj: Any, name: str) -> Any:
+    """`obj.name` for every kind of value."""
+    t = type(obj)
+    if t is JSObject:
+        return obj.get(name)
+    if t is JSArray or t is str:
+        if name == "length":
+            return len(obj)
+        return None
+    if t is Result:
+        if name == "value":
+            return obj.value
+        if name == "error":
+            return obj.error
+        if name == "checkpoint":
+            return obj.checkpoint
+        if name == "success":
+            return obj.ok
+        return None
+    if obj is None:
+        raise AgencyRuntimeError(f"cannot read property `{name}` of null")
+    if t is FuncRef:
+        if name == "name":
+            return obj.name
+        if obj.name in NAMESPACES and name in NAMESPACES[obj.name]:
+            return FuncRef(f"{obj.name}.{name}")
+        return None
+    if t is Decision:
+        if name == "action" or name == "type":
+            return obj.action
+        if name == "value":
+            return obj.value
+    return None
+
+
+def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
+    """`obj.name` when `args` is None, else `obj.name(*args)`."""
+    if args is None:
+        return get_member(obj, name)
+    t = type(obj)
+    if t is JSArray:
+        fn = ARRAY_METHODS.get(name)
+        if fn is not None:
+            return fn(m, obj, args)
+    elif t is str:
+        fn2 = STRING_METHODS.get(name)
+        if fn2 is not None:
+            return fn2(obj, args)
+    elif t is int or t is float:
+        if name == "toFixed":
+            from decimal import ROUND_HALF_UP, Decimal
+
+            digits = int(to_number(args[0])) if args else 0
+            if obj != obj or abs(obj) >= 1e21:  # JavaScript: NaN, Infinity, 1e+21
+                return format_number(obj)
+            q = Decimal(1).scaleb(-digits)
+            return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
+        if name == "toString":
+            return format_number(obj)
+    elif t is FuncRef and obj.name in NAMESPACES:
+        ns = NAMESPACES[obj.name]
+        if name in ns:
+            return ns[name](*args)
+    elif t is JSObject:
+        if name == "hasOwnProperty":
+            return to_str(args[0] if args else None) in obj
+        if name == "toString":
+            return to_str(obj)
+    elif obj is None:
+        raise AgencyRuntimeError(f"cannot call method `{name}` of null")
+    if t is not JSObject and name == "toString":
+        return to_str(obj)
+    raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
+
+
+def _a(args: list[Any], i: int, default: Any = None) -> Any:
+    return args[i] if i < len(args) else default
+
+
+def _slice_index(v: Any, n: int, default: int) -> int:
+    if v is None:
+        return default
+    i = int(to_number(v))
+    if i < 0:
+        i = max(n + i, 0)
+    return min(i, n)
+
+
+def _arr_push(m: Machine, arr: JSArray, args: list[Any]) -> int:
+    m.splice(arr, len(arr), 0, tuple(args))
+    return len(arr)
+
+
+def _arr_pop(m: Machine, arr: JSArray, args: list[Any]) -> Any:
+    if not arr:
+        return None
+    return m.splice(arr, len(arr) - 1, 1, ())[0]
+
+
+def _arr_shift(m: Machine, arr: JSArray, args: list[Any]) -> Any:
+    if not arr:
+        return None
+    return m.splice(arr, 0, 1, ())[0]
+
+
+def _arr_unshift(m: Machine, arr: JSArray, args: list[Any]) -> int:
+    m.splice(arr, 0, 0, tuple(args))
+    return len(arr)
+
+
+def _arr_splice(m: Machine, arr: JSArray, args: list[Any]) -> JSArray:
+    n = len(arr)
+    start = _slice_index(_a(args, 0, 0), n, 0)
+    count = n - start if len(args) < 2 else max(0, min(int(to_number(args[1])), n - start))
+    return m.splice(arr, start, count, tuple(args[2:]))
+
+
+def _arr_index_of(arr: JSArray, x: Any) -> int:
+    for i, v in enumerate(arr):
+        if js_eq(v, x):
+            return i
+    return -1
+
+
+def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
+    sep = "," if not args or args[0] is None else to_str(args[0])
+    return sep.join("" if v is None else to_str(v) for v in arr)
+
+
+def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
+    if args and type(args[0]) is FuncRef:
+        return TailCall("__sort_by", [arr, args[0]])
+    items = sorted(arr, key=lambda v: (v is None, to_str(v)))
+    m.splice(arr, 0, len(arr), tuple(items))
+    return arr
+
+
+def _arr_reverse(m: Machine, arr: JSArray, args: list[Any]) -> JSArray:
+    m.splice(arr, 0, len(arr), tuple(reversed(arr)))
+    return arr
+
+
+def _arr_flat(m: Machine, arr: JSArray, args: list[Any]) -> JSArray:
+    out = JSArray()
+    for v in arr:
+        if type(v) is JSArray:
+            out.extend(v)
+        else:
+            out.append(v)
+    return out
+
+
+def _prelude(name: str) -> Callable[[Machine, JSArray, list[Any]], Any]:
+    def method(m: Machine, arr: JSArray, args: list[Any]) -> Any:
+        return TailCall(name, [arr, *args])
+
+    return method
+
+
+ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
+    "push": _arr_push,
+    "pop": _arr_pop,
+    "shift": _arr_shift,
+    "unshift": _arr_unshift,
+    "splice": _arr_splice,
+    "includes": lambda m, a, args: _arr_index_of(a, _a(args, 0)) >= 0,
+    "indexOf": lambda m, a, args: _arr_index_of(a, _a(args, 0)),
+    "lastIndexOf": lambda m, a, args: (
+        len(a) - 1 - _arr_index_of(JSArray(reversed(a)), _a(args, 0))
+        if _arr_index_of(a, _a(args, 0)) >= 0
+        else -1
+    ),
+    "join": _arr_join,
+    "slice": lambda m, a, args: JSArray(
+        a[_slice_index(_a(args, 0), len(a), 0) : _slice_index(_a(args, 1), len(a), len(a))]
+    ),
+    "concat": lambda m, a, args: JSArray(
+        [*a, *(x for v in args for x in (v if type(v) is JSArray else [v]))]
+    ),
+    "at": lambda m, a, args: (
+        a[int(to_number(_a(args, 0, 0)))]
+        if -len(a) <= int(to_number(_a(args, 0, 0))) < len(a)
+        else None
+    ),
+    "reverse": _arr_reverse,
+    "sort": _arr_sort,
+    "flat": _arr_flat,
+    "toString": lambda m, a, args: to_str(a),
+    "map": _prelude("map"),
+    "filter": _prelude("filter"),
+    "reduce": _prelude("reduce"),
+    "find": _prelude("find"),
+    "findIndex": _prelude("findIndex"),
+    "some": _prelude("some"),
+    "every": _prelude("every"),
+    "forEach": _prelude("forEach"),
+}
+
+
+def _str_replace(s: str, args: list[Any], count: int) -> str:
+    old, new = to_str(_a(args, 0, "")), to_str(_a(args, 1, ""))
+    if "$" not in new:
+        return s.replace(old, new, count) if count > 0 else s.replace(old, new)
+    # JavaScript replacement patterns: `$$` `$&` `` $` `` `$'`.
+    out, start, done = [], 0, 0
+    while count == 0 or done < count:
+        i = s.find(old, start)
+        if i < 0:
+            break
+        out.extend([s[start:i], _substitution(new, old, s[:i], s[i + len(old) :])])
+        done += 1
+        start = i + len(old)
+        if not old:  # an empty pattern matches between every two characters
+            if i >= len(s):
+                break
+            out.append(s[i])
+            start += 1
+    return "".join(out) + s[start:]
+
+
+def _substitution(template: str, matched: str, before: str, after: str) -> str:
+    parts = {"$": "$", "&": matched, "`": before, "'": after}
+    out, i = [], 0
+    while i < len(template):
+        c = template[i]
+        if c == "$" and i + 1 < len(template) and template[i + 1] in parts:
+            out.append(parts[template[i + 1]])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _pad(s: str, args: list[Any], start: bool) -> str:
+    width = int(to_number(_a(args, 0, 0)))
+    fill = " " if _a(args, 1) is None else to_str(args[1])
+    if width <= len(s) or not fill:
+        return s
+    need = width - len(s)
+    padding = (fill * (need // len(fill) + 1))[:need]
+    return padding + s if start else s + padding
+
+
+def _str_split(s: str, args: list[Any]) -> JSArray:
+    sep = _a(args, 0)
+    if sep is None:
+        return JSArray([s])
+    sep = to_str(sep)
+    parts = list(s) if sep == "" else s.split(sep)
+    if len(args) > 1 and args[1] is not None:
+        parts = parts[: int(to_number(args[1]))]
+    return JSArray(parts)
+
+
+def _position(args: list[Any], n: int, default: int) -> int:
+    """The optional second argument of indexOf/includes/startsWith/endsWith, clamped to 0..n."""
+    v = _a(args, 1)
+    if v is None:
+        return default
+    x = to_number(v)
+    return default if x != x else int(min(max(x, 0), n))
+
+
+def _substring(s: str, args: list[Any]) -> str:
+    n = len(s)
+    a = min(max(int(to_number(_a(args, 0, 0))), 0), n)
+    b = n if _a(args, 1) is None else min(max(int(to_number(args[1])), 0), n)
+    return s[min(a, b) : max(a, b)]
+
+
+STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
+    "split": _str_split,
+    "trim": lambda s, a: s.strip(),
+    "trimStart": lambda s, a: s.lstrip(),
+    "trimEnd": lambda s, a: s.rstrip(),
+    "startsWith": lambda s, a: s.startswith(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
+    "endsWith": lambda s, a: s.endswith(to_str(_a(a, 0, "")), 0, _position(a, len(s), len(s))),
+    "includes": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)) >= 0,
+    "indexOf": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
+    "lastIndexOf": lambda s, a: s.rfind(to_str(_a(a, 0, ""))),
+    "replace": lambda s, a: _str_replace(s, a, 1),
+    "replaceAll": lambda s, a: _str_replace(s, a, 0),
+    "toLowerCase": lambda s, a: s.lower(),
+    "toUpperCase": lambda s, a: s.upper(),
+    "substring": _substring,
+    "slice": lambda s, a: s[
+        _slice_index(_a(a, 0), len(s), 0) : _slice_index(_a(a, 1), len(s), len(s))
+    ],
+    "charAt": lambda s, a: (
+        s[int(to_number(_a(a, 0, 0)))] if 0 <= int(to_number(_a(a, 0, 0))) < len(s) else ""
+    ),
+    "repeat": lambda s, a: s * max(0, int(to_number(_a(a, 0, 0)))),
+    "padStart": lambda s, a: _pad(s, a, True),
+    "padEnd": lambda s, a: _pad(s, a, False),
+    "toString": lambda s, a: s,
+    "at": lambda s, a: (
+        s[int(to_number(_a(a, 0, 0)))] if -len(s) <= int(to_number(_a(a, 0, 0))) < len(s) else None
+    ),
+}
+
+
+# Namespaced functions (JSON.stringify, Math.max, ...) are also callable through FuncRef values
+# named "JSON.stringify": register them as builtins so `const f = Math.max; f(1, 2)` works.
+def _register_namespaces() -> None:
+    for ns, members in NAMESPACES.items():
+        for member, fn in members.items():
+
+            def call(m: Machine, args: list[Any], named: dict[str, Any], fn: Any = fn) -> Any:
+                return fn(*args)
+
+            BUILTINS[f"{ns}.{member}"] = call
+
+
+_register_namespaces()

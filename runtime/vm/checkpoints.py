@@ -1,0 +1,568 @@
+"""Provides checkpoints: taking, encoding, validating and restoring machine state.
+
+One JSON format serves `getCheckpoint`, `saveToDisk`, the debugger's export and whole-machine
+snapshots (DESIGN.md §5). Values are readable JSON: an array or object referenced once is
+written inline; one referenced more than once (aliasing, cycles) is written once under `heap`
+and referenced as `{"$ref": n}`, so identity survives a round trip. JSON has no word for a
+Result, a function or a non-finite number: they are `{"$result": …}`, `{"$function": name}`
+and `{"$num": "Infinity"}`.
+
+A user checkpoint (`checkpoint()`) holds what restore rolls back: frames, globals, threads. A
+machine snapshot (`snapshot()`) also holds everything restore keeps (`machine` section), so a
+machine rebuilt from it in another process continues exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyRuntimeError, CheckpointFormatError
+from runtime.vm.effects import observe
+from runtime.vm.frames import Frame
+from runtime.vm.state import Decoder, Encoder
+from runtime.vm.values import JSArray, JSObject, from_plain, to_plain, to_str
+
+if TYPE_CHECKING:
+    from runtime.language.bytecode import CompiledProgram
+    from runtime.vm.machine import Machine
+
+FORMAT = "agency-checkpoint"
+VERSION = 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding machine state
+
+
+def _frame_parts(frame: Frame, user_top: bool) -> dict[str, Any]:
+    code = frame.code
+    params = code.param_names
+    pc, stack, traps = frame.pc, frame.stack, frame.traps
+    if user_top:
+        pc = frame.stmt_pc
+        stack = stack[: frame.stmt_sp]
+        traps = [t for t in traps if t[1] < frame.stmt_sp]
+    return {
+        "code": code,
+        "params": params,
+        "pc": pc,
+        "stack": stack,
+        "traps": traps,
+    }
+
+
+def encode_state(
+    m: Machine,
+    *,
+    user: bool,
+    top_override: Frame | None = None,
+    drop_top: int = 0,
+    env: tuple[dict[str, Any], dict[str, int]] | None = None,
+) -> dict[str, Any]:
+    """The rolled-back part of the state (and, when not `user`, everything else too).
+
+    `env` (globals, thread lengths) replaces the current globals and cuts the threads back:
+    a failure's checkpoint is the state at its def's entry."""
+    frames = list(m.frames[: len(m.frames) - drop_top] if drop_top else m.frames)
+    if top_override is not None:
+        frames[-1] = top_override
+    # The module frame sits under the entry node, waiting to HALT; it is rebuilt on decode,
+    # so a checkpoint's stack starts at the node, as people expect.
+    if len(frames) > 1 and frames[0].code.kind == "module":
+        frames = frames[1:]
+    enc = Encoder()
+    roots: list[Any] = []
+    for f in frames:
+        roots.extend(f.locals.values())
+        roots.extend(f.stack)
+        if f.entry:
+            roots.extend(f.entry.values())
+    glob = env[0] if env is not None else m.globals
+    roots.extend(glob.values())
+    for f in frames:
+        if f.entry_env is not None:
+            roots.extend(f.entry_env[0].values())
+    if not user:
+        roots.extend(m.shared.values())
+        roots.extend(m.mutable.values())
+        roots.append(m.result)
+    for v in roots:
+        enc.count(v)
+    out_frames = []
+    for i, f in enumerate(frames):
+        top = i == len(frames) - 1
+        parts = _frame_parts(f, user_top=user and top and top_override is None)
+        code = parts["code"]
+        args = {p: enc.enc(f.locals.get(p)) for p in parts["params"]}
+        locals_ = {}
+        hidden = {}
+        for k, v in f.locals.items():
+            if k in args:
+                continue
+            if k.startswith("__"):
+                hidden[k] = enc.enc(v)
+            else:
+                locals_[k] = enc.enc(v)
+        loc = _frame_location(f, parts["pc"])
+        out_frames.append(
+            {
+                "scope": code.name,
+                "kind": code.kind,
+                "args": args,
+                "locals": locals_,
+                "hidden": hidden,
+                "position": {
+                    "pc": parts["pc"],
+                    "stmt_pc": f.stmt_pc if not (user and top) else parts["pc"],
+                    "stmt_sp": f.stmt_sp if not (user and top) else len(parts["stack"]),
+                    "line": loc[0],
+                    "col": loc[1],
+                },
+                "stack": [enc.enc(v) for v in parts["stack"]],
+                "traps": [list(t) for t in parts["traps"]],
+                "handlers": [list(h) for h in f.handlers],
+                "threads": list(f.threads),
+                "entry": {k: enc.enc(v) for k, v in f.entry.items()} if f.entry else None,
+                "entry_env": (
+                    {
+                        "globals": {k: enc.enc(v) for k, v in f.entry_env[0].items()},
+                        "threads": dict(f.entry_env[1]),
+                    }
+                    if f.entry_env is not None
+                    else None
+                ),
+            }
+        )
+    state: dict[str, Any] = {
+        "stack": out_frames,
+        "globals": {k: enc.enc(v) for k, v in glob.items()},
+        "threads": {
+            "active": m.active_thread(),
+            "threads": {
+                tid: [enc.enc(msg) for msg in msgs[: env[1][tid] if env is not None else None]]
+                for tid, msgs in m.threads.items()
+                if env is None or tid in env[1]
+            },
+        },
+    }
+    if not user:
+        state["machine"] = {
+            "shared": {k: enc.enc(v) for k, v in m.shared.items()},
+            "mutable": {k: enc.enc(v) for k, v in m.mutable.items()},
+            "output": list(m.output),
+            "thread_counter": m.thread_counter,
+            "cp_counter": m.cp_counter,
+            "checkpoints": {str(k): v for k, v in m.checkpoints.items()},
+            "restore_counts": dict(m.restore_counts),
+            "restores_of": dict(m.restores_of),
+            "step_index": m.step_index,
+            "status": m.status,
+            "result": enc.enc(m.result),
+            "error": m.error.message if m.error else None,
+            "pending": m.pending,
+            "answer": enc.enc(m.answer) if m.answer is not None else None,
+            "entry_args": [enc.enc(a) for a in m.entry_args],
+            "entry_named": {k: enc.enc(v) for k, v in m.entry_named.items()},
+            "nodes_traversed": list(m.nodes_traversed),
+            "llm_calls": m.llm_calls,
+            "model_state": _model_state(m.model),
+            "effects": dict(m.effects),
+        }
+    state["heap"] = enc.heap
+    return state
+
+
+def _frame_location(f: Frame, pc: int) -> tuple[int, int]:
+    code = f.code
+    best = (code.span.line, code.span.col)
+    for i, spc in enumerate(code.step_pcs):
+        if spc <= pc:
+            loc = code.locations[i]
+            best = (loc.line, loc.col)
+        else:
+            break
+    return best
+
+
+def _model_state(model: Any) -> dict[str, Any]:
+    if model is None:
+        return {}
+    state: dict[str, Any] = {"provider": getattr(model, "provider", "")}
+    if hasattr(model, "position"):
+        state["position"] = model.position
+    return state
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def envelope(m: Machine, state: dict[str, Any], ident: int | None, kind: str) -> dict[str, Any]:
+    """Wrap encoded state in the checkpoint file header (DESIGN.md §5)."""
+    loc = m.current_location()
+    head: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": kind,
+        "id": ident,
+        "run_id": m.run_id or None,
+        "step": m.step_index,
+        "branch": m.branch,
+        # A program can save a checkpoint it took (`saveToDisk(getCheckpoint(cp))`), so the time
+        # of a user checkpoint is read like any other input: replay serves the recorded one.
+        "created_at": observe(m, "clock", {}, _now) if kind == "checkpoint" else _now(),
+        "source": {"path": m.program.path, "sha256": m.program.sha256},
+        "node": m.nodes_traversed[-1] if m.nodes_traversed else m.node,
+        "location": (
+            {
+                "file": loc.file,
+                "scope": loc.scope,
+                "path": loc.path,
+                "line": loc.line,
+                "col": loc.col,
+            }
+            if loc
+            else None
+        ),
+    }
+    head.update(state)
+    head["usage"] = dict(m.usage)
+    head["effects"] = sorted(m.effects)
+    head["config"] = _model_state(m.model)
+    return head
+
+
+def take_checkpoint(m: Machine) -> int:
+    """`checkpoint()`: snapshot what restore rolls back; return the new id."""
+    ident = m.cp_counter
+    m.cp_counter += 1
+    data = envelope(m, encode_state(m, user=True), ident, "checkpoint")
+    m.checkpoints[ident] = data
+    loc = data["location"] or {}
+    m.event("checkpoint", f"checkpoint {ident}", {"id": ident, "line": loc.get("line")})
+    return ident
+
+
+def entry_checkpoint(m: Machine, frame: Frame) -> Any:
+    """The checkpoint carried by a failure: the def's frame as it was at entry."""
+    fresh = Frame(frame.code, dict(frame.entry or {}))
+    fresh.entry = dict(frame.entry or {})
+    fresh.entry_env = frame.entry_env
+    try:
+        state = encode_state(m, user=True, top_override=fresh, env=frame.entry_env)
+        data = envelope(m, state, None, "entry")
+    except AgencyRuntimeError:
+        return None
+    return from_plain(data)
+
+
+def snapshot(m: Machine) -> dict[str, Any]:
+    """The whole machine, exactly, as JSON-ready data (for rebuilding in another process)."""
+    return envelope(m, encode_state(m, user=False), None, "machine")
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def validate(
+    data: Any, program: CompiledProgram | None = None, origin: str = "checkpoint"
+) -> dict[str, Any]:
+    """Check a checkpoint's shape (and its source, given a program); raise one clear error."""
+    if not isinstance(data, dict):
+        raise CheckpointFormatError(f"{origin}: not a checkpoint (expected a JSON object)")
+    if data.get("format") != FORMAT:
+        raise CheckpointFormatError(
+            f"{origin}: not an agency checkpoint (format is {data.get('format')!r}, expected {FORMAT!r})"
+        )
+    if data.get("version") != VERSION:
+        raise CheckpointFormatError(
+            f"{origin}: unsupported checkpoint version {data.get('version')!r} (this agency reads version {VERSION})"
+        )
+    for key, kind in (("stack", list), ("globals", dict), ("threads", dict), ("source", dict)):
+        if key not in data:
+            raise CheckpointFormatError(f"{origin}: missing field `{key}`")
+        if not isinstance(data[key], kind):
+            raise CheckpointFormatError(f"{origin}: field `{key}` should be a {kind.__name__}")
+    if not data["stack"]:
+        raise CheckpointFormatError(f"{origin}: the stack is empty (nothing to continue)")
+    for i, f in enumerate(data["stack"]):
+        if not isinstance(f, dict) or not isinstance(f.get("scope"), str):
+            raise CheckpointFormatError(f"{origin}: stack frame {i} has no scope")
+        pos = f.get("position")
+        if not isinstance(pos, dict) or not isinstance(pos.get("pc"), int):
+            raise CheckpointFormatError(f"{origin}: stack frame {i} ({f['scope']}) has no position")
+        for key in ("args", "locals"):
+            if not isinstance(f.get(key, {}), dict):
+                raise CheckpointFormatError(f"{origin}: `{key}` of frame {i} should be an object")
+    if program is not None:
+        src = data["source"]
+        if src.get("sha256") != program.sha256:
+            raise CheckpointFormatError(
+                f"{origin} was taken from {src.get('path')} (sha256 {str(src.get('sha256'))[:12]}…) "
+                f"but this program is {program.path} (sha256 {program.sha256[:12]}…); "
+                "a checkpoint restores only against the same source"
+            )
+        for i, f in enumerate(data["stack"]):
+            scope = f["scope"]
+            if scope == "<module>":
+                code = program.module
+            else:
+                code = program.functions.get(scope)  # type: ignore[assignment]
+            if code is None:
+                raise CheckpointFormatError(
+                    f"{origin}: frame {i} is in `{scope}`, which this program lacks"
+                )
+            if not 0 <= f["position"]["pc"] < len(code.ops):
+                raise CheckpointFormatError(f"{origin}: frame {i} position is outside `{scope}`")
+        trial_decode(data, program, origin)
+    return data
+
+
+def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
+    """Decode everything once, so a damaged inside is one clear error, never a traceback."""
+    try:
+        dec = Decoder(data.get("heap") if isinstance(data.get("heap"), dict) else {})
+        frames = decode_frames(program, data, dec)
+        for f in frames:
+            for t in f.traps:
+                if len(t) != 3 or not all(isinstance(x, (int, bool)) for x in t):
+                    raise ValueError("a frame's traps are malformed")
+            for h in f.handlers:
+                if len(h) != 2 or not all(isinstance(x, str) for x in h):
+                    raise ValueError("a frame's handlers are malformed")
+        for v in data["globals"].values():
+            dec.dec(v)
+        decode_threads(data, dec)
+        for key in ("step", "id"):
+            v = data.get(key)
+            if v is not None and not isinstance(v, int):
+                raise ValueError(f"`{key}` should be a number")
+        extra = data.get("machine")
+        if extra is not None:
+            if not isinstance(extra, dict):
+                raise ValueError("`machine` should be an object")
+            for key in (
+                "shared",
+                "mutable",
+                "entry_named",
+                "checkpoints",
+                "restore_counts",
+                "restores_of",
+                "effects",
+            ):
+                if not isinstance(extra.get(key) or {}, dict):
+                    raise ValueError(f"`machine.{key}` should be an object")
+            for v in (extra.get("shared") or {}).values():
+                dec.dec(v)
+            int(extra.get("step_index", -1))
+            int(extra.get("cp_counter", 0))
+            int(extra.get("thread_counter", 1))
+    except CheckpointFormatError as exc:
+        raise CheckpointFormatError(f"{origin}: {exc}") from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+        what = str(exc) or type(exc).__name__
+        raise CheckpointFormatError(f"{origin}: damaged checkpoint ({what})") from None
+
+
+def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, Any]:
+    """Read and validate a checkpoint file; every problem is one CheckpointFormatError."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise CheckpointFormatError(f"{path}: no such checkpoint file") from None
+    except OSError as exc:
+        raise CheckpointFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise CheckpointFormatError(f"{path}: not a checkpoint (not UTF-8 text)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = "truncated" if exc.pos >= len(text.rstrip()) else "malformed"
+        raise CheckpointFormatError(
+            f"{path}: {what} checkpoint JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    return validate(data, program, origin=path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Restoring
+
+
+def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) -> list[Frame]:
+    frames = []
+    if data["stack"] and data["stack"][0]["scope"] != "<module>":
+        module = program.module
+        frames.append(Frame(module, {}, len(module.ops) - 1))  # at its HALT
+    for f in data["stack"]:
+        scope = f["scope"]
+        code = program.module if scope == "<module>" else program.functions[scope]
+        locals_: dict[str, Any] = {}
+        for k, v in (f.get("args") or {}).items():
+            locals_[k] = dec.dec(v)
+        for k, v in (f.get("locals") or {}).items():
+            locals_[k] = dec.dec(v)
+        for k, v in (f.get("hidden") or {}).items():
+            locals_[k] = dec.dec(v)
+        pos = f["position"]
+        if not isinstance(pos.get("pc"), int) or not isinstance(pos.get("stmt_pc", 0), int):
+            raise ValueError(f"frame `{scope}` has a bad position")
+        if not isinstance(f.get("stack") or [], list) or not isinstance(f.get("entry") or {}, dict):
+            raise ValueError(f"frame `{scope}` has a malformed stack or entry")
+        frame = Frame(code, locals_, pos["pc"])
+        frame.stmt_pc = pos.get("stmt_pc", pos["pc"])
+        frame.stmt_sp = pos.get("stmt_sp", 0)
+        frame.stack = [dec.dec(v) for v in f.get("stack") or []]
+        frame.traps = [tuple(t) for t in f.get("traps") or []]
+        frame.handlers = [tuple(h) for h in f.get("handlers") or []]
+        frame.threads = [str(t) for t in f.get("threads") or []]
+        entry = f.get("entry")
+        frame.entry = {k: dec.dec(v) for k, v in entry.items()} if entry else None
+        env = f.get("entry_env")
+        if env is not None:
+            if not isinstance(env, dict) or not isinstance(env.get("globals"), dict):
+                raise ValueError(f"frame `{scope}` has a malformed entry_env")
+            lengths = env.get("threads") or {}
+            if not isinstance(lengths, dict) or not all(
+                isinstance(n, int) for n in lengths.values()
+            ):
+                raise ValueError(f"frame `{scope}` has malformed entry thread lengths")
+            frame.entry_env = (
+                {k: dec.dec(v) for k, v in env["globals"].items()},
+                {str(t): n for t, n in lengths.items()},
+            )
+        if code.kind == "def" and frame.entry is None:
+            frame.entry = {p: locals_.get(p) for p in code.param_names}
+        frames.append(frame)
+    return frames
+
+
+def decode_threads(data: dict[str, Any], dec: Decoder) -> dict[str, list[dict[str, Any]]]:
+    raw = data.get("threads") or {}
+    threads = raw.get("threads", raw) if isinstance(raw, dict) else {}
+    if not isinstance(threads, dict):
+        raise ValueError("`threads.threads` should be an object")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for tid, msgs in threads.items():
+        if not isinstance(msgs, list):
+            continue
+        out[str(tid)] = [_decode_message(dec.dec(m)) for m in msgs]
+    out.setdefault("0", [])
+    return out
+
+
+def _decode_message(v: Any) -> dict[str, Any]:
+    if type(v) is JSObject:
+        return {k: to_plain(x) for k, x in v.items()}
+    return {"role": "user", "content": to_str(v)}
+
+
+def _site(m: Machine) -> str:
+    for frame in reversed(m.frames):
+        if frame.code.kind not in ("prelude",):
+            return f"{frame.code.name}:{frame.stmt_pc}"
+    return "?"
+
+
+def prepare_restore(
+    m: Machine, target: Any, options: JSObject
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Decide whether `restore()` rolls back; returns (checkpoint, options) or None to go on."""
+    opts = {k: v for k, v in options.items()}
+    site = _site(m)
+    max_restores = opts.get("maxRestores")
+    if max_restores is not None:
+        count = m.restore_counts.get(site, 0)
+        if count >= int(max_restores):
+            return None
+        m.restore_counts[site] = count + 1
+    if type(target) is int or type(target) is float:
+        key = int(target)
+        data = m.checkpoints.get(key)
+        if data is None:
+            raise AgencyRuntimeError(
+                f"restore: no checkpoint with id {to_str(target)} (it may have been deleted by a restore)"
+            )
+    elif type(target) is JSObject:
+        try:
+            data = validate(to_plain(target), m.program, origin="restore")
+        except CheckpointFormatError as exc:
+            raise AgencyRuntimeError(str(exc)) from None
+    elif target is None:
+        raise AgencyRuntimeError("restore: no checkpoint given (got null)")
+    else:
+        raise AgencyRuntimeError(
+            f"restore: expected a checkpoint id or object, got {to_str(target)}"
+        )
+    loc = data.get("location") or {}
+    cp_site = f"{loc.get('file')}:{loc.get('line')}:{loc.get('col')}:{data['stack'][-1]['position']['pc']}"
+    count = m.restores_of.get(cp_site, 0)
+    if max_restores is None and count >= m.restore_cap:
+        ident = data.get("id")
+        raise AgencyRuntimeError(
+            f"checkpoint {ident if ident is not None else ''} taken at {loc.get('file')}:{loc.get('line')} "
+            f"has been restored {count} times (the limit); pass maxRestores to restore() to allow more"
+        )
+    m.restores_of[cp_site] = count + 1
+    return data, opts
+
+
+def apply_restore(m: Machine, data: dict[str, Any], options: dict[str, Any]) -> None:
+    """Roll the machine back to `data` (frames, globals, threads) and apply the options."""
+    program = m.program
+    dec = Decoder(data.get("heap"))
+    frames = decode_frames(program, data, dec)
+    glob = {k: dec.dec(v) for k, v in data["globals"].items()}
+    threads = decode_threads(data, dec)
+    top = frames[-1]
+    for key in ("args", "locals"):
+        over = options.get(key)
+        if over is None:
+            continue
+        if type(over) is not JSObject:
+            raise AgencyRuntimeError(f"restore: `{key}` must be an object")
+        params = top.code.param_names
+        for name, value in over.items():
+            if key == "args" and name not in params:
+                raise AgencyRuntimeError(
+                    f"restore: `{top.code.name}` has no argument `{name}` (arguments: {', '.join(params) or 'none'})"
+                )
+            top.locals[name] = value
+            if key == "args" and top.entry is not None:
+                top.entry[name] = value
+    over_globals = options.get("globals")
+    if over_globals is not None:
+        if type(over_globals) is not JSObject:
+            raise AgencyRuntimeError("restore: `globals` must be an object")
+        glob.update(over_globals)
+    ident = data.get("id")
+    if isinstance(ident, int):
+        for k in [k for k in m.checkpoints if k > ident]:
+            del m.checkpoints[k]
+    m.frames[:] = frames
+    m.globals.clear()
+    m.globals.update(glob)
+    m.threads = threads
+    messages = options.get("messages")
+    if messages is not None:
+        if type(messages) is not JSArray:
+            raise AgencyRuntimeError("restore: `messages` must be an array of {role, content}")
+        active = m.active_thread()
+        for msg in messages:
+            if type(msg) is not JSObject:
+                raise AgencyRuntimeError("restore: each message must be an object {role, content}")
+            m.threads.setdefault(active, []).append(
+                {"role": to_str(msg.get("role", "user")), "content": to_str(msg.get("content", ""))}
+            )
+    if m.on_reset is not None:
+        m.on_reset()
+    m.event(
+        "restore", f"restore checkpoint {ident if ident is not None else ''}".strip(), {"id": ident}
+    )

@@ -1,0 +1,265 @@
+"""Provides the runtime side of `llm()`: building requests, calling the model, tool rounds.
+
+The loop itself is in the prelude (`llm` in prelude.agency); these primitives do one piece each
+and keep their state in a request object held by the prelude frame, so a snapshot taken during
+a tool round resumes exactly. Every call is reported as an "llm" event carrying the whole
+request and answer, which the recorder stores on its step (stepping back never calls a model).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyError, AgencyRuntimeError
+from runtime.language.bytecode import FuncRef
+from runtime.llm.base import MISSING, ToolSpec
+from runtime.llm.registry import route_model
+from runtime.llm.schema import parse_structured, structured_value, type_to_schema
+from runtime.vm.frames import TailCall
+from runtime.vm.values import JSArray, JSObject, Result, from_plain, stringify, to_plain, to_str
+from runtime.vm.writelog import W_USAGE
+
+if TYPE_CHECKING:
+    from runtime.vm.machine import Machine
+
+MAX_TOOL_ROUNDS = 10
+
+
+def open_request(m: Machine, args: list[Any]) -> JSObject:
+    prompt, options, schema, named = (list(args) + [None] * 4)[:4]
+    opts = JSObject()
+    if type(options) is JSObject:
+        opts.update(options)
+    elif options is not None:
+        raise AgencyRuntimeError("llm: the second argument must be an options object")
+    if type(named) is JSObject:
+        opts.update(named)
+    tools = opts.get("tools")
+    tool_names = JSArray()
+    if tools is not None:
+        if type(tools) is not JSArray:
+            raise AgencyRuntimeError("llm: `tools` must be an array of defs")
+        for t in tools:
+            if type(t) is not FuncRef or m.functions.get(t.name) is None:
+                raise AgencyRuntimeError(f"llm: tool {to_str(t)} is not a def")
+            tool_names.append(t.name)
+    params = JSObject()
+    for key in ("model", "temperature", "maxTokens"):
+        if opts.get(key) is not None:
+            params[key] = opts[key]
+    extra = opts.get("messages")
+    thread = m.active_thread()
+    m.append_message(thread, {"role": "user", "content": to_str(prompt)})
+    return JSObject(
+        {
+            "thread": thread,
+            "schema": schema,
+            "tools": tool_names,
+            "params": params,
+            "messages": extra if type(extra) is JSArray else None,
+            "round": 0,
+        }
+    )
+
+
+def tool_specs(m: Machine, names: list[str]) -> list[Any]:
+    specs = []
+    for name in names:
+        code = m.functions[name]
+        props: dict[str, Any] = {}
+        required = []
+        for p in code.params:
+            props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
+            if not p.has_default and not p.rest:
+                required.append(p.name)
+        specs.append(
+            ToolSpec(
+                name=name,
+                description=code.doc or f"Call {name}",
+                parameters={"type": "object", "properties": props, "required": required},
+            )
+        )
+    return specs
+
+
+def announce(m: Machine) -> None:
+    """Say once, on stderr, that answers are simulated (only when a model is really asked)."""
+    model = m.model
+    if getattr(model, "provider", "") != "sim" or getattr(m.world, "quiet", True):
+        return
+    if getattr(m.world, "announced", False):
+        return
+    m.world.announced = True
+    import sys
+
+    sys.stderr.write(model.announce() + "\n")
+    sys.stderr.flush()
+
+
+def call_model(m: Machine, req: JSObject) -> JSObject:
+    if m.model is None:
+        raise AgencyRuntimeError("llm: no model is configured")
+    announce(m)
+    rnd = int(req.get("round") or 0)
+    if rnd >= MAX_TOOL_ROUNDS:
+        raise AgencyRuntimeError(
+            f"llm: the model was still calling tools after {MAX_TOOL_ROUNDS} rounds"
+        )
+    m.set_key(req, "round", rnd + 1)
+    thread = to_str(req["thread"])
+    messages: list[dict[str, Any]] = []
+    extra = req.get("messages")
+    if type(extra) is JSArray:
+        messages.extend(
+            {k: to_plain(v) for k, v in msg.items()} for msg in extra if type(msg) is JSObject
+        )
+    messages.extend(dict(msg) for msg in m.threads.get(thread, []))
+    schema = to_plain(req.get("schema"))
+    tools = tool_specs(m, list(req.get("tools") or []))
+    params = to_plain(req.get("params") or JSObject())
+    started = time.perf_counter()
+    try:
+        model = model_for(m, params.get("model"))
+        completion = model.complete(messages, tools, schema, params)
+    except AgencyError as exc:
+        raise AgencyRuntimeError(str(exc)) from None
+    latency = completion.latency_ms or (time.perf_counter() - started) * 1000
+    m.llm_calls += 1
+    usage = completion.usage
+    cost = usage.cost or 0.0
+    m.usage["input_tokens"] += usage.input_tokens
+    m.usage["output_tokens"] += usage.output_tokens
+    m.usage["cost"] += cost
+    m.log((W_USAGE, m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]))
+    calls = JSArray()
+    value: Any = None
+    failed: AgencyError | None = None
+    if completion.tool_calls:
+        for tc in completion.tool_calls:
+            calls.append(JSObject({"id": tc.id, "name": tc.name, "args": from_plain(tc.args)}))
+        m.append_message(
+            thread,
+            {
+                "role": "assistant",
+                "content": completion.text or "",
+                "tool_calls": [
+                    {"id": tc.id, "name": tc.name, "args": to_plain(tc.args)}
+                    for tc in completion.tool_calls
+                ],
+            },
+        )
+    else:
+        try:
+            if completion.value is not MISSING:
+                # A ready value (a mock answer) is checked and unwrapped like a model's reply.
+                value = completion.value
+                if schema is not None:
+                    if type(value) is str or not isinstance(value, dict | list):
+                        value = parse_structured(completion.text, schema)
+                    else:
+                        value = structured_value(value, schema)
+                value = from_plain(value)
+            elif schema is not None:
+                value = from_plain(parse_structured(completion.text, schema))
+            else:
+                value = completion.text
+        except AgencyError as exc:
+            # The answer is recorded all the same (a paid call; replay and resume serve it),
+            # then the mismatch is the program's error.
+            failed = exc
+            value = None
+        m.append_message(
+            thread,
+            {
+                "role": "assistant",
+                "content": completion.text if completion.text is not None else to_str(value),
+            },
+        )
+    summary = "reply did not match the type" if failed else _summary(completion, value)
+    m.event(
+        "llm",
+        summary,
+        {
+            "provider": completion.provider,
+            "model": completion.model,
+            "request": {
+                "messages": messages,
+                "tools": [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in tools
+                ],
+                "schema": schema,
+                "params": params,
+            },
+            "response": completion.to_json()
+            if hasattr(completion, "to_json")
+            else {"text": completion.text},
+            "value": to_plain(value),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost": usage.cost,
+            "latency_ms": latency,
+            "round": rnd + 1,
+        },
+    )
+    if not calls and failed is not None:
+        raise AgencyRuntimeError(str(failed))
+    return JSObject({"done": not calls, "value": value, "calls": calls})
+
+
+def model_for(m: Machine, requested: Any) -> Any:
+    """The model that answers a call whose options name `requested` (`{model: "openai/gpt-4o"}`).
+
+    The option wins over the run's model; another provider's model is resolved once per run and
+    kept in `m.model_cache`. Scripted, simulated and replayed runs keep their own model (see
+    `registry.route_model`). Raises `AgencyError` for an unknown provider or a missing key.
+    """
+
+    if not isinstance(requested, str) or not requested.strip():
+        return m.model
+    cache: dict[str, Any] | None = getattr(m, "model_cache", None)
+    if cache is None:
+        cache = {}
+        setattr(m, "model_cache", cache)  # noqa: B010 - set lazily: few runs name a model
+    return route_model(m.model, requested.strip(), cache)
+
+
+def _summary(completion: Any, value: Any) -> str:
+    if completion.tool_calls:
+        return "calls " + ", ".join(tc.name for tc in completion.tool_calls)
+    text = stringify(value) if type(value) is not str else value
+    text = " ".join(text.split())
+    return text[:80] + ("…" if len(text) > 80 else "")
+
+
+def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
+    name = to_str(tc.get("name"))
+    if name not in (req.get("tools") or []):
+        return f"error: there is no tool named {name}"
+    code = m.functions[name]
+    raw_args = tc.get("args")
+    args = raw_args if type(raw_args) is JSObject else JSObject()
+    known = set(code.param_names)
+    named = {k: v for k, v in args.items() if k in known}
+    return TailCall(name, [], named)
+
+
+def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
+    content = out if type(out) is str else stringify(out)
+    if type(out) is Result and not out.ok:
+        content = f"error: {to_str(out.error)}"
+    m.append_message(
+        to_str(req["thread"]),
+        {
+            "role": "tool",
+            "tool_call_id": to_str(tc.get("id")),
+            "name": to_str(tc.get("name")),
+            "content": content,
+        },
+    )
+    m.event(
+        "tool",
+        f"{to_str(tc.get('name'))} → {content[:60]}",
+        {"name": to_str(tc.get("name")), "args": to_plain(tc.get("args")), "result": to_plain(out)},
+    )

@@ -1,0 +1,463 @@
+"""Provides Agency's run-time values and their JavaScript semantics.
+
+Values are plain Python objects chosen for speed:
+
+- `null`/`undefined` is `None`; booleans are `bool`; strings are `str`.
+- Numbers are `int` while integral arithmetic keeps them so, else `float` (JS has one number
+  type; integral floats print and serialise without `.0`, so the split never shows).
+- Arrays and objects are `JSArray` / `JSObject`: list and dict subclasses, owned by the
+  machine, compared by identity. Their `oid` slot is filled lazily by whoever needs a stable
+  name for them (the recorder, the checkpoint encoder).
+- `Result` is `success(v)` / `failure(e)`; `FuncRef` names a def, node or builtin.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from runtime.errors import AgencyRuntimeError
+from runtime.language.bytecode import FuncRef
+
+
+class JSArray(list):  # type: ignore[type-arg]
+    """An Agency array: a list with identity semantics."""
+
+    __slots__ = ("oid",)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+class JSObject(dict):  # type: ignore[type-arg]
+    """An Agency object: an insertion-ordered dict with identity semantics."""
+
+    __slots__ = ("oid",)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+class Result:
+    """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`."""
+
+    __slots__ = ("ok", "value", "error", "checkpoint")
+
+    def __init__(
+        self, ok: bool, value: Any = None, error: Any = None, checkpoint: Any = None
+    ) -> None:
+        self.ok = ok
+        self.value = value
+        self.error = error
+        self.checkpoint = checkpoint
+
+    def __repr__(self) -> str:
+        return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
+
+
+NUMBER_TYPES = (int, float)
+CONTAINERS = (JSArray, JSObject)
+
+
+def a_type(v: Any) -> str:
+    """ "a number", "an array", … for messages."""
+    name = type_name(v)
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def type_name(v: Any) -> str:
+    """The JavaScript-ish name of a value's type, for error messages."""
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is bool:
+        return "boolean"
+    if t is int or t is float:
+        return "number"
+    if t is str:
+        return "string"
+    if t is JSArray:
+        return "array"
+    if t is JSObject:
+        return "object"
+    if t is Result:
+        return "result"
+    if t is FuncRef:
+        return "function"
+    return t.__name__
+
+
+def truthy(v: Any) -> bool:
+    """JavaScript truthiness: null, false, 0, NaN and "" are false; every container is true."""
+    if v is None or v is False:
+        return False
+    t = type(v)
+    if t is int or t is float:
+        return bool(v == v and v != 0)
+    if t is str:
+        return bool(v != "")
+    return True
+
+
+def format_number(v: int | float) -> str:
+    """A number as JavaScript prints it: `85`, not `85.0`; `Infinity`, `NaN`."""
+    if type(v) is int:
+        if -(2**53) <= v <= 2**53:
+            return str(v)
+        v = int_to_double(v)  # JavaScript has doubles only
+    if v != v:
+        return "NaN"
+    if v in (math.inf, -math.inf):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "0"
+    if float(v).is_integer() and abs(v) < 2**53:
+        return str(int(v))
+    # Shortest round-trip digits (as JavaScript), laid out the JavaScript way.
+    from decimal import Decimal
+
+    d = Decimal(repr(v))
+    if 1e-6 <= abs(v) < 1e21:
+        text = format(d, "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    text = format(d, "e").replace("E", "e")
+    mantissa, exp = text.split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    sign = "-" if exp.startswith("-") else "+"
+    return f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
+
+
+def to_str(v: Any) -> str:
+    """String conversion as in a JavaScript template or `+` with a string."""
+    t = type(v)
+    if t is str:
+        return v  # type: ignore[no-any-return]
+    if v is None:
+        return "null"
+    if t is bool:
+        return "true" if v else "false"
+    if t is int or t is float:
+        return format_number(v)
+    if t is JSArray:
+        return ",".join("" if x is None else to_str(x) for x in v)
+    if t is JSObject:
+        return "[object Object]"
+    if t is Result or t is FuncRef:
+        return stringify(v)
+    return str(v)
+
+
+def display(v: Any) -> str:
+    """How `print` shows a value: strings raw, everything else like console.log (JSON)."""
+    if type(v) is str:
+        return v
+    if type(v) in (JSArray, JSObject, Result):
+        return stringify(v)
+    return to_str(v)
+
+
+_JS_NUMBER = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_JS_RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
+
+
+def to_number(v: Any) -> int | float:
+    t = type(v)
+    if t is int or t is float:
+        return v  # type: ignore[no-any-return]
+    if v is None:
+        return 0
+    if t is bool:
+        return 1 if v else 0
+    if t is str:
+        s = v.strip()
+        if s == "":
+            return 0
+        if not _JS_NUMBER.fullmatch(s):  # JS Number(): no `_`, `inf`, `nan`; `0x1f` is hex
+            if _JS_RADIX.fullmatch(s):
+                return _exact(int(s, 0))
+            return math.nan
+        f = float(s)
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
+    if t is JSArray:
+        if len(v) == 0:
+            return 0
+        if len(v) == 1:
+            return to_number(v[0])
+    return math.nan
+
+
+def int_to_double(v: int) -> float:
+    """An int as the JavaScript double it stands for (`Infinity` when too large)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def _exact(r: int) -> int | float:
+    """An int result kept exact only while a double holds it exactly, as in JavaScript."""
+    return r if -(2**53) <= r <= 2**53 else int_to_double(r)
+
+
+def num(f: float) -> int | float:
+    """Normalise a float result: integral finite values become int (keeps ints fast)."""
+    if f.is_integer() and abs(f) < 2**53:
+        return int(f)
+    return f
+
+
+def js_add(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return a + b
+    if ta is str or tb is str or ta in CONTAINERS or tb in CONTAINERS or ta is Result:
+        return to_str(a) + to_str(b)
+    return to_number(a) + to_number(b)
+
+
+def js_sub(a: Any, b: Any) -> Any:
+    return to_number(a) - to_number(b)
+
+
+def js_mul(a: Any, b: Any) -> Any:
+    r = to_number(a) * to_number(b)
+    return _exact(r) if type(r) is int else r
+
+
+def js_div(a: Any, b: Any) -> Any:
+    x, y = to_number(a), to_number(b)
+    if y == 0:
+        if x == 0 or x != x:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    r = x / y
+    return num(r) if type(r) is float and r == r and r not in (math.inf, -math.inf) else r
+
+
+def js_mod(a: Any, b: Any) -> Any:
+    x, y = to_number(a), to_number(b)
+    if y == 0 or x != x or y != y or x in (math.inf, -math.inf):
+        return math.nan
+    if type(x) is int and type(y) is int:
+        r = abs(x) % abs(y)
+        return -r if x < 0 else r
+    return num(math.fmod(x, y))
+
+
+def js_pow(a: Any, b: Any) -> Any:
+    x, y = to_number(a), to_number(b)
+    try:
+        r = x**y
+    except ZeroDivisionError:
+        return math.inf
+    except OverflowError:
+        return math.inf
+    if type(r) is complex:
+        return math.nan
+    return _exact(r) if type(r) is int else r
+
+
+def js_eq(a: Any, b: Any) -> bool:
+    """Strict equality: same type and value; arrays and objects by identity."""
+    if a is b:
+        return not (type(a) is float and a != a)
+    ta, tb = type(a), type(b)
+    if ta is tb:
+        if ta in CONTAINERS or ta is Result:
+            return False
+        return bool(a == b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return bool(a == b)
+    return False
+
+
+def js_ne(a: Any, b: Any) -> bool:
+    return not js_eq(a, b)
+
+
+def _compare_operands(a: Any, b: Any) -> tuple[Any, Any]:
+    if type(a) is str and type(b) is str:
+        return a, b
+    return to_number(a), to_number(b)
+
+
+def js_lt(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    return bool(x < y)
+
+
+def js_gt(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    return bool(x > y)
+
+
+def js_le(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    if x != x or y != y:
+        return False
+    return bool(x <= y)
+
+
+def js_ge(a: Any, b: Any) -> bool:
+    x, y = _compare_operands(a, b)
+    if x != x or y != y:
+        return False
+    return bool(x >= y)
+
+
+def js_neg(a: Any) -> Any:
+    n = to_number(a)
+    return -n if n != 0 else (0 if type(n) is int else -0.0)
+
+
+def js_not(a: Any) -> bool:
+    return not truthy(a)
+
+
+def js_pos(a: Any) -> Any:
+    return to_number(a)
+
+
+def js_typeof(a: Any) -> str:
+    name = type_name(a)
+    if name in ("array", "result", "null"):
+        return "object"
+    return name
+
+
+BINARY_OPS = {
+    "+": js_add,
+    "-": js_sub,
+    "*": js_mul,
+    "/": js_div,
+    "%": js_mod,
+    "**": js_pow,
+    "==": js_eq,
+    "===": js_eq,
+    "!=": js_ne,
+    "!==": js_ne,
+    "<": js_lt,
+    ">": js_gt,
+    "<=": js_le,
+    ">=": js_ge,
+}
+
+UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+
+
+def to_plain(v: Any, _depth: int = 0) -> Any:
+    """A value as plain JSON data (JavaScript JSON.stringify rules): integral numbers as int,
+    non-finite numbers as None, Results as {success, value|error}, functions dropped (None)."""
+    if _depth > 500:
+        raise AgencyRuntimeError("value is too deeply nested (or cyclic) to convert to JSON")
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        if -(2**53) <= v <= 2**53:
+            return v
+        f = int_to_double(v)
+        return None if f in (math.inf, -math.inf) else _json_int(f) if abs(f) < 1e21 else f
+    if t is float:
+        if v != v or v in (math.inf, -math.inf):
+            return None
+        return _json_int(v) if v.is_integer() and abs(v) < 1e21 else v
+    if t is JSArray or t is list or t is tuple:
+        return [to_plain(x, _depth + 1) for x in v]
+    if t is JSObject or t is dict:
+        return {str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) is not FuncRef}
+    if t is Result:
+        if v.ok:
+            return {"success": True, "value": to_plain(v.value, _depth + 1)}
+        return {"success": False, "error": to_plain(v.error, _depth + 1)}
+    if t is FuncRef:
+        return None
+    return str(v)
+
+
+def _json_int(f: float) -> int:
+    """The integer JavaScript writes for an integral double (shortest digits, zero padded)."""
+    if abs(f) < 2**53:
+        return int(f)
+    from decimal import Decimal
+
+    return int(Decimal(repr(f)))
+
+
+def stringify(v: Any, indent: int | str | None = None) -> str:
+    """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
+    if type(v) is FuncRef:
+        return "undefined"
+    plain = to_plain(v)
+    if type(indent) is int or type(indent) is float:
+        indent = " " * int(min(10, max(0, indent))) if indent == indent else ""
+    pad = indent[:10] if type(indent) is str else ""
+    return _json_text(plain, pad, "")
+
+
+def _json_text(v: Any, pad: str, at: str) -> str:
+    """Plain data as JSON text, numbers written the JavaScript way (`1e-7`, not `1e-07`)."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    t = type(v)
+    if t is str:
+        return json.dumps(v, ensure_ascii=False)
+    if t is int or t is float:
+        return format_number(v)
+    inner = at + pad
+    if t is list:
+        items = [_json_text(x, pad, inner) for x in v]
+        if not items:
+            return "[]"
+        if not pad:
+            return "[" + ",".join(items) + "]"
+        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + at + "]"
+    pairs = [
+        json.dumps(str(k), ensure_ascii=False) + (": " if pad else ":") + _json_text(x, pad, inner)
+        for k, x in v.items()
+    ]
+    if not pairs:
+        return "{}"
+    if not pad:
+        return "{" + ",".join(pairs) + "}"
+    return "{\n" + inner + (",\n" + inner).join(pairs) + "\n" + at + "}"
+
+
+def from_plain(v: Any) -> Any:
+    """Plain JSON data (from json.loads, a provider, a mock file) as Agency values."""
+    t = type(v)
+    if t is dict:
+        return JSObject((k, from_plain(x)) for k, x in v.items())
+    if t is list:
+        return JSArray(from_plain(x) for x in v)
+    if t is float:
+        return num(v)
+    return v
+
+
+def parse_json(text: str) -> Any:
+    try:
+        return from_plain(json.loads(text))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise AgencyRuntimeError(f"JSON.parse: invalid JSON ({exc})") from None

@@ -1,0 +1,35 @@
+"""Provides the machine's write log and run statuses.
+
+When recording, the machine appends every write a program makes to `Machine.wlog` as a small
+tuple whose first item is one of the `W_*` codes below; the recorder (`runtime.runs.recorder`)
+turns them into the stored deltas of `runtime.record.format`, which keeps these codes (a test
+holds the two tables together: the store is a sibling of the machine and imports nothing of it).
+"""
+
+from __future__ import annotations
+
+# Write-log records: (kind, ...). Containers are logged as the live objects.
+W_LOCAL = 1  # (W_LOCAL, depth, name, value)
+W_GLOBAL = 2  # (W_GLOBAL, name, value)
+W_SETKEY = 3  # (W_SETKEY, container, key, value)
+W_DELKEY = 4  # (W_DELKEY, container, key)
+W_SPLICE = 5  # (W_SPLICE, array, start, delete_count, items)
+W_PUSH_FRAME = 6  # (W_PUSH_FRAME, frame)
+W_POP_FRAME = 7  # (W_POP_FRAME,)
+W_OUTPUT = 8  # (W_OUTPUT, text)
+W_MESSAGE = 9  # (W_MESSAGE, thread_id, message)
+W_THREAD = 10  # (W_THREAD, thread_id, messages)  a new thread
+W_ACTIVE = 11  # (W_ACTIVE, thread_id)  the active thread changed
+W_USAGE = 12  # (W_USAGE, input_tokens, output_tokens, cost)
+W_RESET = 13  # (W_RESET,)  the whole state was replaced (restore)
+W_EVENT = 14  # (W_EVENT, kind, summary, data)
+W_SHARED = 15  # (W_SHARED, name, value)
+W_STATUS = 16  # (W_STATUS, status, result, error)
+
+PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are
+
+HALTED = "finished"
+FAILED = "failed"
+INTERRUPTED = "interrupted"
+RUNNING = "running"
+PAUSED = "paused"
