@@ -23,15 +23,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
-from debugger.session import (
-    COMMANDS,
-    EditPrompt,
-    Move,
-    Session,
-    SessionError,
-    parse_command,
-    parse_literal,
-)
+from debugger.commands import COMMANDS, parse_command, parse_literal
+from debugger.session import EditPrompt, Move, Session, SessionError
 from debugger.widgets.branch_screen import BranchScreen
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine

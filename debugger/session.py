@@ -9,9 +9,9 @@ re-executes the program except `restore` (which forks a branch and runs it live)
 This module imports no `textual` or `rich`: the TUI (`debugger.app`) asks a session to move and
 draws what it says, and the tests drive a session without a terminal.
 
-Values are the plain JSON-like data of `runtime.timeline.views`. Edited values are typed as
-Agency literals (`3`, `-2.5`, `"text"`, `[1, 2]`, `{a: true}`), parsed with
-`runtime.syntax.parse_expression` and evaluated here; anything else is refused with a message.
+Values are the plain JSON-like data of `runtime.timeline.views`. How they are written is
+`debugger.formatting`; what a person types (commands, `:set`, literals) is parsed by
+`debugger.commands`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ from __future__ import annotations
 import bisect
 import copy
 import json
-import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from debugger.commands import parse_literal, parse_set_command
+from debugger.errors import SessionError
+from debugger.formatting import describe_value, json_type
 from runtime.timeline.views import BranchInfo, Change, Event, FrameView, Location, StateView
 
 __all__ = [
-    "COMMANDS",
     "EditPrompt",
     "Edits",
     "Move",
@@ -37,11 +37,6 @@ __all__ = [
     "SessionError",
     "TimelineLike",
     "Variables",
-    "describe_value",
-    "json_type",
-    "parse_command",
-    "parse_literal",
-    "parse_set_command",
 ]
 
 Progress = Callable[[int, int], None]
@@ -58,10 +53,6 @@ STOP_EVENTS = frozenset({"debugger", "interrupt", "error"})
 # Frames a person cannot edit: the module's and the prelude's (builtins written in Agency).
 USER_HIDDEN_KINDS = frozenset({"module", "prelude"})
 SCAN_REPORT_EVERY = 4096
-
-
-class SessionError(Exception):
-    """Bad input or an impossible request; the message is for the person at the keyboard."""
 
 
 class TimelineLike(Protocol):
@@ -162,187 +153,7 @@ class Variables:
     outcome: dict[str, Any] | None = None  # result (or error) of a run that has ended
 
 
-# -- values --------------------------------------------------------------------------------------
-
-
-def json_type(value: Any) -> str:
-    """The Agency name of a value's type: number, string, boolean, null, array, object, ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        if "$result" in value:
-            return "result"
-        if "$function" in value:
-            return "function"
-        return "object"
-    return type(value).__name__
-
-
-def _number_text(v: float) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    if v == int(v) and abs(v) < 1e21:
-        return str(int(v))
-    return repr(v)
-
-
-def describe_value(value: Any, limit: int = 80) -> str:
-    """A one-line, Agency-looking rendering of a view value, cut to about `limit` characters."""
-    out: list[str] = []
-    budget = [limit]
-
-    def put(text: str) -> bool:
-        out.append(text)
-        budget[0] -= len(text)
-        return budget[0] >= 0
-
-    def walk(v: Any) -> bool:
-        if v is None:
-            return put("null")
-        if isinstance(v, bool):
-            return put("true" if v else "false")
-        if isinstance(v, int | float):
-            return put(_number_text(v))
-        if isinstance(v, str):
-            return put(json.dumps(v, ensure_ascii=False))
-        if isinstance(v, list | tuple):
-            if not put("["):
-                return False
-            for i, item in enumerate(v):
-                if i and not put(", "):
-                    return False
-                if not walk(item):
-                    return False
-            return put("]")
-        if isinstance(v, dict):
-            if v.get("$result") in ("success", "failure") and len(v) == 2:
-                kind = v["$result"]
-                if not put(f"{kind}("):
-                    return False
-                if not walk(v.get("value" if kind == "success" else "error")):
-                    return False
-                return put(")")
-            if "$function" in v and len(v) == 1:
-                return put(f"<def {v['$function']}>")
-            if not put("{"):
-                return False
-            for i, (k, item) in enumerate(v.items()):
-                if i and not put(", "):
-                    return False
-                key = k if re.fullmatch(r"[A-Za-z_]\w*", str(k)) else json.dumps(str(k))
-                if not put(f"{key}: "):
-                    return False
-                if not walk(item):
-                    return False
-            return put("}")
-        return put(str(v))
-
-    complete = walk(value)
-    text = "".join(out)
-    if not complete or len(text) > limit:
-        text = text[: max(limit - 1, 1)] + "…"
-    return text
-
-
-def parse_literal(text: str) -> Any:
-    """Evaluate an Agency literal: numbers (also negative), strings, true/false/null, arrays and
-    objects of literals. Anything else raises SessionError saying what is accepted."""
-    from runtime.errors import AgencySyntaxError
-    from runtime.syntax import ast as A
-    from runtime.syntax import parse_expression
-
-    if not text.strip():
-        raise SessionError('no value given: type a literal such as 3, "text", [1, 2] or {a: 1}')
-    try:
-        expr = parse_expression(text)
-    except AgencySyntaxError as exc:
-        raise SessionError(f"not a value: {exc}") from None
-    except RecursionError:
-        raise SessionError("not a value: nested too deeply") from None
-
-    def ev(e: Any) -> Any:
-        t = type(e)
-        if t is A.Literal:
-            return e.value
-        if t is A.Unary and e.op in ("-", "+"):
-            inner = ev(e.operand)
-            if isinstance(inner, bool) or not isinstance(inner, int | float):
-                raise SessionError(f"`{e.op}` needs a number in a value")
-            return -inner if e.op == "-" else inner
-        if t is A.Template and all(isinstance(p, str) for p in e.parts):
-            return "".join(e.parts)
-        if t is A.ArrayLit:
-            if any(type(i) is A.Spread for i in e.items):
-                raise SessionError("spreads (`...x`) are not allowed in a value")
-            return [ev(i) for i in e.items]
-        if t is A.ObjectLit:
-            out: dict[str, Any] = {}
-            for entry in e.entries:
-                if type(entry) is A.Spread or not isinstance(entry.key, str):
-                    raise SessionError("object keys must be plain names or strings in a value")
-                out[entry.key] = ev(entry.value)
-            return out
-        raise SessionError(
-            "only literal values can be set: numbers, strings, true, false, null, "
-            "arrays and objects of literals (no names, calls or operators)"
-        )
-
-    return ev(expr)
-
-
-_SEGMENT = re.compile(r"\.([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*(\"(?:[^\"\\]|\\.)*\")\s*\]")
-_HEAD = re.compile(r"\s*([A-Za-z_]\w*)")
-
-
-def parse_target(text: str) -> tuple[str, list[str | int]]:
-    """`x`, `locals.x`, `obj.a[0]`, `messages[2]`, `answer` → (head name, path segments)."""
-    m = _HEAD.match(text)
-    if not m:
-        raise SessionError(f"expected a variable name, not `{text.strip()}`")
-    head, pos = m.group(1), m.end()
-    path: list[str | int] = []
-    rest = text[pos:].rstrip()
-    pos = 0
-    while pos < len(rest):
-        seg = _SEGMENT.match(rest, pos)
-        if not seg:
-            raise SessionError(f"cannot read `{rest[pos:]}` in the target `{text.strip()}`")
-        if seg.group(1) is not None:
-            path.append(seg.group(1))
-        elif seg.group(2) is not None:
-            path.append(int(seg.group(2)))
-        else:
-            path.append(json.loads(seg.group(3)))
-        pos = seg.end()
-    return head, path
-
-
-def parse_set_command(text: str) -> tuple[str, list[str | int], Any]:
-    """`set x = 3` / `x = 3` (the leading `:` optional) → (name, path, value)."""
-    body = text.strip().lstrip(":").strip()
-    if body.startswith("set ") or body == "set":
-        body = body[3:].strip()
-    if "=" not in body:
-        raise SessionError("usage: :set NAME = VALUE   (for example :set counter = 3)")
-    target, _, value_text = body.partition("=")
-    if not target.strip():
-        raise SessionError("usage: :set NAME = VALUE   (a name is missing before `=`)")
-    head, path = parse_target(target)
-    return head, path, parse_literal(value_text)
+# -- paths inside values --------------------------------------------------------------------------------------
 
 
 def _same_type(old: Any, new: Any) -> bool:
@@ -402,44 +213,6 @@ def _recorded(timeline: Any, step: int) -> bool:
     except IndexError:
         return False
     return True
-
-
-# -- the command line ----------------------------------------------------------------------------
-
-# `:` commands: name -> (usage, what it does). The app runs `cmd_<name>`; the help screen lists
-# these, so the list and the behaviour cannot drift apart.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "set": ("set NAME = VALUE", "stage an edit (x, obj.a[0], globals.x, messages[i], answer)"),
-    "goto": ("goto STEP", "go to a step (also g STEP, +N, -N, N%, end)"),
-    "break": ("break LINE", "toggle a breakpoint on a line (also b LINE)"),
-    "restore": ("restore", "restore from this step with the staged edits"),
-    "discard": ("discard", "drop the edits staged at this step"),
-    "write": ("write PATH", "save this step as a checkpoint file (also w PATH)"),
-    "open": ("open PATH", "open a checkpoint file of this program"),
-    "branch": ("branch ID", "switch to another branch"),
-    "search": ("search TEXT", "next step whose output, messages or names match"),
-    "why": ("why NAME", "go to the step that last wrote NAME"),
-    "frame": ("frame N", "select frame N of the call stack (0 innermost)"),
-    "approve": ("approve [VALUE]", "approve the waiting interrupt and run on"),
-    "reject": ("reject [REASON]", "reject the waiting interrupt and run on"),
-    "resolve": ("resolve VALUE", "answer the waiting interrupt with a value"),
-    "quit": ("quit", "leave the debugger (also q)"),
-}
-ALIASES = {"g": "goto", "b": "break", "w": "write", "q": "quit", "s": "set", "o": "open"}
-
-
-def parse_command(text: str) -> tuple[str, str] | None:
-    """`:goto 12` -> ("goto", "12"); `:x = 3` is `:set x = 3`; None for an empty line."""
-    text = text.strip().lstrip(":").strip()
-    if not text:
-        return None
-    name, _, rest = text.partition(" ")
-    name = ALIASES.get(name, name)
-    if name not in COMMANDS and re.match(r"[A-Za-z_][^=]*=", text):
-        return "set", text
-    if name not in COMMANDS:
-        raise SessionError(f"unknown command `{name}` (press ? for the list)")
-    return name, rest.strip()
 
 
 # -- the session ----------------------------------------------------------------------------------

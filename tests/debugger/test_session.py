@@ -8,15 +8,9 @@ import sys
 
 import pytest
 
-from debugger.session import (
-    COMMANDS,
-    Session,
-    SessionError,
-    describe_value,
-    parse_command,
-    parse_literal,
-    parse_set_command,
-)
+from debugger.commands import COMMANDS, parse_command, parse_literal, parse_set_command
+from debugger.formatting import describe_value
+from debugger.session import Session, SessionError
 from tests.debugger.fake_timeline import sample
 
 
@@ -27,7 +21,7 @@ def session() -> Session:
 
 def test_session_imports_no_textual() -> None:
     code = (
-        "import sys, debugger.session, debugger.lexer\n"
+        "import sys, debugger.session, debugger.commands, debugger.formatting, debugger.lexer\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
         "assert not bad, bad\n"
     )
