@@ -47,6 +47,12 @@ SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a pr
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 
 
+# Actions of priority bindings: they give way to a text field or a dialog that has focus.
+PRIORITY_ACTIONS = frozenset(
+    {"first_step", "last_step", "goto", "search", "command", "write_checkpoint"}
+)
+
+
 class DebuggerApp(App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
 
@@ -77,13 +83,23 @@ class DebuggerApp(App[None]):
             show=False,
             id="next_llm",
         ),
-        Binding("g", "goto", "Go to", id="goto"),
+        # Keys that open a prompt are priority bindings: they are then handled as the app reads
+        # them, so the keys behind them (a paste, fast typing) already go to the prompt's field
+        # and never reach a binding. `check_action` lets a focused text field have them.
+        Binding("g", "goto", "Go to", priority=True, id="goto"),
         Binding("b", "toggle_breakpoint", "Breakpoint", id="breakpoint"),
         Binding("e", "edit", "Edit", id="edit"),
         Binding("r", "restore", "Restore here", id="restore"),
-        Binding("w", "write_checkpoint", "Save checkpoint", show=False, id="write_checkpoint"),
+        Binding(
+            "w",
+            "write_checkpoint",
+            "Save checkpoint",
+            show=False,
+            priority=True,
+            id="write_checkpoint",
+        ),
         Binding("B", "branches", "Branches", show=False, id="branches"),
-        Binding("slash", "search", "Search", key_display="/", id="search"),
+        Binding("slash", "search", "Search", key_display="/", priority=True, id="search"),
         Binding("f3", "search_next", "Next match", show=False, id="search_next"),
         Binding(  # xterm-style terminals (and tmux) send shift+F3 as F15
             "shift+f3,f15",
@@ -94,7 +110,15 @@ class DebuggerApp(App[None]):
             id="search_previous",
         ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
-        Binding("colon", "command", "Command line", key_display=":", show=False, id="command"),
+        Binding(
+            "colon",
+            "command",
+            "Command line",
+            key_display=":",
+            show=False,
+            priority=True,
+            id="command",
+        ),
         # Priority, so a focused list does not take them; `check_action` lets a text field have them.
         Binding("home", "first_step", "First step", show=False, priority=True, id="first_step"),
         Binding("end", "last_step", "Last step", show=False, priority=True, id="last_step"),
@@ -168,7 +192,7 @@ class DebuggerApp(App[None]):
             self._open()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("first_step", "last_step"):
+        if action in PRIORITY_ACTIONS:
             return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
         return True
 

@@ -3,34 +3,11 @@ did the wrong thing (found by hand under tmux), with what should happen instead.
 
 from __future__ import annotations
 
-from textual.widgets import Input
-
 from debugger.app import DebuggerApp
 from debugger.session import Session
 from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.status_line import StatusLine
-from tests.debugger.conftest import PROGRAMS, SIZE, make_session, settle
-
-
-def screen_text(app: DebuggerApp) -> str:
-    """The screen as plain text, one line per row (what a person sees, without colours)."""
-    lines = []
-    for y in range(app.size.height):
-        strip = app.screen._compositor.render_strips()[y]  # noqa: SLF001
-        lines.append("".join(segment.text for segment in strip))
-    return "\n".join(lines)
-
-
-async def test_the_command_line_shows_what_is_typed(dice: Session) -> None:
-    # g then 12: the focused input drew its tall border in the one-row prompt, hiding the text
-    app = DebuggerApp(dice)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("g", "1", "2")
-        await settle(pilot)
-        field = app.query_one("#command-input", Input)
-        assert field.has_focus and field.styles.border_top[0] in ("", "none")
-        assert "go to step: 12" in screen_text(app)
+from tests.debugger.conftest import PROGRAMS, SIZE, make_session, screen_text, settle
 
 
 async def test_output_follows_to_the_end_after_a_jump() -> None:
