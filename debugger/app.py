@@ -100,12 +100,21 @@ class DebuggerApp(App[None]):
         ),
         Binding("B", "branches", "Branches", show=False, id="branches"),
         Binding("slash", "search", "Search", key_display="/", priority=True, id="search"),
-        Binding("f3", "search_next", "Next match", show=False, id="search_next"),
-        Binding(  # xterm-style terminals (and tmux) send shift+F3 as F15
-            "shift+f3,f15",
+        # `.` and `,` (as pudb's search) because every terminal sends them; shift+F3 does not
+        # reach the app under tmux or xterm, which send it as F15 or not at all.
+        Binding(
+            "full_stop,f3",
+            "search_next",
+            "Next match",
+            key_display="./f3",
+            show=False,
+            id="search_next",
+        ),
+        Binding(
+            "comma,shift+f3,f15",
             "search_previous",
             "Previous match",
-            key_display="shift+f3",
+            key_display=",/shift+f3",
             show=False,
             id="search_previous",
         ),
