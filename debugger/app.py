@@ -293,6 +293,7 @@ class DebuggerApp(App[None]):
             len(edits) if edits is not None else 0,
             s.waiting_interrupt(),
             len(s.breakpoints),
+            s.run_status(),
         )
 
     # -- busy work ---------------------------------------------------------------------------------
@@ -343,6 +344,7 @@ class DebuggerApp(App[None]):
             fn()
         except SessionError as exc:
             self._fail(exc)
+            self.session.message = ""  # type: ignore[union-attr] - why the last move stopped is stale now
         self._refresh_view()
 
     def action_step_forward(self) -> None:
@@ -635,6 +637,8 @@ class DebuggerApp(App[None]):
             target = s.parse_step(rest)
         except SessionError as exc:
             self._fail(exc)
+            s.message = ""  # the reason the last move gave no longer describes the screen
+            self._refresh_view()
             return
         self._move(lambda: s.goto(target, f"went to step {target}"))
 

@@ -342,9 +342,15 @@ class Session:
         return self.edits if self.edits is not None and self.edits.step == self.step else None
 
     def variables(self) -> Variables:
-        """What the variables panel shows: the selected frame with staged edits applied."""
+        """What the variables panel shows: the selected frame with staged edits applied. At a
+        run's end (no frame left) it is the last frame's variables as they were when it ended,
+        beside the run's result."""
         state = self.state()
         frame = self.selected_frame()
+        if frame is None and state.status in ("finished", "failed") and self.step > self.first:
+            before = self.timeline.state_at(self.step - 1).frames
+            users = [f for f in before if f.kind not in USER_HIDDEN_KINDS]
+            frame = users[-1] if users else (before[-1] if before else None)
         shown = Variables(
             scope=frame.scope if frame is not None else "",
             args=dict(frame.args) if frame is not None else {},
@@ -362,6 +368,20 @@ class Session:
         elif state.status == "failed":
             shown.outcome = {"error": state.error}
         return shown
+
+    def run_status(self) -> str:
+        """The run's status at the cursor as a person means it: a recording paused on an
+        interrupt (live, or stored as interrupted) is "interrupted" at its last step, not
+        "running"."""
+        status = self.state().status
+        if status != "running" or self.step != self.last:
+            return status
+        if self.waiting_interrupt() is not None:
+            return "interrupted"
+        run = getattr(self.timeline, "run", None)
+        if self.recording is None and getattr(run, "status", None) == "interrupted":
+            return "interrupted"
+        return status
 
     def fork_step(self) -> int | None:
         """Where the branch on screen left its parent (None for branch 0)."""

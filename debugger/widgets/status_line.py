@@ -48,7 +48,11 @@ class StatusLine(Widget):
         edits: int = 0,
         interrupt: object = None,
         breakpoints: int = 0,
+        status: str | None = None,
     ) -> None:
+        """Show `state` at step k of `length`; `status` overrides the state's own (a run paused
+        on an interrupt is "interrupted" though its last step was recorded "running")."""
+        status = status or state.status
         loc = state.location
         where = f"{loc.scope}:{loc.line}" if loc is not None else "-"
         u = state.usage
@@ -68,7 +72,7 @@ class StatusLine(Widget):
         ]
         tail: list[tuple[str, str] | str] = [
             "  ",
-            (state.status, STATUS_STYLE.get(state.status, "")),
+            (status, STATUS_STYLE.get(status, "")),
         ]
         if breakpoints:
             tail += [("  ● ", "$text-error"), f"{breakpoints}"]

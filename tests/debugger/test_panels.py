@@ -1,5 +1,5 @@
-"""Pilot tests from driving the debugger as a person would: each one is a key sequence that once
-did the wrong thing (found by hand under tmux), with what should happen instead."""
+"""Pilot tests of what the panels and the status line show, each a key sequence that once showed
+the wrong thing (found by driving the debugger by hand under tmux)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ async def test_a_narrow_terminal_keeps_the_interrupt_hint_and_dialogs_fit(
         await pilot.press("end")
         await settle(pilot)
         status_row = screen_text(app).splitlines()[-2]
-        assert "running" in status_row and ":approve / :reject" in status_row
+        assert "interrupted" in status_row and ":approve / :reject" in status_row
         assert app.query_one("#source").size.height >= 8  # the source keeps some room
         for key in ("question_mark", "B"):
             await pilot.press(key)
@@ -101,3 +101,45 @@ async def test_moving_away_says_the_staged_edits_are_dropped(calls: Session) -> 
         assert app.session.edits is None
         status = str(app.query_one(StatusLine).content)
         assert "edits staged at step 8 were dropped" in status
+
+
+async def test_the_end_step_keeps_the_last_frames_locals(dice: Session) -> None:
+    # end: the variables panel showed only the run's result, the locals were gone
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        shown = app.session.variables()
+        assert shown.outcome is not None and shown.scope == "main"
+        assert shown.locals["counter"] == 1 and shown.locals["result"] == 5
+        text = screen_text(app)
+        assert "▼ run" in text and "counter = 1" in text and "result = 5" in text
+
+
+async def test_a_run_paused_on_an_interrupt_is_not_running(interrupted: Session) -> None:
+    # end of a run waiting on an interrupt: the status said "running"
+    app = DebuggerApp(interrupted)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        status = str(app.query_one(StatusLine).content)
+        assert "interrupted" in status and "running" not in status
+        await pilot.press("home")
+        await settle(pilot)
+        assert "running" in str(app.query_one(StatusLine).content)
+
+
+async def test_a_failed_go_to_clears_the_last_moves_reason(dice: Session) -> None:
+    # end, then g 999: "— end of the run" stayed beside the error, as if the go-to had moved
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert "end of the run" in str(app.query_one(StatusLine).content)
+        app.run_command("goto 999")
+        await settle(pilot)
+        assert "end of the run" not in str(app.query_one(StatusLine).content)
+        assert any("outside the run" in n.message for n in app._notifications)
