@@ -157,6 +157,7 @@ class DebuggerApp(App[None]):
         self._events_key: tuple[Any, ...] = ()
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
         self._focus_before: Any = None
+        self._edit_stage: Callable[[str], str] | None = None  # what the open edit dialog stages
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -534,10 +535,10 @@ class DebuggerApp(App[None]):
         try:
             if isinstance(focused, MessagesPanel) and focused.selected is not None:
                 index = focused.selected
-                self._ask(s.message_prompt(index), partial(self._stage, s.edit_message, index))
+                self._ask(s.message_prompt(index), partial(s.edit_message, index))
                 return
             if isinstance(focused, LLMInspector):
-                self._ask(s.answer_prompt(), partial(self._stage, _literal(s.edit_llm_answer)))
+                self._ask(s.answer_prompt(), lambda text: s.edit_llm_answer(parse_literal(text)))
                 return
         except SessionError as exc:
             self._fail(exc)
@@ -546,24 +547,41 @@ class DebuggerApp(App[None]):
         if ref is None:
             self._fail("select a variable (variables panel), a message or the LLM call to edit")
             return
-        stage = partial(s.edit_variable, ref.kind, ref.name, path=ref.path)
         self._ask(
             s.variable_prompt(ref.kind, ref.label, ref.value),
-            partial(self._stage, _literal(stage)),
+            lambda text: s.edit_variable(ref.kind, ref.name, parse_literal(text), path=ref.path),
         )
 
-    def _ask(self, prompt: EditPrompt, done: Callable[[str | None], None]) -> None:
-        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint), done)
+    def _ask(self, prompt: EditPrompt, stage: Callable[[str], str]) -> None:
+        """Open the edit dialog; `stage(text)` stages what is typed (returns what it staged)."""
+        self._edit_stage = stage
+        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint))
 
-    def _stage(self, edit: Callable[..., object], *args: Any) -> None:
-        """Stage what the edit dialog returned (its text is the last argument; None: dismissed)."""
-        if args[-1] is None or self.session is None:
+    def on_edit_screen_submitted(self, message: EditScreen.Submitted) -> None:
+        """Stage the dialog's text; a refused value keeps the dialog open with the reason."""
+        stage, self._edit_stage = self._edit_stage, None
+        if stage is None or self.session is None:
             return
         try:
-            where = edit(*args)
+            where = stage(message.text)
+        except SessionError as exc:
+            self._edit_stage = stage
+            message.dialog.refuse(str(exc))
+            return
+        message.dialog.dismiss(None)
+        self._staged_note(where)
+
+    def _stage(self, edit: Callable[[str], str], text: str) -> None:
+        """Stage a `:set` typed on the command line (a refusal is a notification)."""
+        try:
+            where = edit(text)
         except SessionError as exc:
             self._fail(exc)
             return
+        self._staged_note(where)
+
+    def _staged_note(self, where: str) -> None:
+        assert self.session is not None
         self.notify(f"staged {where}; press r to restore from step {self.session.step}")
         self._refresh_view()
 
@@ -799,12 +817,3 @@ class DebuggerApp(App[None]):
 
 def _bindings(bindings: list[BindingType]) -> list[Binding]:
     return [b for b in bindings if isinstance(b, Binding)]
-
-
-def _literal(stage: Callable[..., object]) -> Callable[..., object]:
-    """`stage` taking the typed text as an Agency literal (its last argument)."""
-
-    def with_literal(*args: Any) -> object:
-        return stage(*args[:-1], parse_literal(args[-1]))
-
-    return with_literal

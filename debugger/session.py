@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from debugger.commands import parse_literal, parse_set_command
+from debugger.declarations import typed_names
 from debugger.errors import SessionError
 from debugger.formatting import describe_value, json_type
 from runtime.timeline.views import BranchInfo, Change, Event, FrameView, Location, StateView
@@ -241,6 +242,7 @@ class Session:
         self.last_search = ""
         self.message = ""  # why the last move stopped where it did
         self._sources: dict[str, str] = {}
+        self._typed: dict[str, dict[tuple[str, str], bool] | None] = {}
         if source is not None:
             self._sources[timeline.source_path] = source
         self._checkpoint_loader = checkpoint_loader
@@ -735,7 +737,9 @@ class Session:
     def edit_variable(
         self, kind: str | None, name: str, value: Any, path: Iterable[str | int] = ()
     ) -> str:
-        """Stage `name[path] = value`; refuse a value of another type. Returns `kind.name`."""
+        """Stage `name[path] = value`. A variable declared with a type keeps it (a value of
+        another type is refused); an untyped one takes any plain value, null included.
+        Returns `kind.name`."""
         if kind is None:
             kind = self.resolve(name)
         if kind not in ("locals", "args", "globals"):
@@ -755,14 +759,32 @@ class Session:
         where = name + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
         if json_type(old) in ("result", "function"):
             raise SessionError(f"{where} is a {json_type(old)}; only plain values can be edited")
-        if not _same_type(old, value):
+        if json_type(value) in ("result", "function"):
+            raise SessionError(f"only plain values can be set, not a {json_type(value)}")
+        typed = self._declared_with_type(kind, name)
+        if typed is not False and not _same_type(old, value):
+            why = "declared with a type" if typed else "its declaration was not found"
             raise SessionError(
                 f"{where} is a {json_type(old)}, not a {json_type(value)}: edit refused "
-                f"(type a {json_type(old)})"
+                f"({why}; type a {json_type(old)})"
             )
         staged = self._staged()
         getattr(staged, kind)[name] = _set_path(whole, path, value)
         return f"{kind}.{where}"
+
+    def _declared_with_type(self, kind: str, name: str) -> bool | None:
+        """Was `name` (of `kind`, in the selected frame) declared with a type? None when its
+        declaration cannot be found (then an edit keeps the value's type, to be safe)."""
+        frame = self.selected_frame()
+        loc = self.state().location
+        path = loc.file if loc is not None else self.source_path
+        if path not in self._typed:
+            self._typed[path] = typed_names(self.source_text(path), path)
+        table = self._typed[path]
+        if table is None:
+            return None
+        scope = "" if kind == "globals" or frame is None else frame.scope
+        return table.get((scope, name))
 
     def thread_messages(self) -> tuple[Any, ...]:
         state = self.state()
