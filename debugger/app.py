@@ -28,6 +28,7 @@ from debugger.session import EditPrompt, Move, Session, SessionError
 from debugger.widgets.branch_screen import BranchScreen
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
+from debugger.widgets.confirm_screen import ConfirmScreen
 from debugger.widgets.edit_screen import EditScreen
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.llm_inspector import LLMInspector
@@ -267,6 +268,7 @@ class DebuggerApp(App[None]):
             self.source_view.breakpoints = breakpoints
 
         edits = s.staged()
+        pending = s.pending_edits()
         shown = s.variables()
         self.variables.show(
             shown.scope,
@@ -291,10 +293,11 @@ class DebuggerApp(App[None]):
             state,
             s.length,
             s.message,
-            len(edits) if edits is not None else 0,
+            len(pending) if pending is not None else 0,
             s.waiting_interrupt(),
             len(s.breakpoints),
             s.run_status(),
+            pending.step if pending is not None and pending.step != state.step else None,
         )
 
     # -- busy work ---------------------------------------------------------------------------------
@@ -586,8 +589,33 @@ class DebuggerApp(App[None]):
         self._refresh_view()
 
     def action_restore(self) -> None:
+        """Restore from here with the staged edits; with none, ask first (it re-runs live)."""
         if not self._can_act():
             return
+        s = self.session
+        assert s is not None
+        pending = s.pending_edits()
+        if pending is not None and pending.step != s.step:
+            self._fail(
+                f"your edits are staged at step {pending.step}: "
+                f"g {pending.step} then r, or :discard them"
+            )
+            return
+        if pending is None:
+            self.push_screen(
+                ConfirmScreen(
+                    f"Restore from step {s.step} with nothing changed?", s.restore_plan()
+                ),
+                self._restore_confirmed,
+            )
+            return
+        self._restore_now()
+
+    def _restore_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self._restore_now()
+
+    def _restore_now(self) -> None:
         assert self.session is not None
         self._begin(f"restoring from step {self.session.step}")
         self._restore_worker()

@@ -438,15 +438,11 @@ class Session:
     # -- moving ----------------------------------------------------------------------------------
 
     def goto(self, step: int, reason: str = "") -> Move:
-        """Put the cursor on `step` (clamped to the run); edits staged elsewhere are dropped."""
+        """Put the cursor on `step` (clamped to the run). Staged edits stay with their step (a
+        stray key must not lose them); `restore` and `discard_edits` are the only ways out."""
         step = min(max(int(step), self.first), self.last)
         if step != self.step:
             self.frame = None
-            if self.edits is not None and self.edits.step != step:
-                if len(self.edits):
-                    dropped = f"the edits staged at step {self.edits.step} were dropped"
-                    reason = f"{reason}; {dropped}" if reason else dropped
-                self.edits = None
         self.step = step
         self.message = reason
         return Move(step, reason)
@@ -697,9 +693,39 @@ class Session:
     # -- changing the past ------------------------------------------------------------------------
 
     def _staged(self) -> Edits:
-        if self.edits is None or self.edits.step != self.step:
+        self._check_edits_here()
+        if self.edits is None or not len(self.edits):
             self.edits = Edits(self.step, self._user_frame_index())
         return self.edits
+
+    def _check_edits_here(self) -> None:
+        """Refuse to act at the cursor while edits wait at another step (they would be lost)."""
+        if self.edits is not None and len(self.edits) and self.edits.step != self.step:
+            n = len(self.edits)
+            raise SessionError(
+                f"{n} edit{'s are' if n != 1 else ' is'} staged at step {self.edits.step}: "
+                f"go back (g {self.edits.step}) to restore, or :discard"
+            )
+
+    def restore_plan(self) -> str:
+        """What a restore from the cursor would run again, live: the recorded LLM and tool
+        calls after it on this branch (with a real model, they are paid for again)."""
+        later = {
+            kind: sum(1 for e in self.events(kind) if e.step >= self.step)
+            for kind in ("llm", "tool", "interrupt")
+        }
+        parts = [f"steps {self.step}..{self.last} run again, live"]
+        if later["llm"]:
+            parts.append(f"{later['llm']} LLM call{'s' if later['llm'] != 1 else ''} made again")
+        if later["tool"]:
+            parts.append(f"{later['tool']} tool call{'s' if later['tool'] != 1 else ''}")
+        if later["interrupt"]:
+            parts.append("interrupts asked again")
+        return "; ".join(parts)
+
+    def pending_edits(self) -> Edits | None:
+        """The staged edits wherever they are (None when there are none)."""
+        return self.edits if self.edits is not None and len(self.edits) else None
 
     def _user_frame_index(self) -> int:
         """The selected frame counted among user frames (what `Timeline.fork` indexes);
@@ -891,6 +917,7 @@ class Session:
     def restore(self, progress: RunProgress | None = None) -> int:
         """Restore from the cursor: fork a branch with the staged edits and run it live.
         The cursor stays on the fork step, now in the new branch; returns the branch id."""
+        self._check_edits_here()
         edits = self.edits.as_dict() if self.edits is not None else {}
         edits.setdefault("frame", self._user_frame_index())
         step = self.step

@@ -6,7 +6,9 @@ from textual.widgets import Label
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
+from debugger.widgets.confirm_screen import ConfirmScreen
 from debugger.widgets.edit_screen import EditScreen
+from debugger.widgets.status_line import StatusLine
 from tests.debugger.conftest import SIZE, settle
 from tests.debugger.test_app import errors, select_variable
 
@@ -57,3 +59,43 @@ async def test_a_refused_edit_keeps_the_dialog_open_with_the_text(calls: Session
         assert not isinstance(app.screen, EditScreen)
         assert app.session.edits.locals == {"answer": 10}
         assert app.session.branch == 0 and len(app.session.branches()) == 1
+
+
+async def test_a_stray_key_after_staging_keeps_the_edits(calls: Session) -> None:
+    # :set answer = 10, then s: the edit was dropped (only a line in the status said so)
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")
+        app.run_command("set answer = 10")
+        await pilot.press("s")
+        await settle(pilot)
+        assert "1 staged at step 8" in str(app.query_one(StatusLine).content)
+        await pilot.press("r")  # here, r says where the edits are instead of running
+        await settle(pilot)
+        assert len(app.session.branches()) == 1
+        assert any("staged at step 8" in e for e in errors(app))
+        await pilot.press("S", "r")
+        await settle(pilot)
+        assert app.session.branch == 1 and app.session.pending_edits() is None
+
+
+async def test_restore_with_nothing_staged_asks_and_says_what_reruns(calls: Session) -> None:
+    # r with nothing staged forked and re-ran at once (paid calls with a real model)
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 2")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "1 LLM call made again" in str(app.screen.query_one("#confirm-details").content)
+        await pilot.press("n")
+        await settle(pilot)
+        assert len(app.session.branches()) == 1
+        await pilot.press("r")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.session.branch == 1

@@ -89,20 +89,6 @@ async def test_why_on_the_runs_result_is_not_a_local_of_that_name(dice: Session)
         assert any("not a variable" in n.message for n in app._notifications)
 
 
-async def test_moving_away_says_the_staged_edits_are_dropped(calls: Session) -> None:
-    # :set answer = 10, then s: the edit vanished without a word
-    app = DebuggerApp(calls)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        app.run_command("goto 8")
-        app.run_command("set answer = 10")
-        await pilot.press("s")
-        await settle(pilot)
-        assert app.session.edits is None
-        status = str(app.query_one(StatusLine).content)
-        assert "edits staged at step 8 were dropped" in status
-
-
 async def test_the_end_step_keeps_the_last_frames_locals(dice: Session) -> None:
     # end: the variables panel showed only the run's result, the locals were gone
     app = DebuggerApp(dice)

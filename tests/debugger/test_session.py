@@ -155,11 +155,18 @@ def test_edit_and_restore_forks_a_branch(session: Session) -> None:
         session.switch_branch(9)
 
 
-def test_edits_are_dropped_when_moving(session: Session) -> None:
+def test_edits_stay_with_their_step_when_moving(session: Session) -> None:
+    # a stray key after staging used to drop the edits
     session.goto(4)
     session.set_command(":set counter = 2")
     session.step_forward()
-    assert session.edits is None
+    assert session.staged() is None and session.pending_edits().step == 4
+    with pytest.raises(SessionError, match="staged at step 4"):
+        session.set_command(":set counter = 3")
+    with pytest.raises(SessionError, match="staged at step 4"):
+        session.restore()
+    session.goto(4)
+    assert session.staged().locals == {"counter": 2}
 
 
 def test_nested_message_and_answer_edits(session: Session) -> None:
