@@ -50,7 +50,7 @@ SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 
 # Actions of priority bindings: they give way to a text field or a dialog that has focus.
 PRIORITY_ACTIONS = frozenset(
-    {"first_step", "last_step", "goto", "search", "command", "write_checkpoint"}
+    {"first_step", "last_step", "goto", "search", "command", "write_checkpoint", "open_checkpoint"}
 )
 
 
@@ -66,6 +66,8 @@ class DebuggerApp(App[None]):
         Binding("left,S", "step_back", "Back", key_display="S/←", id="step_back"),
         Binding("n", "next", "Next", id="next"),
         Binding("N", "reverse_next", "Reverse next", show=False, id="reverse_next"),
+        Binding("o", "step_out", "Step out", show=False, id="step_out"),
+        Binding("O", "reverse_step_out", "Reverse step out", show=False, id="reverse_step_out"),
         Binding("c", "continue", "Continue", id="continue"),
         Binding("C", "reverse_continue", "Reverse continue", show=False, id="reverse_continue"),
         Binding(
@@ -132,7 +134,14 @@ class DebuggerApp(App[None]):
         # Priority, so a focused list does not take them; `check_action` lets a text field have them.
         Binding("home", "first_step", "First step", show=False, priority=True, id="first_step"),
         Binding("end", "last_step", "Last step", show=False, priority=True, id="last_step"),
-        Binding("o", "open_checkpoint", "Open checkpoint file", show=False, id="open_checkpoint"),
+        Binding(
+            "ctrl+o",
+            "open_checkpoint",
+            "Open checkpoint file",
+            show=False,
+            priority=True,
+            id="open_checkpoint",
+        ),
         Binding("escape", "cancel_work", "Cancel long work", show=False, id="cancel_work"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
@@ -374,6 +383,12 @@ class DebuggerApp(App[None]):
 
     def action_reverse_next(self) -> None:
         self._scan("reverse next", lambda c, p: self.session.reverse_next(c))  # type: ignore[union-attr]
+
+    def action_step_out(self) -> None:
+        self._scan("step out", lambda c, p: self.session.step_out(c))  # type: ignore[union-attr]
+
+    def action_reverse_step_out(self) -> None:
+        self._scan("reverse step out", lambda c, p: self.session.reverse_step_out(c))  # type: ignore[union-attr]
 
     def action_continue(self) -> None:
         self._scan("continue", lambda c, p: self.session.continue_forward(c, p))  # type: ignore[union-attr]

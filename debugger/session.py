@@ -477,6 +477,33 @@ class Session:
                 return Move(self.step, "cancelled")
         return self.goto(self.first, "start of the run")
 
+    def step_out(self, cancelled: Cancelled | None = None) -> Move:
+        """Run (in the record) until the current function returns: the first later step in a
+        caller (`depth < here`), as gdb's `finish`; the end when it never returns."""
+        depth = self.timeline.depth_at(self.step)
+        for j in range(self.step + 1, self.last + 1):
+            if self.timeline.depth_at(j) < depth:
+                return self.goto(j, f"returned from {self._scope_at(self.step)}")
+            if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                return Move(self.step, "cancelled")
+        return self.goto(self.last, "end of the run")
+
+    def reverse_step_out(self, cancelled: Cancelled | None = None) -> Move:
+        """Back to where the current function was called: the last earlier step in a caller."""
+        if self.step > self.first and self.timeline.kind_at(self.step) == "end":
+            return self.goto(self.step - 1)  # the end has no frame: back to the last statement
+        depth = self.timeline.depth_at(self.step)
+        for j in range(self.step - 1, self.first - 1, -1):
+            if self.timeline.depth_at(j) < depth:
+                return self.goto(j, f"the call of {self._scope_at(self.step)}")
+            if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                return Move(self.step, "cancelled")
+        return self.goto(self.first, "start of the run")
+
+    def _scope_at(self, step: int) -> str:
+        loc = self.timeline.location_at(step)
+        return loc.scope if loc is not None and loc.scope else "this frame"
+
     def _stop_steps(self) -> list[tuple[int, str]]:
         stops = []
         for kind in STOP_EVENTS:

@@ -252,3 +252,14 @@ def test_shown_location_and_variables_follow_the_selected_frame(session: Session
     assert session.staged() is session.edits
     session.goto(10)
     assert session.variables().outcome == {"result": None}
+
+
+def test_step_out_and_reverse_step_out(session: Session) -> None:
+    session.goto(3)  # inside add()
+    assert session.step_out().step == 4  # back in main
+    assert "returned from add" in session.message
+    session.goto(2)
+    assert session.reverse_step_out().step == 1  # the call of add
+    assert session.step_out().step == session.last  # main never returns to a caller here
+    session.goto(session.last)
+    assert session.reverse_step_out().step == session.last - 1  # the end has no frame
