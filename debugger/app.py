@@ -23,18 +23,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
-from debugger.session import (
-    COMMANDS,
-    EditPrompt,
-    Move,
-    Session,
-    SessionError,
-    parse_command,
-    parse_literal,
-)
+from debugger.commands import COMMANDS, parse_command, parse_literal
+from debugger.session import EditPrompt, Move, Session, SessionError
 from debugger.widgets.branch_screen import BranchScreen
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
+from debugger.widgets.confirm_screen import ConfirmScreen
 from debugger.widgets.edit_screen import EditScreen
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.llm_inspector import LLMInspector
@@ -54,6 +48,12 @@ SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a pr
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 
 
+# Actions of priority bindings: they give way to a text field or a dialog that has focus.
+PRIORITY_ACTIONS = frozenset(
+    {"first_step", "last_step", "goto", "search", "command", "write_checkpoint", "open_checkpoint"}
+)
+
+
 class DebuggerApp(App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
 
@@ -66,6 +66,8 @@ class DebuggerApp(App[None]):
         Binding("left,S", "step_back", "Back", key_display="S/←", id="step_back"),
         Binding("n", "next", "Next", id="next"),
         Binding("N", "reverse_next", "Reverse next", show=False, id="reverse_next"),
+        Binding("o", "step_out", "Step out", show=False, id="step_out"),
+        Binding("O", "reverse_step_out", "Reverse step out", show=False, id="reverse_step_out"),
         Binding("c", "continue", "Continue", id="continue"),
         Binding("C", "reverse_continue", "Reverse continue", show=False, id="reverse_continue"),
         Binding(
@@ -84,28 +86,62 @@ class DebuggerApp(App[None]):
             show=False,
             id="next_llm",
         ),
-        Binding("g", "goto", "Go to", id="goto"),
+        # Keys that open a prompt are priority bindings: they are then handled as the app reads
+        # them, so the keys behind them (a paste, fast typing) already go to the prompt's field
+        # and never reach a binding. `check_action` lets a focused text field have them.
+        Binding("g", "goto", "Go to", priority=True, id="goto"),
         Binding("b", "toggle_breakpoint", "Breakpoint", id="breakpoint"),
         Binding("e", "edit", "Edit", id="edit"),
         Binding("r", "restore", "Restore here", id="restore"),
-        Binding("w", "write_checkpoint", "Save checkpoint", show=False, id="write_checkpoint"),
+        Binding(
+            "w",
+            "write_checkpoint",
+            "Save checkpoint",
+            show=False,
+            priority=True,
+            id="write_checkpoint",
+        ),
         Binding("B", "branches", "Branches", show=False, id="branches"),
-        Binding("slash", "search", "Search", key_display="/", id="search"),
-        Binding("f3", "search_next", "Next match", show=False, id="search_next"),
-        Binding(  # xterm-style terminals (and tmux) send shift+F3 as F15
-            "shift+f3,f15",
+        Binding("slash", "search", "Search", key_display="/", priority=True, id="search"),
+        # `.` and `,` (as pudb's search) because every terminal sends them; shift+F3 does not
+        # reach the app under tmux or xterm, which send it as F15 or not at all.
+        Binding(
+            "full_stop,f3",
+            "search_next",
+            "Next match",
+            key_display="./f3",
+            show=False,
+            id="search_next",
+        ),
+        Binding(
+            "comma,shift+f3,f15",
             "search_previous",
             "Previous match",
-            key_display="shift+f3",
+            key_display=",/shift+f3",
             show=False,
             id="search_previous",
         ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
-        Binding("colon", "command", "Command line", key_display=":", show=False, id="command"),
+        Binding(
+            "colon",
+            "command",
+            "Command line",
+            key_display=":",
+            show=False,
+            priority=True,
+            id="command",
+        ),
         # Priority, so a focused list does not take them; `check_action` lets a text field have them.
         Binding("home", "first_step", "First step", show=False, priority=True, id="first_step"),
         Binding("end", "last_step", "Last step", show=False, priority=True, id="last_step"),
-        Binding("o", "open_checkpoint", "Open checkpoint file", show=False, id="open_checkpoint"),
+        Binding(
+            "ctrl+o",
+            "open_checkpoint",
+            "Open checkpoint file",
+            show=False,
+            priority=True,
+            id="open_checkpoint",
+        ),
         Binding("escape", "cancel_work", "Cancel long work", show=False, id="cancel_work"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
@@ -131,6 +167,7 @@ class DebuggerApp(App[None]):
         self._events_key: tuple[Any, ...] = ()
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
         self._focus_before: Any = None
+        self._edit_stage: Callable[[str], str] | None = None  # what the open edit dialog stages
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -175,7 +212,7 @@ class DebuggerApp(App[None]):
             self._open()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("first_step", "last_step"):
+        if action in PRIORITY_ACTIONS:
             return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
         return True
 
@@ -240,6 +277,7 @@ class DebuggerApp(App[None]):
             self.source_view.breakpoints = breakpoints
 
         edits = s.staged()
+        pending = s.pending_edits()
         shown = s.variables()
         self.variables.show(
             shown.scope,
@@ -264,9 +302,11 @@ class DebuggerApp(App[None]):
             state,
             s.length,
             s.message,
-            len(edits) if edits is not None else 0,
+            len(pending) if pending is not None else 0,
             s.waiting_interrupt(),
             len(s.breakpoints),
+            s.run_status(),
+            pending.step if pending is not None and pending.step != state.step else None,
         )
 
     # -- busy work ---------------------------------------------------------------------------------
@@ -317,6 +357,7 @@ class DebuggerApp(App[None]):
             fn()
         except SessionError as exc:
             self._fail(exc)
+            self.session.message = ""  # type: ignore[union-attr] - why the last move stopped is stale now
         self._refresh_view()
 
     def action_step_forward(self) -> None:
@@ -342,6 +383,12 @@ class DebuggerApp(App[None]):
 
     def action_reverse_next(self) -> None:
         self._scan("reverse next", lambda c, p: self.session.reverse_next(c))  # type: ignore[union-attr]
+
+    def action_step_out(self) -> None:
+        self._scan("step out", lambda c, p: self.session.step_out(c))  # type: ignore[union-attr]
+
+    def action_reverse_step_out(self) -> None:
+        self._scan("reverse step out", lambda c, p: self.session.reverse_step_out(c))  # type: ignore[union-attr]
 
     def action_continue(self) -> None:
         self._scan("continue", lambda c, p: self.session.continue_forward(c, p))  # type: ignore[union-attr]
@@ -506,10 +553,10 @@ class DebuggerApp(App[None]):
         try:
             if isinstance(focused, MessagesPanel) and focused.selected is not None:
                 index = focused.selected
-                self._ask(s.message_prompt(index), partial(self._stage, s.edit_message, index))
+                self._ask(s.message_prompt(index), partial(s.edit_message, index))
                 return
             if isinstance(focused, LLMInspector):
-                self._ask(s.answer_prompt(), partial(self._stage, _literal(s.edit_llm_answer)))
+                self._ask(s.answer_prompt(), lambda text: s.edit_llm_answer(parse_literal(text)))
                 return
         except SessionError as exc:
             self._fail(exc)
@@ -518,30 +565,72 @@ class DebuggerApp(App[None]):
         if ref is None:
             self._fail("select a variable (variables panel), a message or the LLM call to edit")
             return
-        stage = partial(s.edit_variable, ref.kind, ref.name, path=ref.path)
         self._ask(
             s.variable_prompt(ref.kind, ref.label, ref.value),
-            partial(self._stage, _literal(stage)),
+            lambda text: s.edit_variable(ref.kind, ref.name, parse_literal(text), path=ref.path),
         )
 
-    def _ask(self, prompt: EditPrompt, done: Callable[[str | None], None]) -> None:
-        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint), done)
+    def _ask(self, prompt: EditPrompt, stage: Callable[[str], str]) -> None:
+        """Open the edit dialog; `stage(text)` stages what is typed (returns what it staged)."""
+        self._edit_stage = stage
+        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint))
 
-    def _stage(self, edit: Callable[..., object], *args: Any) -> None:
-        """Stage what the edit dialog returned (its text is the last argument; None: dismissed)."""
-        if args[-1] is None or self.session is None:
+    def on_edit_screen_submitted(self, message: EditScreen.Submitted) -> None:
+        """Stage the dialog's text; a refused value keeps the dialog open with the reason."""
+        stage, self._edit_stage = self._edit_stage, None
+        if stage is None or self.session is None:
             return
         try:
-            where = edit(*args)
+            where = stage(message.text)
+        except SessionError as exc:
+            self._edit_stage = stage
+            message.dialog.refuse(str(exc))
+            return
+        message.dialog.dismiss(None)
+        self._staged_note(where)
+
+    def _stage(self, edit: Callable[[str], str], text: str) -> None:
+        """Stage a `:set` typed on the command line (a refusal is a notification)."""
+        try:
+            where = edit(text)
         except SessionError as exc:
             self._fail(exc)
             return
+        self._staged_note(where)
+
+    def _staged_note(self, where: str) -> None:
+        assert self.session is not None
         self.notify(f"staged {where}; press r to restore from step {self.session.step}")
         self._refresh_view()
 
     def action_restore(self) -> None:
+        """Restore from here with the staged edits; with none, ask first (it re-runs live)."""
         if not self._can_act():
             return
+        s = self.session
+        assert s is not None
+        pending = s.pending_edits()
+        if pending is not None and pending.step != s.step:
+            self._fail(
+                f"your edits are staged at step {pending.step}: "
+                f"g {pending.step} then r, or :discard them"
+            )
+            return
+        if pending is None:
+            self.push_screen(
+                ConfirmScreen(
+                    f"Restore from step {s.step} with nothing changed?", s.restore_plan()
+                ),
+                self._restore_confirmed,
+            )
+            return
+        self._restore_now()
+
+    def _restore_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self._restore_now()
+
+    def _restore_now(self) -> None:
         assert self.session is not None
         self._begin(f"restoring from step {self.session.step}")
         self._restore_worker()
@@ -609,6 +698,8 @@ class DebuggerApp(App[None]):
             target = s.parse_step(rest)
         except SessionError as exc:
             self._fail(exc)
+            s.message = ""  # the reason the last move gave no longer describes the screen
+            self._refresh_view()
             return
         self._move(lambda: s.goto(target, f"went to step {target}"))
 
@@ -769,12 +860,3 @@ class DebuggerApp(App[None]):
 
 def _bindings(bindings: list[BindingType]) -> list[Binding]:
     return [b for b in bindings if isinstance(b, Binding)]
-
-
-def _literal(stage: Callable[..., object]) -> Callable[..., object]:
-    """`stage` taking the typed text as an Agency literal (its last argument)."""
-
-    def with_literal(*args: Any) -> object:
-        return stage(*args[:-1], parse_literal(args[-1]))
-
-    return with_literal

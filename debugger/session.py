@@ -9,9 +9,9 @@ re-executes the program except `restore` (which forks a branch and runs it live)
 This module imports no `textual` or `rich`: the TUI (`debugger.app`) asks a session to move and
 draws what it says, and the tests drive a session without a terminal.
 
-Values are the plain JSON-like data of `runtime.record.views`. Edited values are typed as
-Agency literals (`3`, `-2.5`, `"text"`, `[1, 2]`, `{a: true}`), parsed with
-`runtime.language.syntax.parse_expression` and evaluated here; anything else is refused with a message.
+Values are the plain JSON-like data of `runtime.record.views`. How they are written is
+`debugger.formatting`; what a person types (commands, `:set`, literals) is parsed by
+`debugger.commands`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,18 @@ from __future__ import annotations
 import bisect
 import copy
 import json
-import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from debugger.commands import parse_literal, parse_set_command
+from debugger.declarations import typed_names
+from debugger.errors import SessionError
+from debugger.formatting import describe_value, json_type
 from runtime.record.views import BranchInfo, Change, Event, FrameView, Location, StateView
 
 __all__ = [
-    "COMMANDS",
     "EditPrompt",
     "Edits",
     "Move",
@@ -37,11 +38,6 @@ __all__ = [
     "SessionError",
     "TimelineLike",
     "Variables",
-    "describe_value",
-    "json_type",
-    "parse_command",
-    "parse_literal",
-    "parse_set_command",
 ]
 
 Progress = Callable[[int, int], None]
@@ -58,10 +54,6 @@ STOP_EVENTS = frozenset({"debugger", "interrupt", "error"})
 # Frames a person cannot edit: the module's and the prelude's (builtins written in Agency).
 USER_HIDDEN_KINDS = frozenset({"module", "prelude"})
 SCAN_REPORT_EVERY = 4096
-
-
-class SessionError(Exception):
-    """Bad input or an impossible request; the message is for the person at the keyboard."""
 
 
 class TimelineLike(Protocol):
@@ -162,187 +154,7 @@ class Variables:
     outcome: dict[str, Any] | None = None  # result (or error) of a run that has ended
 
 
-# -- values --------------------------------------------------------------------------------------
-
-
-def json_type(value: Any) -> str:
-    """The Agency name of a value's type: number, string, boolean, null, array, object, ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        if "$result" in value:
-            return "result"
-        if "$function" in value:
-            return "function"
-        return "object"
-    return type(value).__name__
-
-
-def _number_text(v: float) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    if v == int(v) and abs(v) < 1e21:
-        return str(int(v))
-    return repr(v)
-
-
-def describe_value(value: Any, limit: int = 80) -> str:
-    """A one-line, Agency-looking rendering of a view value, cut to about `limit` characters."""
-    out: list[str] = []
-    budget = [limit]
-
-    def put(text: str) -> bool:
-        out.append(text)
-        budget[0] -= len(text)
-        return budget[0] >= 0
-
-    def walk(v: Any) -> bool:
-        if v is None:
-            return put("null")
-        if isinstance(v, bool):
-            return put("true" if v else "false")
-        if isinstance(v, int | float):
-            return put(_number_text(v))
-        if isinstance(v, str):
-            return put(json.dumps(v, ensure_ascii=False))
-        if isinstance(v, list | tuple):
-            if not put("["):
-                return False
-            for i, item in enumerate(v):
-                if i and not put(", "):
-                    return False
-                if not walk(item):
-                    return False
-            return put("]")
-        if isinstance(v, dict):
-            if v.get("$result") in ("success", "failure") and len(v) == 2:
-                kind = v["$result"]
-                if not put(f"{kind}("):
-                    return False
-                if not walk(v.get("value" if kind == "success" else "error")):
-                    return False
-                return put(")")
-            if "$function" in v and len(v) == 1:
-                return put(f"<def {v['$function']}>")
-            if not put("{"):
-                return False
-            for i, (k, item) in enumerate(v.items()):
-                if i and not put(", "):
-                    return False
-                key = k if re.fullmatch(r"[A-Za-z_]\w*", str(k)) else json.dumps(str(k))
-                if not put(f"{key}: "):
-                    return False
-                if not walk(item):
-                    return False
-            return put("}")
-        return put(str(v))
-
-    complete = walk(value)
-    text = "".join(out)
-    if not complete or len(text) > limit:
-        text = text[: max(limit - 1, 1)] + "…"
-    return text
-
-
-def parse_literal(text: str) -> Any:
-    """Evaluate an Agency literal: numbers (also negative), strings, true/false/null, arrays and
-    objects of literals. Anything else raises SessionError saying what is accepted."""
-    from runtime.errors import AgencySyntaxError
-    from runtime.language.syntax import ast as A
-    from runtime.language.syntax import parse_expression
-
-    if not text.strip():
-        raise SessionError('no value given: type a literal such as 3, "text", [1, 2] or {a: 1}')
-    try:
-        expr = parse_expression(text)
-    except AgencySyntaxError as exc:
-        raise SessionError(f"not a value: {exc}") from None
-    except RecursionError:
-        raise SessionError("not a value: nested too deeply") from None
-
-    def ev(e: Any) -> Any:
-        t = type(e)
-        if t is A.Literal:
-            return e.value
-        if t is A.Unary and e.op in ("-", "+"):
-            inner = ev(e.operand)
-            if isinstance(inner, bool) or not isinstance(inner, int | float):
-                raise SessionError(f"`{e.op}` needs a number in a value")
-            return -inner if e.op == "-" else inner
-        if t is A.Template and all(isinstance(p, str) for p in e.parts):
-            return "".join(e.parts)
-        if t is A.ArrayLit:
-            if any(type(i) is A.Spread for i in e.items):
-                raise SessionError("spreads (`...x`) are not allowed in a value")
-            return [ev(i) for i in e.items]
-        if t is A.ObjectLit:
-            out: dict[str, Any] = {}
-            for entry in e.entries:
-                if type(entry) is A.Spread or not isinstance(entry.key, str):
-                    raise SessionError("object keys must be plain names or strings in a value")
-                out[entry.key] = ev(entry.value)
-            return out
-        raise SessionError(
-            "only literal values can be set: numbers, strings, true, false, null, "
-            "arrays and objects of literals (no names, calls or operators)"
-        )
-
-    return ev(expr)
-
-
-_SEGMENT = re.compile(r"\.([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*(\"(?:[^\"\\]|\\.)*\")\s*\]")
-_HEAD = re.compile(r"\s*([A-Za-z_]\w*)")
-
-
-def parse_target(text: str) -> tuple[str, list[str | int]]:
-    """`x`, `locals.x`, `obj.a[0]`, `messages[2]`, `answer` → (head name, path segments)."""
-    m = _HEAD.match(text)
-    if not m:
-        raise SessionError(f"expected a variable name, not `{text.strip()}`")
-    head, pos = m.group(1), m.end()
-    path: list[str | int] = []
-    rest = text[pos:].rstrip()
-    pos = 0
-    while pos < len(rest):
-        seg = _SEGMENT.match(rest, pos)
-        if not seg:
-            raise SessionError(f"cannot read `{rest[pos:]}` in the target `{text.strip()}`")
-        if seg.group(1) is not None:
-            path.append(seg.group(1))
-        elif seg.group(2) is not None:
-            path.append(int(seg.group(2)))
-        else:
-            path.append(json.loads(seg.group(3)))
-        pos = seg.end()
-    return head, path
-
-
-def parse_set_command(text: str) -> tuple[str, list[str | int], Any]:
-    """`set x = 3` / `x = 3` (the leading `:` optional) → (name, path, value)."""
-    body = text.strip().lstrip(":").strip()
-    if body.startswith("set ") or body == "set":
-        body = body[3:].strip()
-    if "=" not in body:
-        raise SessionError("usage: :set NAME = VALUE   (for example :set counter = 3)")
-    target, _, value_text = body.partition("=")
-    if not target.strip():
-        raise SessionError("usage: :set NAME = VALUE   (a name is missing before `=`)")
-    head, path = parse_target(target)
-    return head, path, parse_literal(value_text)
+# -- paths inside values --------------------------------------------------------------------------------------
 
 
 def _same_type(old: Any, new: Any) -> bool:
@@ -404,44 +216,6 @@ def _recorded(timeline: Any, step: int) -> bool:
     return True
 
 
-# -- the command line ----------------------------------------------------------------------------
-
-# `:` commands: name -> (usage, what it does). The app runs `cmd_<name>`; the help screen lists
-# these, so the list and the behaviour cannot drift apart.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "set": ("set NAME = VALUE", "stage an edit (x, obj.a[0], globals.x, messages[i], answer)"),
-    "goto": ("goto STEP", "go to a step (also g STEP, +N, -N, N%, end)"),
-    "break": ("break LINE", "toggle a breakpoint on a line (also b LINE)"),
-    "restore": ("restore", "restore from this step with the staged edits"),
-    "discard": ("discard", "drop the edits staged at this step"),
-    "write": ("write PATH", "save this step as a checkpoint file (also w PATH)"),
-    "open": ("open PATH", "open a checkpoint file of this program"),
-    "branch": ("branch ID", "switch to another branch"),
-    "search": ("search TEXT", "next step whose output, messages or names match"),
-    "why": ("why NAME", "go to the step that last wrote NAME"),
-    "frame": ("frame N", "select frame N of the call stack (0 innermost)"),
-    "approve": ("approve [VALUE]", "approve the waiting interrupt and run on"),
-    "reject": ("reject [REASON]", "reject the waiting interrupt and run on"),
-    "resolve": ("resolve VALUE", "answer the waiting interrupt with a value"),
-    "quit": ("quit", "leave the debugger (also q)"),
-}
-ALIASES = {"g": "goto", "b": "break", "w": "write", "q": "quit", "s": "set", "o": "open"}
-
-
-def parse_command(text: str) -> tuple[str, str] | None:
-    """`:goto 12` -> ("goto", "12"); `:x = 3` is `:set x = 3`; None for an empty line."""
-    text = text.strip().lstrip(":").strip()
-    if not text:
-        return None
-    name, _, rest = text.partition(" ")
-    name = ALIASES.get(name, name)
-    if name not in COMMANDS and re.match(r"[A-Za-z_][^=]*=", text):
-        return "set", text
-    if name not in COMMANDS:
-        raise SessionError(f"unknown command `{name}` (press ? for the list)")
-    return name, rest.strip()
-
-
 # -- the session ----------------------------------------------------------------------------------
 
 
@@ -468,6 +242,7 @@ class Session:
         self.last_search = ""
         self.message = ""  # why the last move stopped where it did
         self._sources: dict[str, str] = {}
+        self._typed: dict[str, dict[tuple[str, str], bool] | None] = {}
         if source is not None:
             self._sources[timeline.source_path] = source
         self._checkpoint_loader = checkpoint_loader
@@ -569,9 +344,15 @@ class Session:
         return self.edits if self.edits is not None and self.edits.step == self.step else None
 
     def variables(self) -> Variables:
-        """What the variables panel shows: the selected frame with staged edits applied."""
+        """What the variables panel shows: the selected frame with staged edits applied. At a
+        run's end (no frame left) it is the last frame's variables as they were when it ended,
+        beside the run's result."""
         state = self.state()
         frame = self.selected_frame()
+        if frame is None and state.status in ("finished", "failed") and self.step > self.first:
+            before = self.timeline.state_at(self.step - 1).frames
+            users = [f for f in before if f.kind not in USER_HIDDEN_KINDS]
+            frame = users[-1] if users else (before[-1] if before else None)
         shown = Variables(
             scope=frame.scope if frame is not None else "",
             args=dict(frame.args) if frame is not None else {},
@@ -589,6 +370,20 @@ class Session:
         elif state.status == "failed":
             shown.outcome = {"error": state.error}
         return shown
+
+    def run_status(self) -> str:
+        """The run's status at the cursor as a person means it: a recording paused on an
+        interrupt (live, or stored as interrupted) is "interrupted" at its last step, not
+        "running"."""
+        status = self.state().status
+        if status != "running" or self.step != self.last:
+            return status
+        if self.waiting_interrupt() is not None:
+            return "interrupted"
+        run = getattr(self.timeline, "run", None)
+        if self.recording is None and getattr(run, "status", None) == "interrupted":
+            return "interrupted"
+        return status
 
     def fork_step(self) -> int | None:
         """Where the branch on screen left its parent (None for branch 0)."""
@@ -643,15 +438,11 @@ class Session:
     # -- moving ----------------------------------------------------------------------------------
 
     def goto(self, step: int, reason: str = "") -> Move:
-        """Put the cursor on `step` (clamped to the run); edits staged elsewhere are dropped."""
+        """Put the cursor on `step` (clamped to the run). Staged edits stay with their step (a
+        stray key must not lose them); `restore` and `discard_edits` are the only ways out."""
         step = min(max(int(step), self.first), self.last)
         if step != self.step:
             self.frame = None
-            if self.edits is not None and self.edits.step != step:
-                if len(self.edits):
-                    dropped = f"the edits staged at step {self.edits.step} were dropped"
-                    reason = f"{reason}; {dropped}" if reason else dropped
-                self.edits = None
         self.step = step
         self.message = reason
         return Move(step, reason)
@@ -685,6 +476,33 @@ class Session:
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
         return self.goto(self.first, "start of the run")
+
+    def step_out(self, cancelled: Cancelled | None = None) -> Move:
+        """Run (in the record) until the current function returns: the first later step in a
+        caller (`depth < here`), as gdb's `finish`; the end when it never returns."""
+        depth = self.timeline.depth_at(self.step)
+        for j in range(self.step + 1, self.last + 1):
+            if self.timeline.depth_at(j) < depth:
+                return self.goto(j, f"returned from {self._scope_at(self.step)}")
+            if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                return Move(self.step, "cancelled")
+        return self.goto(self.last, "end of the run")
+
+    def reverse_step_out(self, cancelled: Cancelled | None = None) -> Move:
+        """Back to where the current function was called: the last earlier step in a caller."""
+        if self.step > self.first and self.timeline.kind_at(self.step) == "end":
+            return self.goto(self.step - 1)  # the end has no frame: back to the last statement
+        depth = self.timeline.depth_at(self.step)
+        for j in range(self.step - 1, self.first - 1, -1):
+            if self.timeline.depth_at(j) < depth:
+                return self.goto(j, f"the call of {self._scope_at(self.step)}")
+            if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                return Move(self.step, "cancelled")
+        return self.goto(self.first, "start of the run")
+
+    def _scope_at(self, step: int) -> str:
+        loc = self.timeline.location_at(step)
+        return loc.scope if loc is not None and loc.scope else "this frame"
 
     def _stop_steps(self) -> list[tuple[int, str]]:
         stops = []
@@ -902,9 +720,39 @@ class Session:
     # -- changing the past ------------------------------------------------------------------------
 
     def _staged(self) -> Edits:
-        if self.edits is None or self.edits.step != self.step:
+        self._check_edits_here()
+        if self.edits is None or not len(self.edits):
             self.edits = Edits(self.step, self._user_frame_index())
         return self.edits
+
+    def _check_edits_here(self) -> None:
+        """Refuse to act at the cursor while edits wait at another step (they would be lost)."""
+        if self.edits is not None and len(self.edits) and self.edits.step != self.step:
+            n = len(self.edits)
+            raise SessionError(
+                f"{n} edit{'s are' if n != 1 else ' is'} staged at step {self.edits.step}: "
+                f"go back (g {self.edits.step}) to restore, or :discard"
+            )
+
+    def restore_plan(self) -> str:
+        """What a restore from the cursor would run again, live: the recorded LLM and tool
+        calls after it on this branch (with a real model, they are paid for again)."""
+        later = {
+            kind: sum(1 for e in self.events(kind) if e.step >= self.step)
+            for kind in ("llm", "tool", "interrupt")
+        }
+        parts = [f"steps {self.step}..{self.last} run again, live"]
+        if later["llm"]:
+            parts.append(f"{later['llm']} LLM call{'s' if later['llm'] != 1 else ''} made again")
+        if later["tool"]:
+            parts.append(f"{later['tool']} tool call{'s' if later['tool'] != 1 else ''}")
+        if later["interrupt"]:
+            parts.append("interrupts asked again")
+        return "; ".join(parts)
+
+    def pending_edits(self) -> Edits | None:
+        """The staged edits wherever they are (None when there are none)."""
+        return self.edits if self.edits is not None and len(self.edits) else None
 
     def _user_frame_index(self) -> int:
         """The selected frame counted among user frames (what `Timeline.fork` indexes);
@@ -942,7 +790,9 @@ class Session:
     def edit_variable(
         self, kind: str | None, name: str, value: Any, path: Iterable[str | int] = ()
     ) -> str:
-        """Stage `name[path] = value`; refuse a value of another type. Returns `kind.name`."""
+        """Stage `name[path] = value`. A variable declared with a type keeps it (a value of
+        another type is refused); an untyped one takes any plain value, null included.
+        Returns `kind.name`."""
         if kind is None:
             kind = self.resolve(name)
         if kind not in ("locals", "args", "globals"):
@@ -962,14 +812,32 @@ class Session:
         where = name + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
         if json_type(old) in ("result", "function"):
             raise SessionError(f"{where} is a {json_type(old)}; only plain values can be edited")
-        if not _same_type(old, value):
+        if json_type(value) in ("result", "function"):
+            raise SessionError(f"only plain values can be set, not a {json_type(value)}")
+        typed = self._declared_with_type(kind, name)
+        if typed is not False and not _same_type(old, value):
+            why = "declared with a type" if typed else "its declaration was not found"
             raise SessionError(
                 f"{where} is a {json_type(old)}, not a {json_type(value)}: edit refused "
-                f"(type a {json_type(old)})"
+                f"({why}; type a {json_type(old)})"
             )
         staged = self._staged()
         getattr(staged, kind)[name] = _set_path(whole, path, value)
         return f"{kind}.{where}"
+
+    def _declared_with_type(self, kind: str, name: str) -> bool | None:
+        """Was `name` (of `kind`, in the selected frame) declared with a type? None when its
+        declaration cannot be found (then an edit keeps the value's type, to be safe)."""
+        frame = self.selected_frame()
+        loc = self.state().location
+        path = loc.file if loc is not None else self.source_path
+        if path not in self._typed:
+            self._typed[path] = typed_names(self.source_text(path), path)
+        table = self._typed[path]
+        if table is None:
+            return None
+        scope = "" if kind == "globals" or frame is None else frame.scope
+        return table.get((scope, name))
 
     def thread_messages(self) -> tuple[Any, ...]:
         state = self.state()
@@ -1076,6 +944,7 @@ class Session:
     def restore(self, progress: RunProgress | None = None) -> int:
         """Restore from the cursor: fork a branch with the staged edits and run it live.
         The cursor stays on the fork step, now in the new branch; returns the branch id."""
+        self._check_edits_here()
         edits = self.edits.as_dict() if self.edits is not None else {}
         edits.setdefault("frame", self._user_frame_index())
         step = self.step

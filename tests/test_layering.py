@@ -22,6 +22,8 @@ from runtime.record import format as record_format
 from runtime.vm import builtins, writelog
 
 ROOT = Path(__file__).resolve().parent.parent
+# The debugger's pure model and what it shares with the widgets: no UI library either.
+PURE = ("session.py", "commands.py", "formatting.py", "errors.py")
 UI = re.compile(r"^\s*(from|import)\s+(textual|rich)\b", re.M)
 
 LAYERS: list[tuple[str, ...]] = [
@@ -164,14 +166,14 @@ def test_every_declared_builtin_is_registered() -> None:
 def test_no_ui_import_statements_in_runtime() -> None:
     offenders = [
         str(p.relative_to(ROOT))
-        for p in [*(ROOT / "runtime").rglob("*.py"), ROOT / "debugger" / "session.py"]
+        for p in [*(ROOT / "runtime").rglob("*.py"), *(ROOT / "debugger" / m for m in PURE)]
         if p.exists() and UI.search(p.read_text(encoding="utf-8"))
     ]
     assert offenders == []
 
 
 def test_importing_the_runtime_loads_no_ui_library() -> None:
-    mods = runtime_modules() + ["debugger.session"]
+    mods = runtime_modules() + [f"debugger.{m[:-3]}" for m in PURE]
     code = (
         "import importlib, sys\n"
         f"for m in {mods!r}:\n"

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from debugger.session import describe_value
+from debugger.formatting import describe_value
 from runtime.record.views import BranchInfo
 
 

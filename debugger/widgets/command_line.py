@@ -74,7 +74,10 @@ class CommandLine(Horizontal):
         field.value = text
         field.cursor_position = len(text)
         self.add_class("-open")
-        field.focus()
+        # Focus now, not with `focus()` (which waits its turn in the app's queue): keys already
+        # queued behind the one that opened the prompt (a paste, fast typing) must land here,
+        # never on the key bindings of the widget that had focus.
+        self.screen.set_focus(field)
 
     def close(self) -> None:
         self.remove_class("-open")

@@ -1,6 +1,7 @@
 """Provides `EditScreen`: a small dialog to type a new value for a variable, a message or an
-LLM answer. It returns the text typed (None when dismissed); the app parses and checks it, so a
-wrong value is reported in the app and changes nothing."""
+LLM answer. Enter posts `EditScreen.Submitted` with the text; the app parses and stages it and
+then either closes the dialog or calls `refuse(reason)`, which keeps the dialog open with the
+text as typed and the reason under it. Escape dismisses it (None)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
@@ -31,9 +33,25 @@ class EditScreen(ModalScreen[str | None]):
         color: $text-muted;
         width: 1fr;
     }
+    EditScreen #edit-error {
+        color: $text-error;
+        width: 1fr;
+        display: none;
+    }
+    EditScreen #edit-error.-shown {
+        display: block;
+    }
     """
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel", id="edit.cancel")]
+
+    class Submitted(Message):
+        """Enter was pressed on `text`; the app answers with `dismiss()` or `refuse(reason)`."""
+
+        def __init__(self, dialog: EditScreen, text: str) -> None:
+            super().__init__()
+            self.dialog = dialog
+            self.text = text
 
     def __init__(self, title: str, value: str, hint: str) -> None:
         super().__init__()
@@ -45,6 +63,7 @@ class EditScreen(ModalScreen[str | None]):
         with Vertical():
             yield Label(self.title_text, id="edit-title")
             yield Input(self.value, id="edit-value", select_on_focus=False)
+            yield Label("", id="edit-error")
             yield Label(self.hint, classes="hint")
 
     def on_mount(self) -> None:
@@ -53,7 +72,14 @@ class EditScreen(ModalScreen[str | None]):
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(event.value)
+        self.post_message(self.Submitted(self, event.value))
+
+    def refuse(self, reason: str) -> None:
+        """Keep the dialog open with the text as typed, and say why it was not taken."""
+        error = self.query_one("#edit-error", Label)
+        error.update(reason)
+        error.add_class("-shown")
+        self.query_one(Input).focus()
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

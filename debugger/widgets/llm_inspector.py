@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from debugger.session import describe_value
+from debugger.formatting import describe_value
 
 ROLE_STYLE = {
     "system": "$text-secondary",

@@ -48,7 +48,13 @@ class StatusLine(Widget):
         edits: int = 0,
         interrupt: object = None,
         breakpoints: int = 0,
+        status: str | None = None,
+        edits_at: int | None = None,
     ) -> None:
+        """Show `state` at step k of `length`; `status` overrides the state's own (a run paused
+        on an interrupt is "interrupted" though its last step was recorded "running"); `edits_at`
+        is the step where the staged edits wait, when it is not this one."""
+        status = status or state.status
         loc = state.location
         where = f"{loc.scope}:{loc.line}" if loc is not None else "-"
         u = state.usage
@@ -68,12 +74,15 @@ class StatusLine(Widget):
         ]
         tail: list[tuple[str, str] | str] = [
             "  ",
-            (state.status, STATUS_STYLE.get(state.status, "")),
+            (status, STATUS_STYLE.get(status, "")),
         ]
         if breakpoints:
             tail += [("  ● ", "$text-error"), f"{breakpoints}"]
         if edits:
-            tail += [("  ✎ ", "bold $text-success"), f"{edits} staged (r: restore from here)"]
+            if edits_at is None:
+                tail += [("  ✎ ", "bold $text-success"), f"{edits} staged (r: restore from here)"]
+            else:
+                tail += [("  ✎ ", "bold $text-warning"), f"{edits} staged at step {edits_at}"]
         short = list(tail)
         if interrupt is not None:
             message = interrupt.get("message") if isinstance(interrupt, dict) else interrupt

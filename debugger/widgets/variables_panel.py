@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from debugger.session import describe_value, json_type
+from debugger.formatting import describe_value, json_type
 
 MAX_CHILDREN = 500  # children shown when an array or object is expanded
 

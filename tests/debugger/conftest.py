@@ -59,3 +59,9 @@ async def settle(pilot) -> None:  # noqa: ANN001 - textual.pilot.Pilot
     if any(not worker.is_finished for worker in pilot.app.workers):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+
+
+def screen_text(app) -> str:  # noqa: ANN001 - DebuggerApp (conftest imports no app)
+    """The screen as plain text, one line per row (what a person sees, without colours)."""
+    strips = app.screen._compositor.render_strips()  # noqa: SLF001
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)

@@ -233,23 +233,6 @@ async def test_edit_a_local_and_restore_from_here_makes_a_branch(calls: Session)
         assert app.query_one(OutputPanel).lines == ["counter is 5"]
 
 
-async def test_edit_of_the_wrong_type_changes_nothing(calls: Session) -> None:
-    app = DebuggerApp(calls)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        app.run_command("goto 8")
-        await settle(pilot)
-        select_variable(app, "counter")
-        await pilot.press("e")
-        await settle(pilot)
-        app.screen.query_one("Input").value = '"three"'
-        await pilot.press("enter")
-        await settle(pilot)
-        assert app.session.edits is None
-        assert any("is a number, not a string" in e for e in errors(app))
-        assert app.session.branch == 0 and len(app.session.branches()) == 1
-
-
 async def test_set_command_line(calls: Session) -> None:
     app = DebuggerApp(calls)
     async with app.run_test(size=SIZE) as pilot:

@@ -8,15 +8,9 @@ import sys
 
 import pytest
 
-from debugger.session import (
-    COMMANDS,
-    Session,
-    SessionError,
-    describe_value,
-    parse_command,
-    parse_literal,
-    parse_set_command,
-)
+from debugger.commands import COMMANDS, parse_command, parse_literal, parse_set_command
+from debugger.formatting import describe_value
+from debugger.session import Session, SessionError
 from tests.debugger.fake_timeline import sample
 
 
@@ -27,7 +21,7 @@ def session() -> Session:
 
 def test_session_imports_no_textual() -> None:
     code = (
-        "import sys, debugger.session, debugger.lexer\n"
+        "import sys, debugger.session, debugger.commands, debugger.formatting, debugger.lexer\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
         "assert not bad, bad\n"
     )
@@ -161,11 +155,18 @@ def test_edit_and_restore_forks_a_branch(session: Session) -> None:
         session.switch_branch(9)
 
 
-def test_edits_are_dropped_when_moving(session: Session) -> None:
+def test_edits_stay_with_their_step_when_moving(session: Session) -> None:
+    # a stray key after staging used to drop the edits
     session.goto(4)
     session.set_command(":set counter = 2")
     session.step_forward()
-    assert session.edits is None
+    assert session.staged() is None and session.pending_edits().step == 4
+    with pytest.raises(SessionError, match="staged at step 4"):
+        session.set_command(":set counter = 3")
+    with pytest.raises(SessionError, match="staged at step 4"):
+        session.restore()
+    session.goto(4)
+    assert session.staged().locals == {"counter": 2}
 
 
 def test_nested_message_and_answer_edits(session: Session) -> None:
@@ -251,3 +252,14 @@ def test_shown_location_and_variables_follow_the_selected_frame(session: Session
     assert session.staged() is session.edits
     session.goto(10)
     assert session.variables().outcome == {"result": None}
+
+
+def test_step_out_and_reverse_step_out(session: Session) -> None:
+    session.goto(3)  # inside add()
+    assert session.step_out().step == 4  # back in main
+    assert "returned from add" in session.message
+    session.goto(2)
+    assert session.reverse_step_out().step == 1  # the call of add
+    assert session.step_out().step == session.last  # main never returns to a caller here
+    session.goto(session.last)
+    assert session.reverse_step_out().step == session.last - 1  # the end has no frame

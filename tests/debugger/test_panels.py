@@ -1,36 +1,13 @@
-"""Pilot tests from driving the debugger as a person would: each one is a key sequence that once
-did the wrong thing (found by hand under tmux), with what should happen instead."""
+"""Pilot tests of what the panels and the status line show, each a key sequence that once showed
+the wrong thing (found by driving the debugger by hand under tmux)."""
 
 from __future__ import annotations
-
-from textual.widgets import Input
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
 from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.status_line import StatusLine
-from tests.debugger.conftest import PROGRAMS, SIZE, make_session, settle
-
-
-def screen_text(app: DebuggerApp) -> str:
-    """The screen as plain text, one line per row (what a person sees, without colours)."""
-    lines = []
-    for y in range(app.size.height):
-        strip = app.screen._compositor.render_strips()[y]  # noqa: SLF001
-        lines.append("".join(segment.text for segment in strip))
-    return "\n".join(lines)
-
-
-async def test_the_command_line_shows_what_is_typed(dice: Session) -> None:
-    # g then 12: the focused input drew its tall border in the one-row prompt, hiding the text
-    app = DebuggerApp(dice)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("g", "1", "2")
-        await settle(pilot)
-        field = app.query_one("#command-input", Input)
-        assert field.has_focus and field.styles.border_top[0] in ("", "none")
-        assert "go to step: 12" in screen_text(app)
+from tests.debugger.conftest import PROGRAMS, SIZE, make_session, screen_text, settle
 
 
 async def test_output_follows_to_the_end_after_a_jump() -> None:
@@ -72,7 +49,7 @@ async def test_a_narrow_terminal_keeps_the_interrupt_hint_and_dialogs_fit(
         await pilot.press("end")
         await settle(pilot)
         status_row = screen_text(app).splitlines()[-2]
-        assert "running" in status_row and ":approve / :reject" in status_row
+        assert "interrupted" in status_row and ":approve / :reject" in status_row
         assert app.query_one("#source").size.height >= 8  # the source keeps some room
         for key in ("question_mark", "B"):
             await pilot.press(key)
@@ -112,15 +89,43 @@ async def test_why_on_the_runs_result_is_not_a_local_of_that_name(dice: Session)
         assert any("not a variable" in n.message for n in app._notifications)
 
 
-async def test_moving_away_says_the_staged_edits_are_dropped(calls: Session) -> None:
-    # :set answer = 10, then s: the edit vanished without a word
-    app = DebuggerApp(calls)
+async def test_the_end_step_keeps_the_last_frames_locals(dice: Session) -> None:
+    # end: the variables panel showed only the run's result, the locals were gone
+    app = DebuggerApp(dice)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.run_command("goto 8")
-        app.run_command("set answer = 10")
-        await pilot.press("s")
+        await pilot.press("end")
         await settle(pilot)
-        assert app.session.edits is None
+        shown = app.session.variables()
+        assert shown.outcome is not None and shown.scope == "main"
+        assert shown.locals["counter"] == 1 and shown.locals["result"] == 5
+        text = screen_text(app)
+        assert "▼ run" in text and "counter = 1" in text and "result = 5" in text
+
+
+async def test_a_run_paused_on_an_interrupt_is_not_running(interrupted: Session) -> None:
+    # end of a run waiting on an interrupt: the status said "running"
+    app = DebuggerApp(interrupted)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
         status = str(app.query_one(StatusLine).content)
-        assert "edits staged at step 8 were dropped" in status
+        assert "interrupted" in status and "running" not in status
+        await pilot.press("home")
+        await settle(pilot)
+        assert "running" in str(app.query_one(StatusLine).content)
+
+
+async def test_a_failed_go_to_clears_the_last_moves_reason(dice: Session) -> None:
+    # end, then g 999: "— end of the run" stayed beside the error, as if the go-to had moved
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert "end of the run" in str(app.query_one(StatusLine).content)
+        app.run_command("goto 999")
+        await settle(pilot)
+        assert "end of the run" not in str(app.query_one(StatusLine).content)
+        assert any("outside the run" in n.message for n in app._notifications)
