@@ -23,14 +23,14 @@ PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 def case_ids() -> list[tuple[str, int]]:
     """(suite file name, test index) of every test that is not skipped."""
     out = []
-    for path in sorted(PROGRAMS.glob("*.test.json")):
+    for path in sorted(PROGRAMS.rglob("*.test.json")):
         try:
             suite = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
         for i, test in enumerate(suite.get("tests") or []):
             if not test.get("skip"):
-                out.append((path.name, i))
+                out.append((path.relative_to(PROGRAMS).as_posix(), i))
     return out
 
 
@@ -73,7 +73,7 @@ def load(suite: str, index: int) -> Case:
     path = PROGRAMS / suite
     spec = json.loads(path.read_text(encoding="utf-8"))
     test = spec["tests"][index]
-    source = path.parent / (spec.get("sourceFile") or f"{suite[: -len('.test.json')]}.agency")
+    source = path.parent / (spec.get("sourceFile") or f"{path.name[: -len('.test.json')]}.agency")
     try:
         program = load_program(source)
         args, named = evaluate_input(test.get("input", "") or "")

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
-SUITES = sorted(PROGRAMS.glob("*.test.json"))
+SUITES = sorted(PROGRAMS.rglob("*.test.json"))  # grouped in folders by feature
 SUMMARY = re.compile(r"^(\d+) passed, 0 failed\b")
 
 
@@ -30,7 +30,11 @@ def test_suites_found() -> None:
     assert len(SUITES) >= 90, f"expected at least 90 conformance suites in {PROGRAMS}"
 
 
-@pytest.mark.parametrize("suite", SUITES, ids=[p.name.removesuffix(".test.json") for p in SUITES])
+@pytest.mark.parametrize(
+    "suite",
+    SUITES,
+    ids=[p.relative_to(PROGRAMS).as_posix().removesuffix(".test.json") for p in SUITES],
+)
 def test_program(suite: Path) -> None:
     from debugger.cli import cli
 
