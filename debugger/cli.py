@@ -373,10 +373,7 @@ def run(
 
     from runtime.llm.registry import config_of
     from runtime.record.sqlite_store import SQLiteStore, default_db_path
-    from runtime.runs.journal import StoreJournal
-    from runtime.runs.processes import mark_running
-    from runtime.runs.recording import start_run
-    from runtime.runs.stopping import GracefulStop, mark_stopped, recording_answers
+    from runtime.runs.recording import run_recorded
 
     store = SQLiteStore(db or default_db_path())
     run_config = dict(config_of(model))
@@ -385,38 +382,23 @@ def run(
         run_config["mocks"] = config.mocks
     if checkpoint_file:  # re-execution from the record starts at the node, not at the checkpoint
         run_config["from_checkpoint"] = str(Path(checkpoint_file).resolve())
-    rec = start_run(program, machine, store, run_config)
-    # The process and the working directory: a killed run shows as interrupted; resume and
-    # replay work in the same directory wherever they are started.
-    mark_running(store, rec.run_id, machine.world.root, program)
-    machine.journal = StoreJournal(store, rec.run_id)
-    click.echo(f"agency: recording run {rec.run_id} (agency show {rec.run_id})", err=True)
-    stop = GracefulStop(machine)
-    crash: BaseException | None = None  # what ended the run early, besides Ctrl-C
+
+    def announce(run_id: str) -> None:
+        click.echo(f"agency: recording run {run_id} (agency show {run_id})", err=True)
+
     try:
-        with stop:
-            drive(machine, stop.answer(recording_answers(answer, store, rec.run_id, machine)))
-    except KeyboardInterrupt:
-        stop.requested = True  # the second Ctrl-C: stopped mid-step; resume redoes the step
-    except Exception as exc:  # `| head` closed stdout, or a bug: keep the record resumable
-        crash = exc
-    try:
-        rec.recorder.finish()
-    except Exception as exc:
-        crash = crash or exc
-    try:
-        if stop.stopped():
-            mark_stopped(store, rec.run_id, "stopped by Ctrl-C")
-        elif crash is not None:
-            mark_stopped(store, rec.run_id, stopped_because(crash))
+        outcome = run_recorded(
+            program, machine, store, run_config, answer, announce=announce, why=stopped_because
+        )
     finally:
         store.close()
+    crash, rec_id = outcome.crash, outcome.run_id
     if crash is not None:
         raise crash
-    if stop.stopped():
+    if outcome.stopped:
         click.echo(
             f"agency: stopped at step {machine.step_index} (Ctrl-C); the run is saved as "
-            f"interrupted: continue it with `agency resume {rec.run_id}`",
+            f"interrupted: continue it with `agency resume {rec_id}`",
             err=True,
         )
         sys.exit(EXIT_STOPPED)

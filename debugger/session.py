@@ -1149,6 +1149,6 @@ class _RecordedModel:
         self.timeline = timeline
 
     def make_model(self) -> Any:
-        from runtime.runs.fork import _live_model
+        from runtime.runs.fork import live_model
 
-        return _live_model(self.timeline)
+        return live_model(self.timeline)

@@ -1,0 +1,46 @@
+"""agency-debugger's runtime: the Agency language, its machine, recorded runs and their stores.
+
+The public API is `runtime.api`, re-exported here: `run_program`, `open_store`, `Store`, `Run`,
+`Timeline`, `State`, `Checkpoint`, `continue_from`, `resume`, `replay`. It is loaded on first
+use, so importing one inner module (say `runtime.errors`) does not load the whole runtime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.api import (
+        Checkpoint,
+        Replayed,
+        Run,
+        State,
+        Store,
+        Timeline,
+        continue_from,
+        open_store,
+        replay,
+        resume,
+        run_program,
+    )
+
+__all__ = [
+    "Checkpoint",
+    "Replayed",
+    "Run",
+    "State",
+    "Store",
+    "Timeline",
+    "continue_from",
+    "open_store",
+    "replay",
+    "resume",
+    "run_program",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module("runtime.api"), name)
+    raise AttributeError(f"module 'runtime' has no attribute {name!r}")

@@ -319,7 +319,7 @@ def fork(
     apply_edits(m, edits)
     # After the fork, model calls continue live: the recorded answers are used up, and a
     # scripted queue goes on from where the original run had got to.
-    live = _live_model(tl)
+    live = live_model(tl)
     replay = m.model
     if isinstance(replay, ReplayModel):
         if live is not None and hasattr(live, "position"):
@@ -345,7 +345,7 @@ def fork(
     return Timeline(tl.store, tl.run_id, branch, tl.program, tl.locations)
 
 
-def _live_model(tl: record.Timeline, strict: bool = False) -> Any:
+def live_model(tl: record.Timeline, strict: bool = False) -> Any:
     """The model the run was recorded with, live (its base URL too). A model that cannot be
     made (no API key now) is the simulated one, or, with `strict` (resume), the error."""
 

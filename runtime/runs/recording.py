@@ -12,9 +12,11 @@ from runtime.language.bytecode import CompiledProgram
 from runtime.llm.registry import config_of
 from runtime.record.store import MemoryStore, RunMeta, RunStore
 from runtime.runs.fork import Timeline
-from runtime.runs.processes import process_meta
+from runtime.runs.journal import StoreJournal
+from runtime.runs.processes import mark_running, process_meta
 from runtime.runs.recorder import Recorder, location_table, public_base_url
 from runtime.runs.runner import drive, new_machine
+from runtime.runs.stopping import GracefulStop, mark_stopped, recording_answers
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
 
@@ -133,3 +135,56 @@ def record_machine(
     finally:
         rec.recorder.finish()
     return rec
+
+
+@dataclass
+class Outcome:
+    """How a recorded run ended: `stopped` by Ctrl-C, or `crash`ed (a closed pipe, a bug), else
+    finished, failed or waiting on an interrupt as `machine.status` says."""
+
+    machine: Machine
+    run_id: str
+    stopped: bool = False
+    crash: BaseException | None = None
+
+
+def run_recorded(
+    program: CompiledProgram,
+    machine: Machine,
+    store: RunStore,
+    config: dict[str, Any],
+    answer: Callable[[Any], Any] | None = None,
+    *,
+    announce: Callable[[str], None] | None = None,
+    stop_notice: bool = True,
+    why: Callable[[BaseException], str] = str,
+) -> Outcome:
+    """Record `machine` (built for `program`) as a new run in `store` and drive it to its end.
+
+    The run notes its process and working directory (a killed run shows as interrupted; resume
+    and replay work in the same directory), journals its effects durably, records the answers
+    given to interrupts, and stops cleanly on Ctrl-C (resumable). `announce` hears the run id
+    first. The caller closes the store."""
+    rec = start_run(program, machine, store, config)
+    mark_running(store, rec.run_id, machine.world.root, program)
+    machine.journal = StoreJournal(store, rec.run_id)
+    if announce is not None:
+        announce(rec.run_id)
+    stop = GracefulStop(machine, notice=stop_notice)
+    crash: BaseException | None = None
+    try:
+        with stop:
+            drive(machine, stop.answer(recording_answers(answer, store, rec.run_id, machine)))
+    except KeyboardInterrupt:
+        stop.requested = True  # the second Ctrl-C: stopped mid-step; resume redoes the step
+    except Exception as exc:  # `| head` closed stdout, or a bug: keep the record resumable
+        crash = exc
+    try:
+        rec.recorder.finish()
+    except Exception as exc:
+        crash = crash or exc
+    if stop.stopped():
+        mark_stopped(store, rec.run_id, "stopped by Ctrl-C")
+    elif crash is not None:
+        mark_stopped(store, rec.run_id, why(crash))
+    return Outcome(machine, rec.run_id, stop.stopped(), crash)

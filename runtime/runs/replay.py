@@ -15,8 +15,8 @@ from runtime.runs.fork import (
     DecisionFeed,
     RouteAll,
     Timeline,
-    _live_model,
     counts_calls,
+    live_model,
     recorded_effects,
 )
 from runtime.runs.journal import StoreJournal
@@ -212,7 +212,7 @@ class _Replay:
         m.check_effect = None  # type: ignore[attr-defined]
         m.on_step = None
         m.on_event = None
-        live = _live_model(self.tl)
+        live = live_model(self.tl)
         if hasattr(live, "position"):
             live.position = self.position
         m.model = live

@@ -19,7 +19,7 @@ from runtime.runs.config import config_differences, current_config, program_of
 from runtime.runs.fork import (
     RouteAll,
     Timeline,
-    _live_model,
+    live_model,
     machine_at,
     recorded_answers,
 )
@@ -162,7 +162,7 @@ def resume_run(
     if live is None:
         # The recorded model, on the recorded server; one that cannot be made now (no API key)
         # is an error, never silently another model.
-        live = _live_model(tl, strict=True)
+        live = live_model(tl, strict=True)
         if not force:
             differences = config_differences(recorded, dict(config_of(live)))
             if differences:
