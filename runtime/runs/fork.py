@@ -225,12 +225,12 @@ def machine_at(
         model=ReplayModel(recorded_answers(tl, step), like=dict(run.config or {}) if run else None),
         world=World(quiet=True),
     )
-    m.model_cache = RouteAll(m.model)  # type: ignore[attr-defined]
+    m.host.models = RouteAll(m.model)
     m.replaying = True
-    m.journal = journal
+    m.host.journal = journal
     m.run_id = tl.run_id
     m.branch = tl.branch
-    m.recorded_effects = recorded_effects(tl)  # type: ignore[attr-defined]
+    m.host.recorded = recorded_effects(tl)
     decisions = DecisionFeed(tl)
     decisions.attach(m)
     target = min(step, len(tl) - 1)
@@ -256,7 +256,7 @@ def machine_at(
         )
     m.replaying = False
     m.on_event = None
-    m.model_cache = {}  # type: ignore[attr-defined]
+    m.host.models = {}
     return m
 
 

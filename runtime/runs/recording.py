@@ -167,7 +167,7 @@ def run_recorded(
     first. The caller closes the store."""
     rec = start_run(program, machine, store, config)
     mark_running(store, rec.run_id, machine.world.root, program)
-    machine.journal = StoreJournal(store, rec.run_id)
+    machine.host.journal = StoreJournal(store, rec.run_id)
     if announce is not None:
         announce(rec.run_id)
     stop = GracefulStop(machine, notice=stop_notice)

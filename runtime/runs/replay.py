@@ -207,16 +207,16 @@ class _Replay:
 
     def go_live(self, m: Machine) -> None:
         m.replaying = False
-        m.journal = None  # the program went its own way: its effects are its own now
-        m.recorded_effects = None  # type: ignore[attr-defined]
-        m.check_effect = None  # type: ignore[attr-defined]
+        m.host.journal = None  # the program went its own way: its effects are its own now
+        m.host.recorded = None
+        m.host.check_effect = None
         m.on_step = None
         m.on_event = None
         live = live_model(self.tl)
         if hasattr(live, "position"):
             live.position = self.position
         m.model = live
-        m.model_cache = {}  # type: ignore[attr-defined]
+        m.host.models = {}
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -411,15 +411,15 @@ def replay_run(
         model=_Checker(replay, dict(run.config or {})),
         world=world,
     )
-    m.model_cache = RouteAll(m.model)  # type: ignore[attr-defined]
+    m.host.models = RouteAll(m.model)
     world.machine = m
     replay.m = m
     m.replaying = True
     m.run_id = run.id
     m.branch = 0
-    m.journal = StoreJournal(store, run.id, 0)
-    m.recorded_effects = replay.effects  # type: ignore[attr-defined]
-    m.check_effect = replay.check_effect  # type: ignore[attr-defined]
+    m.host.journal = StoreJournal(store, run.id, 0)
+    m.host.recorded = replay.effects
+    m.host.check_effect = replay.check_effect
     decisions = DecisionFeed(tl)
     decisions.attach(m)
     m.on_step = replay.on_step

@@ -48,7 +48,7 @@ class _Handover:
         self.model = str(getattr(live, "model", ""))
         if hasattr(live, "position"):
             self.position = served
-        machine.model_cache = RouteAll(self) if answers else {}  # type: ignore[attr-defined]
+        machine.host.models = RouteAll(self) if answers else {}
 
     def config(self) -> dict[str, Any]:
         return config_of(self.live)
@@ -72,7 +72,7 @@ class _Handover:
             if hasattr(self.live, "position"):
                 self.position = self.served
             if self.index == len(self.answers):
-                self.m.model_cache = {}  # type: ignore[attr-defined]
+                self.m.host.models = {}
             return answer
         live = self.live
         if hasattr(live, "position"):
@@ -183,7 +183,7 @@ def resume_run(
         recorded_root = (run.meta or {}).get("cwd")
         root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
     m.world = World(root=root, quiet=quiet)
-    m.journal = journal
+    m.host.journal = journal
     store.truncate_after(run.id, 0, step)
     if problems:  # forced: the run goes on with the new program / model
         fields: dict[str, Any] = {"source_sha256": program.sha256}

@@ -35,7 +35,7 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.state import Decoder, Encoder
@@ -46,14 +46,6 @@ if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
 EFFECT_LOCAL = "__effect"  # a destructive def's frame local holding its effect key
-
-
-class EffectJournal(Protocol):
-    """Durable storage of effects (the run store); `put` must be durable when it returns."""
-
-    def get(self, key: str) -> dict[str, Any] | None: ...
-
-    def put(self, key: str, entry: dict[str, Any]) -> None: ...
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -89,20 +81,16 @@ def effect_key(m: Machine) -> str:
     return key
 
 
-def _journal(m: Machine) -> Any:
-    return getattr(m, "journal", None)
-
-
 def lookup(m: Machine, key: str) -> dict[str, Any] | None:
     """The applied entry for `key`: this process's own, the durable journal's, or (while
     re-executing) the record's."""
     entry = m.effects.get(key)
-    journal = _journal(m)
+    journal = m.host.journal
     if entry is None and journal is not None:
         entry = journal.get(key)
     if entry is not None and entry.get("status") == "applied":
         return dict(entry)
-    recorded = getattr(m, "recorded_effects", None)
+    recorded = m.host.recorded
     if recorded and m.replaying:
         entry = recorded.get(short_key(key))
         if entry is not None and "result" in entry:
@@ -117,7 +105,7 @@ def short_key(key: str) -> str:
 
 
 def _check(m: Machine, key: str, kind: str, args: dict[str, Any]) -> None:
-    check = getattr(m, "check_effect", None)
+    check = m.host.check_effect
     if check is not None:
         check(m, key, kind, args)
 
@@ -131,7 +119,7 @@ def _record(m: Machine, key: str, kind: str, args: dict[str, Any], result: Any) 
         "result": pack(result),
     }
     m.effects[key] = entry
-    journal = _journal(m)
+    journal = m.host.journal
     if journal is not None:
         journal.put(key, entry)
 
@@ -159,7 +147,7 @@ def perform(
         )
         return unpack(entry.get("result"))
     if m.replaying:
-        recorded = (getattr(m, "recorded_effects", None) or {}).get(short_key(key))
+        recorded = (m.host.recorded or {}).get(short_key(key))
         if recorded is not None and "error" in recorded:
             raise AgencyRuntimeError(str(recorded["error"]))
         m.event(
@@ -168,8 +156,8 @@ def perform(
             {"key": key, "kind": kind, "args": args, "skipped": True},
         )
         return True
-    journal = _journal(m)
-    if journal is not None and getattr(journal, "in_doubt", False):
+    journal = m.host.journal
+    if journal is not None and journal.in_doubt:
         # The first effect after a resume that the journal does not know: the crashed process
         # may have performed it just before it died. Its postcondition says.
         journal.in_doubt = False
@@ -204,7 +192,7 @@ def observe(m: Machine, kind: str, args: dict[str, Any], act: Callable[[], Any])
     key = effect_key(m)
     if m.replaying:
         _check(m, key, kind, args)
-        recorded = getattr(m, "recorded_effects", None) or {}
+        recorded = m.host.recorded or {}
         entry = recorded.get(short_key(key))
         if entry is not None:
             if "error" in entry:

@@ -212,17 +212,13 @@ def model_for(m: Machine, requested: Any) -> Any:
     """The model that answers a call whose options name `requested` (`{model: "openai/gpt-4o"}`).
 
     The option wins over the run's model; another provider's model is resolved once per run and
-    kept in `m.model_cache`. Scripted, simulated and replayed runs keep their own model (see
+    kept in the host's `models`. Scripted, simulated and replayed runs keep their own model (see
     `registry.route_model`). Raises `AgencyError` for an unknown provider or a missing key.
     """
 
     if not isinstance(requested, str) or not requested.strip():
         return m.model
-    cache: dict[str, Any] | None = getattr(m, "model_cache", None)
-    if cache is None:
-        cache = {}
-        setattr(m, "model_cache", cache)  # noqa: B010 - set lazily: few runs name a model
-    return route_model(m.model, requested.strip(), cache)
+    return route_model(m.model, requested.strip(), m.host.models)
 
 
 def _summary(completion: Any, value: Any) -> str:

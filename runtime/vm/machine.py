@@ -32,6 +32,7 @@ from runtime.vm.frames import (
     RestoreSignal,
     TailCall,
 )
+from runtime.vm.host import Host
 from runtime.vm.link import link
 from runtime.vm.values import (
     JSArray,
@@ -119,7 +120,7 @@ class Machine:
         self.stop_on_debugger = False
         self.stopped_by: str | None = None
         self.replaying = False  # re-executing from a record: effects are not performed
-        self.journal: Any = None  # durable effect journal (the run store), when recording
+        self.host = Host()  # journal, recorded effects, model routing: set by whoever runs it
         # Recording
         self.wlog: list[Any] | None = None
         self.rec: Any = None  # the recorder, which encodes containers as they are written

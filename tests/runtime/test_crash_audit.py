@@ -92,7 +92,7 @@ def test_a_run_killed_before_its_first_step_was_stored_resumes(tmp_path: Path, s
         machine = new_machine(program, RunConfig(model_spec="sim", root=str(tmp_path), quiet=True))
         rec = start_run(program, machine, store, {"provider": "sim", "model": "sim", "spec": "sim"})
         mark_running(store, rec.run_id, tmp_path, program)
-        machine.journal = StoreJournal(store, rec.run_id)
+        machine.host.journal = StoreJournal(store, rec.run_id)
         if steps:
             machine.step(steps)  # the first write happened; its step never reached the store
             store.flush()

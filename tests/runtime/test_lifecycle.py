@@ -168,7 +168,7 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run_for_every_conformance
         if cfg.mocks is not None:
             run_config["mocks"] = cfg.mocks
         rec = start_run(program, machine, store, run_config)
-        machine.journal = StoreJournal(store, rec.run_id)
+        machine.host.journal = StoreJournal(store, rec.run_id)
         answer = answers()
         while machine.step_index < point and not machine.done:
             machine.step(point - machine.step_index)
@@ -578,7 +578,7 @@ def _crash_after(program: Any, store: Any, root: Path, steps: int) -> str:
     machine = new_machine(program, RunConfig(model_spec="sim", root=str(root), quiet=True))
     rec = start_run(program, machine, store, {"provider": "sim", "model": "sim", "spec": "sim"})
     mark_running(store, rec.run_id, root, program)
-    machine.journal = StoreJournal(store, rec.run_id)
+    machine.host.journal = StoreJournal(store, rec.run_id)
     machine.step(steps)
     store.flush()
     machine.wlog = None  # the process is gone: nothing more is recorded

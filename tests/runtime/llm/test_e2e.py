@@ -142,7 +142,7 @@ def record(source: str, store: RunStore, **config: Any) -> Recording:
 
 
 def close_models(rec: Recording) -> None:
-    for model in [rec.machine.model, *getattr(rec.machine, "model_cache", {}).values()]:
+    for model in [rec.machine.model, *rec.machine.host.models.values()]:
         close = getattr(model, "close", None)
         if close is not None:
             close()
@@ -399,7 +399,7 @@ def test_a_call_can_choose_its_model(clean_env: pytest.MonkeyPatch) -> None:
         ]
         assert seen == [("user", "first"), ("assistant", "A"), ("user", "second")]
         # The other provider's model is made once and kept for the run.
-        assert list(rec.machine.model_cache) == ["anthropic/claude-sonnet-4-5"]
+        assert list(rec.machine.host.models) == ["anthropic/claude-sonnet-4-5"]
         step_back_through(rec.timeline, [oa, an])
     calls = store.llm_calls(rec.run_id)
     assert [(c.provider, c.model) for c in calls] == [
