@@ -1,6 +1,6 @@
 """Whole-machine snapshots round-trip at every step boundary of every conformance program.
 
-For each (non-skipped) test in tests/programs/*.test.json the program first runs straight through;
+For each (non-skipped) test in tests/programs/**/*.test.json the program first runs straight through;
 then, for step boundaries k, a fresh machine is stepped until k steps have started, snapshotted,
 sent through `json.dumps`/`json.loads`, rebuilt with a fresh model and run to the end. The rebuilt
 run must end exactly like the straight one: same status, result, error and full printed output.
@@ -10,7 +10,7 @@ snapshot share one, so a program that reads back a file it wrote before k sees i
 
 Sampling: every k in 0..N (N = steps of the straight run) when N <= 200, else `SAMPLES` evenly
 spaced k including 0, N-1 and N. Each k replays the prefix from scratch, so a long program costs
-O(samples * N); the conformance set's longest (decl_recursion, ~4000 steps) stays under a second.
+O(samples * N); the conformance set's longest (declarations/recursion, ~4000 steps) stays under a second.
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ class Case:
 
 def _collect() -> list[Case]:
     cases = []
-    for suite_path in sorted(PROGRAMS.glob("*.test.json")):
+    for suite_path in sorted(PROGRAMS.rglob("*.test.json")):
         suite = json.loads(suite_path.read_text(encoding="utf-8"))
-        name = suite_path.name.removesuffix(".test.json")
-        source = suite_path.parent / (suite.get("sourceFile") or f"{name}.agency")
+        name = suite_path.relative_to(PROGRAMS).as_posix().removesuffix(".test.json")
+        source = suite_path.parent / (suite.get("sourceFile") or f"{suite_path.name[:-10]}.agency")
         tests = suite["tests"]
         for i, test in enumerate(tests):
             if test.get("skip"):
