@@ -93,6 +93,13 @@ class _Loop:
     block_depth: int  # len(self.blocks) when the loop started
 
 
+@dataclass(slots=True)
+class _Arm:
+    ends: list[int]  # jumps to the end of the match
+    block_depth: int  # len(self.blocks) when the match started
+    as_stmt: bool
+
+
 class FunctionCompiler:
     """Compiles one function body to a Code."""
 
@@ -116,6 +123,8 @@ class FunctionCompiler:
         # A handler body's view of the enclosing function's variables (read and written in
         # the frame that opened the `handle` block, like a JavaScript closure).
         self.outer: set[str] = set()
+        # Open match arms: a `return` inside one yields the match's value (see `match`).
+        self.arms: list[_Arm] = []
 
     # -- emission -------------------------------------------------------------------------
 
@@ -222,6 +231,8 @@ class FunctionCompiler:
             self.var_decl(s)  # type: ignore[arg-type]
         elif t is A.Assign:
             self.assign(s)  # type: ignore[arg-type]
+        elif t is A.Return and self.arms:
+            self.arm_return(s)  # type: ignore[arg-type]
         elif t is A.Return:
             if self.is_module:
                 self.error("`return` outside a function", s.span)
@@ -327,7 +338,12 @@ class FunctionCompiler:
             and 1 <= len(it.args) <= 2
             and all(a.name is None and not a.spread for a in it.args)
             and s.second is None
+            and s.pattern is None
         )
+        var = s.var
+        if s.pattern is not None:
+            var = self.new_hidden("fv")
+            self.locals.add(var)
         slot = self.new_hidden("it")
         if is_range:
             args = it.args  # type: ignore[union-attr]
@@ -346,7 +362,10 @@ class FunctionCompiler:
         if is_range:
             nxt = self.emit(RANGE_NEXT, (None, slot, s.var))
         else:
-            nxt = self.emit(ITER_NEXT, (None, slot, s.var, s.second))
+            nxt = self.emit(ITER_NEXT, (None, slot, var, s.second))
+        if s.pattern is not None:
+            self.emit(LOAD_LOCAL, var)
+            self.destructure(s.pattern, s.span)
         loop = self.loop_body(s.body, path + ".body", top)
         self.emit(JUMP, top)
         self.patch(nxt)
@@ -361,12 +380,16 @@ class FunctionCompiler:
         if type(s.target) is A.PBind:
             self.store_name(s.target.name, s.span, declaring=True)
         else:
-            names: set[str] = set()
-            pattern_names(s.target, names)
-            order = sorted(names)
-            self.emit(DESTRUCTURE, (s.target, tuple(order)))
-            for name in reversed(order):
-                self.store_name(name, s.span, declaring=True)
+            self.destructure(s.target, s.span)
+
+    def destructure(self, target: A.Pattern, span: A.Span) -> None:
+        """Bind the names of `target` from the value on top of the stack (consumed)."""
+        names: set[str] = set()
+        pattern_names(target, names)
+        order = sorted(names)
+        self.emit(DESTRUCTURE, (target, tuple(order)))
+        for name in reversed(order):
+            self.store_name(name, span, declaring=True)
 
     def check_not_constant(self, name: str, span: A.Span) -> None:
         local = name in self.locals and not self.is_module
@@ -558,6 +581,8 @@ class FunctionCompiler:
             self.list_comp(e)  # type: ignore[arg-type]
         elif t is A.Match:
             self.match(e, "", as_stmt=False)  # type: ignore[arg-type]
+        elif t is A.Is:
+            self.is_expr(e)  # type: ignore[arg-type]
         else:
             self.error(f"unsupported expression {t.__name__}", e.span)
             self.emit(CONST, None)
@@ -697,11 +722,23 @@ class FunctionCompiler:
 
     def list_comp(self, e: A.ListComp) -> None:
         """`[f(x) for x in xs if c]`; `x` is the comprehension's own (a hidden local), so it
-        neither changes nor declares a variable `x` of the function."""
-        var = self.new_hidden(f"lc_{e.var}_")
+        neither changes nor declares a variable `x` of the function. So are `i` in
+        `for x, i in xs` and the names of a pattern binder (`for {name} in people`)."""
+        binders: set[str] = set()
+        if e.pattern is not None:
+            pattern_names(e.pattern, binders)
+        else:
+            binders.add(e.var)
+        if e.second is not None:
+            binders.add(e.second)
+        saved = {name: self.renames.get(name) for name in binders}
+        for name in sorted(binders):
+            hidden = self.new_hidden(f"lc_{name}_")
+            self.locals.add(hidden)
+            self.renames[name] = hidden
+        var = self.renames[e.var] if e.pattern is None else self.new_hidden("lc_item")
         self.locals.add(var)
-        outer = self.renames.get(e.var)
-        self.renames[e.var] = var
+        second = self.renames[e.second] if e.second is not None else None
         out = self.new_hidden("lc")
         self.emit(BUILD_ARRAY, 0)
         self.emit(STORE_LOCAL, out)
@@ -709,7 +746,15 @@ class FunctionCompiler:
         self.expr(e.iterable)
         self.emit(ITER_INIT, slot)
         top = self.here()
-        nxt = self.emit(ITER_NEXT, (None, slot, var, None))
+        nxt = self.emit(ITER_NEXT, (None, slot, var, second))
+        if e.pattern is not None:
+            order: set[str] = set()
+            pattern_names(e.pattern, order)
+            names = sorted(order)
+            self.emit(LOAD_LOCAL, var)
+            self.emit(DESTRUCTURE, (e.pattern, tuple(names)))
+            for name in reversed(names):
+                self.emit(STORE_LOCAL, self.renames[name])
         if e.cond is not None:
             self.expr(e.cond)
             self.emit(JUMP_IF_FALSE, top)
@@ -720,26 +765,53 @@ class FunctionCompiler:
         self.patch(nxt)
         self.emit(LOAD_LOCAL, out)
         self.locals.add(out)
-        if outer is None:
-            del self.renames[e.var]
-        else:
-            self.renames[e.var] = outer
+        for name, outer in saved.items():
+            if outer is None:
+                del self.renames[name]
+            else:
+                self.renames[name] = outer
 
     def match(self, m: A.Match, path: str, as_stmt: bool) -> None:
+        """Arms are tried in order: pattern (MATCH on the subject, kept in a hidden local so
+        it is evaluated once), then the guard. A `return` in an arm's body (at any depth)
+        yields the match's value; a statement match drops it and carries on after it.
+
+        The head form `match (x is P) { cond => … }` matches `x` against `P` once, binding its
+        names for every arm; when `x` does not match, the enclosing function returns a
+        failure."""
         subject = self.new_hidden("m")
         self.locals.add(subject)
-        self.expr(m.subject)
-        self.emit(STORE_LOCAL, subject)
-        ends = []
-        for i, arm in enumerate(m.arms):
+        if m.head and type(m.subject) is A.Is:
+            head = m.subject
+            self.expr(head.value)
+            self.emit(STORE_LOCAL, subject)
             self.emit(LOAD_LOCAL, subject)
-            names: set[str] = set()
-            pattern_names(arm.pattern, names)
-            order = tuple(sorted(names))
-            self.emit(MATCH, (arm.pattern, order))
-            nxt = self.emit(JUMP_IF_FALSE, None)
-            for name in reversed(order):
-                self.store_name(name, arm.span)
+            mismatch = self.match_pattern(head.pattern, head.span)
+            matched = self.emit(JUMP, None)
+            self.patch(mismatch)
+            self.emit(CONST, FuncRef("failure"))
+            self.emit(CONST, "the value did not match the pattern of `match (… is …)`")
+            self.emit(CALL, 1)
+            self.emit(RETURN)
+            self.patch(matched)
+        else:
+            self.expr(m.subject)
+            self.emit(STORE_LOCAL, subject)
+        arm_ctx = _Arm([], len(self.blocks), as_stmt)
+        for i, arm in enumerate(m.arms):
+            nexts: list[int] = []
+            if type(arm.pattern) is A.PValue:
+                self.emit(LOAD_LOCAL, subject)
+                self.expr(arm.pattern.expr)
+                self.emit(BINARY, "==")
+                nexts.append(self.emit(JUMP_IF_FALSE, None))
+            elif type(arm.pattern) is not A.PWildcard:
+                self.emit(LOAD_LOCAL, subject)
+                nexts.append(self.match_pattern(arm.pattern, arm.span))
+            if arm.guard is not None:
+                self.expr(arm.guard)
+                nexts.append(self.emit(JUMP_IF_FALSE, None))
+            self.arms.append(arm_ctx)
             if type(arm.body) is A.Block:
                 self.block(arm.body, f"{path}.arm{i}" if path else f"arm{i}")
                 if not as_stmt:
@@ -748,9 +820,46 @@ class FunctionCompiler:
                 self.expr(arm.body)  # type: ignore[arg-type]
                 if as_stmt:
                     self.emit(POP)
-            ends.append(self.emit(JUMP, None))
-            self.patch(nxt)
+            self.arms.pop()
+            arm_ctx.ends.append(self.emit(JUMP, None))
+            for j in nexts:
+                self.patch(j)
         if not as_stmt:
             self.emit(CONST, None)
-        for j in ends:
+        for j in arm_ctx.ends:
             self.patch(j)
+
+    def match_pattern(self, pattern: A.Pattern, span: A.Span) -> int:
+        """MATCH the value on top of the stack (consumed) and bind the pattern's names.
+        Returns the JUMP_IF_FALSE taken on a mismatch, for the caller to patch."""
+        names: set[str] = set()
+        pattern_names(pattern, names)
+        order = tuple(sorted(names))
+        self.emit(MATCH, (pattern, order))
+        jf = self.emit(JUMP_IF_FALSE, None)
+        for name in reversed(order):
+            self.store_name(name, span)
+        return jf
+
+    def arm_return(self, s: A.Return) -> None:
+        """`return e` inside a match arm: the arm's (and the match's) value is `e`."""
+        arm = self.arms[-1]
+        if s.value is None:
+            self.emit(CONST, None)
+        else:
+            self.expr(s.value)
+        self.close_blocks(arm.block_depth)
+        if arm.as_stmt:
+            self.emit(POP)
+        arm.ends.append(self.emit(JUMP, None))
+
+    def is_expr(self, e: A.Is) -> None:
+        """`x is P`: true or false; on a match the pattern's names are assigned (so
+        `if (r is success(v)) { … v … }` and `while (…)` see them)."""
+        self.expr(e.value)
+        mismatch = self.match_pattern(e.pattern, e.span)
+        self.emit(CONST, True)
+        end = self.emit(JUMP, None)
+        self.patch(mismatch)
+        self.emit(CONST, False)
+        self.patch(end)

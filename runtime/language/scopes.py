@@ -37,7 +37,10 @@ def declared_names(
         elif t is A.While:
             stack.extend([n.cond, n.body])
         elif t is A.ForIn:
-            out.add(n.var)
+            if n.pattern is not None:
+                pattern_names(n.pattern, out)
+            elif n.var:
+                out.add(n.var)
             if n.second:
                 out.add(n.second)
             stack.extend([n.iterable, n.body])
@@ -56,6 +59,20 @@ def declared_names(
             for arm in n.arms:
                 pattern_names(arm.pattern, out)
                 stack.append(arm.body)
+                stack.append(arm.guard)
+        elif t is A.Is:
+            pattern_names(n.pattern, out)
+            stack.append(n.value)
+        elif t is A.ArrayLit:
+            stack.extend(n.items)
+        elif t is A.ObjectLit:
+            stack.extend(getattr(e, "value", None) for e in n.entries)
+        elif t in (A.Member, A.Index):
+            stack.append(n.obj)
+        elif t is A.Template:
+            stack.extend(x for x in n.parts if not isinstance(x, str))
+        elif t is A.Spread:
+            stack.append(n.value)
         elif t is A.ListComp:  # its variable is its own (see `list_comp`)
             stack.extend([n.element, n.iterable, n.cond])
         elif t in (A.Binary, A.Logical):
@@ -117,5 +134,9 @@ def pattern_names(p: A.Pattern, out: set[str]) -> None:
             pattern_names(item, out)
         if p.rest:  # type: ignore[union-attr]
             out.add(p.rest)  # type: ignore[union-attr]
+        for item in p.tail:  # type: ignore[union-attr]
+            pattern_names(item, out)
     elif t is A.PResult and p.inner is not None:  # type: ignore[union-attr]
+        pattern_names(p.inner, out)  # type: ignore[union-attr]
+    elif t is A.PType and p.inner is not None:  # type: ignore[union-attr]
         pattern_names(p.inner, out)  # type: ignore[union-attr]

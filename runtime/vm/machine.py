@@ -34,6 +34,7 @@ from runtime.vm.frames import (
 )
 from runtime.vm.host import Host
 from runtime.vm.link import link
+from runtime.vm.types import conforms
 from runtime.vm.values import (
     JSArray,
     JSObject,
@@ -585,7 +586,7 @@ class Machine:
                     elif op == 41:  # MATCH (pattern, names)
                         pattern, names = arg
                         binds: dict[str, Any] = {}
-                        if _match(pattern, stack[-1], binds):
+                        if _match(pattern, stack[-1], binds, self.program.types):
                             pop()
                             for name in names:
                                 push(binds.get(name))
@@ -1084,7 +1085,9 @@ def _repush_args(stack: list[Any], args: list[Any], named: dict[str, Any], spec:
             stack.append(named[kind])
 
 
-def _match(p: Any, v: Any, binds: dict[str, Any]) -> bool:
+def _match(p: Any, v: Any, binds: dict[str, Any], types: Any = None) -> bool:
+    """Whether `v` matches pattern `p`, collecting binders in `binds`; `types` are the
+    program's type aliases (for type patterns)."""
     t = type(p)
     if t is A.PWildcard:
         return True
@@ -1106,7 +1109,7 @@ def _match(p: Any, v: Any, binds: dict[str, Any]) -> bool:
         for f in p.fields:
             if f.key not in v and type(f.pattern) is not A.PBind:
                 return False
-            if not _match(f.pattern, v.get(f.key), binds):
+            if not _match(f.pattern, v.get(f.key), binds, types):
                 return False
         if p.rest is not None:
             taken = {f.key for f in p.fields}
@@ -1116,15 +1119,19 @@ def _match(p: Any, v: Any, binds: dict[str, Any]) -> bool:
         if type(v) is not JSArray:
             return False
         n = len(p.items)
+        m = len(p.tail)
         if p.rest is None and len(v) != n:
             return False
-        if len(v) < n:
+        if len(v) < n + m:
             return False
         for sub, x in zip(p.items, v):
-            if not _match(sub, x, binds):
+            if not _match(sub, x, binds, types):
+                return False
+        for sub, x in zip(p.tail, v[len(v) - m :]):
+            if not _match(sub, x, binds, types):
                 return False
         if p.rest is not None:
-            binds[p.rest] = JSArray(v[n:])
+            binds[p.rest] = JSArray(v[n : len(v) - m])
         return True
     if t is A.PResult:
         if type(v) is not Result:
@@ -1133,7 +1140,11 @@ def _match(p: Any, v: Any, binds: dict[str, Any]) -> bool:
             return False
         if p.inner is None:
             return True
-        return _match(p.inner, v.value if v.ok else v.error, binds)
+        return _match(p.inner, v.value if v.ok else v.error, binds, types)
+    if t is A.PType:
+        if not conforms(v, p.type, types or {}):
+            return False
+        return p.inner is None or _match(p.inner, v, binds, types)
     return False
 
 
@@ -1145,7 +1156,9 @@ def _destructure(p: Any, v: Any, binds: dict[str, Any]) -> None:
         items = list(v) if type(v) in (JSArray, str) else []
         for i, sub in enumerate(p.items):
             _destructure(sub, items[i] if i < len(items) else None, binds)
-        if p.rest is not None:
+        if p.tail:
+            _destructure_tail(p, items, binds)
+        elif p.rest is not None:
             binds[p.rest] = JSArray(items[len(p.items) :])
     elif t is A.PObject:
         if v is None:
@@ -1162,3 +1175,16 @@ def _destructure(p: Any, v: Any, binds: dict[str, Any]) -> None:
             binds[p.rest] = JSObject((k, x) for k, x in rest.items() if k not in taken)
     elif t is A.PWildcard:
         pass
+
+
+def _destructure_tail(p: A.PArray, items: list[Any], binds: dict[str, Any]) -> None:
+    """`[first, ...mid, last] = xs`: the tail binds from the end; the two ends may not
+    overlap."""
+    n, m = len(p.items), len(p.tail)
+    if len(items) < n + m:
+        raise AgencyRuntimeError(
+            f"cannot destructure an array of {len(items)} into {n + m} elements around `...{p.rest}`"
+        )
+    for sub, x in zip(p.tail, items[len(items) - m :]):
+        _destructure(sub, x, binds)
+    binds[p.rest or ""] = JSArray(items[n : len(items) - m])

@@ -137,6 +137,7 @@ class PArray:
     items: tuple[Pattern, ...]
     rest: str | None = None
     span: Span = _span()
+    tail: tuple[Pattern, ...] = ()  # items after a middle `...rest`: `[first, ...mid, last]`
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,27 @@ class PResult:
     span: Span = _span()
 
 
-Pattern = Union[PWildcard, PLiteral, PBind, PObject, PArray, PResult]
+@dataclass(frozen=True, slots=True)
+class PType:
+    """A type test: `s: string`, `{name}: Person`, `is boolean`, a type in an object field's
+    value position (`{name: string}`). Matches when the value conforms to `type` and `inner`
+    (when given) matches; binders get the original value."""
+
+    inner: Pattern | None
+    type: TypeExpr
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class PValue:
+    """`(expr)` as a match arm's case: matches when the subject `==` the expression's value
+    (only at the top of an arm; the compiler evaluates it)."""
+
+    expr: Expr
+    span: Span = _span()
+
+
+Pattern = Union[PWildcard, PLiteral, PBind, PObject, PArray, PResult, PType, PValue]
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,23 +357,43 @@ class ListComp:
     iterable: Expr
     cond: Expr | None = None
     span: Span = _span()
+    second: str | None = None  # `for x, i in xs` (index) / `for k, v in obj` (value)
+    pattern: Pattern | None = None  # `for {name} in people`: `var` is then ""
 
 
 @dataclass(frozen=True, slots=True)
 class MatchArm:
-    """`pattern => body`; body is an Expr or a Block."""
+    """`pattern => body` or `pattern if (guard) => body`; body is an Expr or a Block.
+
+    In the head form `match (x is P) { cond => … }` each arm's case is a boolean expression,
+    held in `guard` with a PWildcard pattern (`_` alone is the default arm).
+    """
 
     pattern: Pattern
     body: Expr | Block
     span: Span = _span()
+    guard: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Match:
-    """`match (subject) { arms }`, usable as a statement or an expression."""
+    """`match (subject) { arms }`, usable as a statement or an expression.
+
+    `head`: the `match (x is P) { … }` form; `subject` is then the Is whose pattern is matched
+    once (a mismatch makes the enclosing function return a failure)."""
 
     subject: Expr
     arms: tuple[MatchArm, ...]
+    span: Span = _span()
+    head: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Is:
+    """`value is pattern`: true when the value matches; binders are assigned when it does."""
+
+    value: Expr
+    pattern: Pattern
     span: Span = _span()
 
 
@@ -376,6 +417,7 @@ Expr = Union[
     Update,
     ListComp,
     Match,
+    Is,
 ]
 
 
@@ -449,6 +491,7 @@ class ForIn:
     iterable: Expr
     body: Block
     span: Span = _span()
+    pattern: Pattern | None = None  # `for ([k, v] in pairs)`: `var` is then ""
 
 
 @dataclass(frozen=True, slots=True)

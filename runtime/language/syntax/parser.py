@@ -74,6 +74,7 @@ _COMPARE = 60
 _SUM = 70
 _PRODUCT = 80
 _POWER = 90
+_IS = 55  # `x is P`: below comparisons, above `==` and `&&`
 _PREFIX_OPERAND = 85  # a prefix operator's operand: takes `**`, stops at `*`
 _POSTFIX = 110
 
@@ -112,6 +113,8 @@ _CLOSERS = frozenset({")", "]", "}"})
 _STATEMENT_ENDS = frozenset({NEWLINE, ";", "}", EOF})
 _NO_FOLD_AFTER = frozenset({"**", ".", "?.", "[", "(", "++", "--"})
 _BUILTIN_TYPES = frozenset({"string", "number", "boolean", "any", "null", "undefined", "void"})
+# Words that make a bare name in a pattern a type test (`{name: string}`, `x is object`).
+_PATTERN_TYPES = frozenset({"string", "number", "boolean", "any", "object"})
 
 
 class _Abandon(Exception):
@@ -192,6 +195,15 @@ class Parser:
         self._seen: set[tuple[int, int]] = set()
         self._lexer = lexer
         self._triple_literals: set[int] = set()  # id() of Literals written as """…"""
+        # Names declared by `type X = …` anywhere in the file: in a pattern they are type tests.
+        self.type_names = {
+            tokens[i + 1].text
+            for i in range(len(tokens) - 2)
+            if tokens[i].kind == NAME
+            and tokens[i].text == "type"
+            and tokens[i + 1].kind == NAME
+            and tokens[i + 2].kind == "="
+        }
 
     # ----------------------------------------------------------------------------------------
     # Results and errors
@@ -767,23 +779,41 @@ class Parser:
         start = self.advance()
         opener = self.accept("(")
 
+        pattern: list[ast.Pattern] = []
+
         def header() -> tuple[str, str | None, ast.Expr]:
             if self.at_word("let") or self.at_word("const"):
                 self.advance()
-            var = self.expect_name("a loop variable").text
-            second = None
-            if self.accept(","):
-                second = self.expect_name("a second loop variable").text
-            self.expect_word(
-                "in", f"expected `in` after the loop variable, got {describe(self.peek())}"
-            )
+            var, second, found = self.loop_binders()
+            if found is not None:
+                pattern.append(found)
             return var, second, self.expression()
 
         if opener is not None:
             var, second, iterable = self.bracketed(opener, header)
         else:
             var, second, iterable = header()
-        return ast.ForIn(var, second, iterable, self.loop_body(), self.span_from(start.span))
+        body = self.loop_body()
+        span = self.span_from(start.span)
+        return ast.ForIn(var, second, iterable, body, span, pattern[0] if pattern else None)
+
+    def loop_binders(self) -> tuple[str, str | None, ast.Pattern | None]:
+        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in`.
+
+        A destructuring first binder comes back as a pattern (and `""` for the name)."""
+        pattern: ast.Pattern | None = None
+        var = ""
+        if self.at("[") or self.at("{"):
+            pattern = self.pattern(binding=True)
+        else:
+            var = self.expect_name("a loop variable").text
+        second = None
+        if self.accept(","):
+            second = self.expect_name("a second loop variable").text
+        self.expect_word(
+            "in", f"expected `in` after the loop variable, got {describe(self.peek())}"
+        )
+        return var, second, pattern
 
     def return_statement(self) -> ast.Return:
         start = self.advance()
@@ -841,6 +871,12 @@ class Parser:
             tok = self.peek()
             kind = tok.kind
             if kind == NAME:
+                if tok.text == "is":
+                    if _IS <= min_bp:
+                        break
+                    self.advance()
+                    left = self.is_operator(left, tok, start)
+                    continue
                 if tok.text != "catch":
                     break
                 kind = "catch"
@@ -1069,7 +1105,9 @@ class Parser:
         span = self.span_from(opener.span)
         if isinstance(node, ast.ArrayLit):
             return ast.ArrayLit(node.items, span)
-        return ast.ListComp(node.element, node.var, node.iterable, node.cond, span)
+        return ast.ListComp(
+            node.element, node.var, node.iterable, node.cond, span, node.second, node.pattern
+        )
 
     def array_item(self) -> ast.Expr | ast.Spread:
         tok = self.peek()
@@ -1082,15 +1120,12 @@ class Parser:
 
     def comprehension(self, element: ast.Expr, opener: Token) -> ast.ListComp:
         self.advance()  # for
-        var = self.expect_name("a loop variable").text
-        self.expect_word(
-            "in", f"expected `in` after the loop variable, got {describe(self.peek())}"
-        )
+        var, second, pattern = self.loop_binders()
         iterable = self.expr_after(self.last)
         cond = None
         if self.at_word("if"):
             cond = self.expr_after(self.advance())
-        return ast.ListComp(element, var, iterable, cond)
+        return ast.ListComp(element, var, iterable, cond, second=second, pattern=pattern)
 
     def object(self, opener: Token) -> ast.ObjectLit:
         entries = self.comma_list(opener, self.object_entry)
@@ -1139,6 +1174,7 @@ class Parser:
             self.fail(f"expected `{{` after the `match` subject, got {describe(tok)}", tok.span)
         opener = self.advance()
         self._nl.append(False)
+        head = type(subject) is ast.Is
         arms: list[ast.MatchArm] = []
         while True:
             while self.toks[self.pos].kind in (NEWLINE, ",", ";"):
@@ -1148,23 +1184,88 @@ class Parser:
                 break
             if tok.kind == EOF:
                 self.expect_close(opener)
-            arms.append(self.match_arm())
+            arms.append(self.head_arm() if head else self.match_arm())
             tok = self.peek()
             if tok.kind not in (NEWLINE, ",", ";", "}"):
                 self.fail(f"expected a new line or `,` between match arms, got {describe(tok)}")
         self._nl.pop()
         self.advance()
-        return ast.Match(subject, tuple(arms), self.span_from(start.span))
+        return ast.Match(subject, tuple(arms), self.span_from(start.span), head)
 
     def match_arm(self) -> ast.MatchArm:
         start = self.peek().span
-        pattern = self.pattern(binding=False)
+        tok = self.peek()
+        pattern: ast.Pattern
+        if tok.kind == "(":
+            expr = self.bracketed(self.advance(), self.expression)
+            pattern = ast.PValue(expr, self.span_from(tok.span))
+        elif tok.is_word("is"):
+            self.advance()
+            pattern = ast.PType(None, self.type_expr(), self.span_from(tok.span))
+        else:
+            pattern = self.pattern(binding=False)
+        guard = None
+        if self.at_word("if"):
+            guard = self.expr_after(self.advance())
         arrow = self.expect("=>", f"expected `=>` after the pattern, got {describe(self.peek())}")
+        body = self.arm_body(arrow)
+        return ast.MatchArm(pattern, body, self.span_from(start), guard)
+
+    def head_arm(self) -> ast.MatchArm:
+        """An arm of `match (x is P) { … }`: a boolean case expression, or `_`."""
+        start = self.peek().span
+        tok = self.peek()
+        guard = None
+        if tok.is_word("_") and self.peek_after().kind == "=>":
+            self.advance()
+        else:
+            guard = self.expression()
+        arrow = self.expect("=>", f"expected `=>` after the case, got {describe(self.peek())}")
+        body = self.arm_body(arrow)
+        return ast.MatchArm(ast.PWildcard(tok.span), body, self.span_from(start), guard)
+
+    def arm_body(self, arrow: Token) -> ast.Expr | ast.Block:
+        """A block, an expression, or one statement (`x = 1`, `return e`, `goto n()`)."""
         self.skip_newlines()
-        body: ast.Expr | ast.Block
-        block = self.at("{") and not self._object_literal_ahead()
-        body = self.block() if block else self.expr_after(arrow)
-        return ast.MatchArm(pattern, body, self.span_from(start))
+        tok = self.peek()
+        if tok.kind == "{" and not self._object_literal_ahead():
+            return self.block()
+        if tok.kind == NAME and tok.text in ("return", "goto", "break", "continue"):
+            stmt = self.statement_body(tok, top=False)
+            return ast.Block((stmt,), self.span_from(tok.span))  # type: ignore[arg-type]
+        expr = self.expr_after(arrow)
+        op = self.peek()
+        if op.kind in _ASSIGN_OPS:
+            if not _assignable(expr):
+                self.fail(
+                    f"the left side of `{op.kind}` must be a variable, a member or an index",
+                    expr.span,
+                )
+            self.advance()
+            value = self.expr_after(op)
+            assign = ast.Assign(expr, op.kind, value, self.span_from(tok.span))
+            return ast.Block((assign,), assign.span)
+        return expr
+
+    def is_operator(self, left: ast.Expr, tok: Token, start: Span) -> ast.Is:
+        """`left is PATTERN` (`is` consumed): a type (`x is string[]`, `x is Person`) or a
+        match pattern (`r is success(v)`, `step is {type: "a"}`)."""
+        self.skip_newlines()
+        if self.type_word(self.peek()) and self.peek_after().kind != "(":
+            first = self.peek()
+            pattern: ast.Pattern = ast.PType(None, self.type_expr(), self.span_from(first.span))
+        else:
+            pattern = self.pattern(binding=False, suffix=False)
+        return ast.Is(left, pattern, self.span_from(start))
+
+    def type_word(self, tok: Token) -> bool:
+        """A name that, alone in a pattern, is a type test rather than a binder: a builtin
+        type, a `type` declared in this file, or a capitalised name (an imported type; an
+        unknown one is a run-time error rather than a binder that always matches)."""
+        if tok.kind != NAME:
+            return False
+        text = tok.text
+        return text in _PATTERN_TYPES or text in self.type_names or text[:1].isupper()
 
     def _object_literal_ahead(self) -> bool:
         """At a `{` that opens an object literal (`{k: v`, `{"k": v`, `{...x`), not a block."""
@@ -1184,8 +1285,11 @@ class Parser:
     # ----------------------------------------------------------------------------------------
     # Patterns
 
-    def pattern(self, binding: bool) -> ast.Pattern:
-        """A match pattern, or (`binding`) a declaration target: a name, `[…]` or `{…}`."""
+    def pattern(self, binding: bool, suffix: bool | None = None) -> ast.Pattern:
+        """A match pattern, or (`binding`) a declaration target: a name, `[…]` or `{…}`.
+
+        A match pattern may end with a type (`s: string`, `{name}: Person`) unless `suffix` is
+        False (the right side of `is`, where `:` could belong to `? :`)."""
         self.enter()
         tok = self.peek()
         kind = tok.kind
@@ -1200,7 +1304,10 @@ class Parser:
         elif (
             kind == NAME
             and tok.text not in RESERVED
-            and not (tok.text in ("success", "failure") and self.peek_after().kind == "(")
+            and not (
+                tok.text in ("success", "failure")
+                and (not binding or self.peek_after().kind == "(")
+            )
         ):
             self.advance()
             result = ast.PBind(tok.text, tok.span)
@@ -1208,13 +1315,22 @@ class Parser:
             self.fail(f"expected a variable name, `[` or `{{`, got {describe(tok)}", tok.span)
         elif kind == NAME and tok.text in ("success", "failure"):
             self.advance()
-            opener = self.advance()
-            inner = self.bracketed(
-                opener, lambda: None if self.at(")") else self.pattern(binding=False)
-            )
+            inner = None
+            if self.at("("):
+                opener = self.advance()
+                inner = self.bracketed(
+                    opener, lambda: None if self.at(")") else self.pattern(binding=False)
+                )
             result = ast.PResult(tok.text, inner, self.span_from(tok.span))
+        elif kind == "(":
+            self.fail("a `(expression)` case is only allowed as a whole match arm", tok.span)
         else:
             result = ast.PLiteral(self.literal_value("a pattern"), self.span_from(tok.span))
+        if not binding and suffix is not False and self.at(":"):
+            colon = self.advance()
+            if isinstance(result, (ast.PLiteral, ast.PType)):
+                self.fail("a `: Type` test needs a name, `[…]` or `{…}` before it", colon.span)
+            result = ast.PType(result, self.type_expr(), self.span_from(tok.span))
         self.depth -= 1
         return result
 
@@ -1241,21 +1357,25 @@ class Parser:
 
     def array_pattern(self, opener: Token, binding: bool) -> ast.PArray:
         items: list[ast.Pattern] = []
+        tail: list[ast.Pattern] = []
         rest: list[str] = []
 
         def item() -> None:
             if self.at("..."):
                 dots = self.advance()
                 if rest:
-                    self.fail("only one `...rest` is allowed", dots.span)
+                    self.fail("only one `...rest` is allowed in an array pattern", dots.span)
                 rest.append(self.expect_name("a name after `...`").text)
-            elif rest:
-                self.fail("`...rest` must come last", self.peek().span)
             else:
-                items.append(self.pattern(binding))
+                (tail if rest else items).append(self.pattern(binding))
 
         self.comma_list(opener, item)
-        return ast.PArray(tuple(items), rest[0] if rest else None, self.span_from(opener.span))
+        return ast.PArray(
+            tuple(items),
+            rest[0] if rest else None,
+            self.span_from(opener.span),
+            tuple(tail),
+        )
 
     def object_pattern(self, opener: Token, binding: bool) -> ast.PObject:
         rest: list[str] = []
@@ -1276,7 +1396,16 @@ class Parser:
                 self.fail(f"expected a property name, got {describe(tok)}", tok.span)
             self.advance()
             if self.accept(":"):
+                value = self.peek()
+                if not binding and self.type_word(value) and self.peek_after().kind != "(":
+                    type_ = ast.PType(None, self.type_expr(), self.span_from(value.span))
+                    return ast.PObjectField(tok.text, type_, self.span_from(tok.span))
                 return ast.PObjectField(tok.text, self.pattern(binding), self.span_from(tok.span))
+            if self.at_word("as"):
+                self.advance()
+                name = self.expect_name("a name after `as`")
+                bind = ast.PBind(name.text, name.span)
+                return ast.PObjectField(tok.text, bind, self.span_from(tok.span))
             if tok.text in RESERVED:
                 self.fail(f"expected `:` after the key `{tok.text}`", self.peek().span)
             return ast.PObjectField(tok.text, ast.PBind(tok.text, tok.span), tok.span)
