@@ -100,15 +100,11 @@ def encode_state(
         parts = _frame_parts(f, user_top=user and top and top_override is None)
         code = parts["code"]
         args = {p: enc.enc(f.locals.get(p)) for p in parts["params"]}
-        locals_ = {}
-        hidden = {}
-        for k, v in f.locals.items():
-            if k in args:
-                continue
-            if k.startswith("__"):
-                hidden[k] = enc.enc(v)
-            else:
-                locals_[k] = enc.enc(v)
+        # Visible locals first, then hidden ones, whatever order the frame met them in: shared
+        # containers are numbered as they are met, and a rebuilt frame holds them in this order.
+        names = [k for k in f.locals if k not in args]
+        locals_ = {k: enc.enc(f.locals[k]) for k in names if not k.startswith("__")}
+        hidden = {k: enc.enc(f.locals[k]) for k in names if k.startswith("__")}
         loc = _frame_location(f, parts["pc"])
         out_frames.append(
             {
