@@ -540,12 +540,16 @@ class FunctionCompiler:
             self.expr(e.value)  # type: ignore
             self.blocks.pop()
             self.emit(TRAP_POP)
+            # `try e` is always a Result: a plain value becomes success(value).
+            self.emit(CONST, FuncRef("__as_result"))
+            self.emit(SWAP)
+            self.emit(CALL, 1)
             self.patch(trap)
         elif t is A.Pipe:
             self.expr(e.left)  # type: ignore[union-attr]
             skip = self.emit(PIPE_PREP, None)
             right = e.right  # type: ignore[union-attr]
-            if type(right) is A.Call:
+            if type(right) is A.Call and not _derives_function(right):
                 self.expr(right.callee)
                 self.emit(SWAP)
                 self.call_args(right.args, extra_positional=1)
@@ -553,6 +557,10 @@ class FunctionCompiler:
                 self.expr(right)
                 self.emit(SWAP)
                 self.emit(CALL, 1)
+            # A pipe always yields a Result: a stage's plain value becomes success(value).
+            self.emit(CONST, FuncRef("__as_result"))
+            self.emit(SWAP)
+            self.emit(CALL, 1)
             self.patch(skip)
         elif t is A.ListComp:
             self.list_comp(e)  # type: ignore[arg-type]
@@ -754,3 +762,15 @@ class FunctionCompiler:
             self.emit(CONST, None)
         for j in ends:
             self.patch(j)
+
+
+def _derives_function(call: A.Call) -> bool:
+    """`f.partial(a: 1)` (or .describe/.rename/.preapprove) makes a function value: as a pipe
+    stage it is called with the piped value, not given it as an extra argument."""
+    callee = call.callee
+    return type(callee) is A.Member and callee.name in (
+        "partial",
+        "describe",
+        "rename",
+        "preapprove",
+    )
