@@ -95,6 +95,7 @@ BUILTIN_NAMES = frozenset(
         "Number",
         "Object",
         "String",
+        "__as_result",
         "__call",
         "__call_tool",
         "__interrupt_decide",

@@ -563,12 +563,16 @@ class FunctionCompiler:
             self.expr(e.value)  # type: ignore
             self.blocks.pop()
             self.emit(TRAP_POP)
+            # `try e` is always a Result: a plain value becomes success(value).
+            self.emit(CONST, FuncRef("__as_result"))
+            self.emit(SWAP)
+            self.emit(CALL, 1)
             self.patch(trap)
         elif t is A.Pipe:
             self.expr(e.left)  # type: ignore[union-attr]
             skip = self.emit(PIPE_PREP, None)
             right = e.right  # type: ignore[union-attr]
-            if type(right) is A.Call:
+            if type(right) is A.Call and not _derives_function(right):
                 self.expr(right.callee)
                 self.emit(SWAP)
                 self.call_args(right.args, extra_positional=1)
@@ -576,6 +580,10 @@ class FunctionCompiler:
                 self.expr(right)
                 self.emit(SWAP)
                 self.emit(CALL, 1)
+            # A pipe always yields a Result: a stage's plain value becomes success(value).
+            self.emit(CONST, FuncRef("__as_result"))
+            self.emit(SWAP)
+            self.emit(CALL, 1)
             self.patch(skip)
         elif t is A.ListComp:
             self.list_comp(e)  # type: ignore[arg-type]
@@ -863,3 +871,15 @@ class FunctionCompiler:
         self.patch(mismatch)
         self.emit(CONST, False)
         self.patch(end)
+
+
+def _derives_function(call: A.Call) -> bool:
+    """`f.partial(a: 1)` (or .describe/.rename/.preapprove) makes a function value: as a pipe
+    stage it is called with the piped value, not given it as an extra argument."""
+    callee = call.callee
+    return type(callee) is A.Member and callee.name in (
+        "partial",
+        "describe",
+        "rename",
+        "preapprove",
+    )

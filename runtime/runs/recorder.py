@@ -25,7 +25,7 @@ from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
-from runtime.vm.values import JSArray, JSObject, Result, to_plain
+from runtime.vm.values import BoundFunction, JSArray, JSObject, Result, to_plain
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
@@ -124,6 +124,8 @@ class Recorder:
             return ("R", v.ok, self.enc(v.value if v.ok else v.error, out))
         if t is FuncRef:
             return ("F", v.name)
+        if t is BoundFunction:  # shown as a function; it never changes, so no oid
+            return ("F", v.label())
         if t is Decision:
             return ("D", v.action, self.enc(v.value, out))
         if t is dict:
@@ -204,6 +206,8 @@ class Recorder:
                 return ("R", v.ok, enc(v.value if v.ok else v.error))
             if t is FuncRef:
                 return ("F", v.name)
+            if t is BoundFunction:
+                return ("F", v.label())
             if t is Decision:
                 return ("D", v.action, enc(v.value))
             if t is dict:

@@ -23,6 +23,8 @@ from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, 
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
 from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_result
 from runtime.vm.values import (
+    FUNCTION_TYPES,
+    BoundFunction,
     JSArray,
     JSObject,
     Result,
@@ -166,6 +168,13 @@ def _success(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
 @builtin("failure")
 def _failure(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
     return Result(False, error=args[0] if args else None)
+
+
+@builtin("__as_result")
+def _as_result(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
+    """A pipe stage's value as a Result: a plain value becomes success(value)."""
+    v = args[0] if args else None
+    return v if type(v) is Result else Result(True, value=v)
 
 
 @builtin("isSuccess")
@@ -454,9 +463,12 @@ def _interrupt_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObj
             if k not in obj:
                 obj[k] = v
     handlers = JSArray()
+    weakest = JSArray()  # `.preapprove()` approves only what no handler around it decided
     for i in range(len(m.frames) - 1, -1, -1):
         for h in reversed(m.frames[i].handlers):
-            handlers.append(JSArray([*h, i]))  # i: the frame a handler body reads from
+            # i: the frame a handler body reads from
+            (weakest if h[0] == PREAPPROVE[0] else handlers).append(JSArray([*h, i]))
+    handlers.extend(weakest)
     m.event("interrupt", to_str(message), {"data": to_plain(data)})
     return JSObject({"obj": obj, "handlers": handlers})
 
@@ -465,7 +477,7 @@ def _interrupt_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObj
 def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     handler, obj = args[0], args[1]
     kind, what = handler[0], handler[1]
-    if kind == "action":
+    if kind == "action" or kind == PREAPPROVE[0]:
         return Decision(what, True if what == "approve" else None)
     if kind == "code":
         return TailCall(what, [obj, handler[2]])
@@ -523,7 +535,7 @@ def _llm_tool_result(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__is_function")
 def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
-    return bool(args) and type(args[0]) is FuncRef
+    return bool(args) and type(args[0]) in FUNCTION_TYPES
 
 
 @builtin("__throw")
@@ -536,6 +548,8 @@ def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""
     fn = args[0]
+    if type(fn) is BoundFunction:
+        return TailCall(fn, list(args[1:]))
     if type(fn) is not FuncRef:
         raise AgencyRuntimeError(f"expected a function, got {type_name(fn)}")
     return TailCall(fn.name, list(args[1:]))
@@ -571,6 +585,8 @@ def get_member(obj: Any, name: str) -> Any:
         if obj.name in NAMESPACES and name in NAMESPACES[obj.name]:
             return FuncRef(f"{obj.name}.{name}")
         return None
+    if t is BoundFunction:
+        return obj.name if name == "name" else None
     if t is Decision:
         if name == "action" or name == "type":
             return obj.action
@@ -674,7 +690,7 @@ def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
 
 
 def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
-    if args and type(args[0]) is FuncRef:
+    if args and type(args[0]) in FUNCTION_TYPES:
         return TailCall("__sort_by", [arr, args[0]])
     items = sorted(arr, key=lambda v: (v is None, to_str(v)))
     m.splice(arr, 0, len(arr), tuple(items))
@@ -859,3 +875,70 @@ def _register_namespaces() -> None:
 
 
 _register_namespaces()
+
+
+# -- function values: f.partial(a: 1), f.describe(text), f.rename(name), f.preapprove() --------
+
+# The handler a preapproved function's frame opens (checkpoints store handlers as two strings).
+PREAPPROVE = ("preapprove", "approve")
+
+FUNCTION_METHODS = frozenset({"partial", "describe", "rename", "preapprove"})
+
+
+def function_method(
+    m: Machine, fn: FuncRef | BoundFunction, name: str, args: list[Any], named: dict[str, Any]
+) -> BoundFunction:
+    """A new function value derived from `fn`; `fn` itself never changes."""
+    bf = fn if type(fn) is BoundFunction else BoundFunction(fn)  # type: ignore[arg-type]
+    base = bf.base.name
+    if name == "partial":
+        if args:
+            raise AgencyRuntimeError(
+                f"{base}.partial() binds parameters by name only, e.g. {base}.partial(x: 1)"
+            )
+        code = m.functions.get(base)
+        for key in named:
+            if code is not None and key not in code.param_names:
+                raise AgencyRuntimeError(f"Unknown named argument '{key}' in call to '{base}'")
+            if key in bf.bound:
+                raise AgencyRuntimeError(f"parameter '{key}' of '{base}' is already bound")
+        return bf.derive(bound={**bf.bound, **named})
+    if name == "preapprove":
+        return bf.derive(preapprove=True)
+    text = _arg(args, named, 0, "description" if name == "describe" else "name")
+    if type(text) is not str:
+        raise AgencyRuntimeError(f"{base}.{name}() expects a string, got {type_name(text)}")
+    if name == "describe":
+        return bf.derive(description=text)
+    if not text:
+        raise AgencyRuntimeError(f"{base}.rename() needs a non-empty name")
+    return bf.derive(tool_name=text)
+
+
+def bind_call(
+    m: Machine, fn: BoundFunction, args: list[Any], named: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments a call of a bound function passes to its base: positional arguments fill
+    the parameters left unbound, in declaration order (a rest parameter takes the remainder);
+    extra ones are dropped, as JavaScript does (`xs.map(add5)` passes an index too)."""
+    merged = dict(fn.bound)
+    code = m.functions.get(fn.base.name)
+    if code is None:  # a builtin: its own positions, plus what was bound by name
+        merged.update(named)
+        return list(args), merged
+    free = [p for p in code.params if p.name not in merged and p.name not in named]
+    i = 0
+    for p in free:
+        if i >= len(args):
+            break
+        if p.rest:
+            merged[p.name] = JSArray(args[i:])
+            i = len(args)
+            break
+        merged[p.name] = args[i]
+        i += 1
+    for key, v in named.items():
+        if key in fn.bound:
+            raise AgencyRuntimeError(f"parameter '{key}' of '{fn.base.name}' is already bound")
+        merged[key] = v
+    return [], merged

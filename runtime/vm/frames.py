@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.language.bytecode import Code
+from runtime.vm.values import BoundFunction
 
 
 class Frame:
@@ -78,11 +79,14 @@ class PauseSignal(Signal):
 
 class TailCall:
     """Returned by a builtin that wants the machine to call a function in its place; the
-    function's return value becomes the builtin's result."""
+    function's return value becomes the builtin's result. `name` names a function, or is a
+    derived function value (`f.partial(…)`) to call."""
 
     __slots__ = ("name", "args", "named")
 
-    def __init__(self, name: str, args: list[Any], named: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, name: str | BoundFunction, args: list[Any], named: dict[str, Any] | None = None
+    ) -> None:
         self.name = name
         self.args = args
         self.named = named or {}

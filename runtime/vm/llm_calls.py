@@ -17,7 +17,16 @@ from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.vm.frames import TailCall
-from runtime.vm.values import JSArray, JSObject, Result, from_plain, stringify, to_plain, to_str
+from runtime.vm.values import (
+    BoundFunction,
+    JSArray,
+    JSObject,
+    Result,
+    from_plain,
+    stringify,
+    to_plain,
+    to_str,
+)
 from runtime.vm.writelog import W_USAGE
 
 if TYPE_CHECKING:
@@ -37,13 +46,21 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
         opts.update(named)
     tools = opts.get("tools")
     tool_names = JSArray()
+    tool_fns = JSArray()
     if tools is not None:
         if type(tools) is not JSArray:
             raise AgencyRuntimeError("llm: `tools` must be an array of defs")
         for t in tools:
-            if type(t) is not FuncRef or m.functions.get(t.name) is None:
+            base = t.base if type(t) is BoundFunction else t
+            if type(base) is not FuncRef or m.functions.get(base.name) is None:
                 raise AgencyRuntimeError(f"llm: tool {to_str(t)} is not a def")
+            if t.name in tool_names:
+                raise AgencyRuntimeError(
+                    f"llm: two tools are named `{t.name}`; "
+                    'give each copy its own name with .rename("…")'
+                )
             tool_names.append(t.name)
+            tool_fns.append(t)
     params = JSObject()
     for key in ("model", "temperature", "maxTokens"):
         if opts.get(key) is not None:
@@ -56,6 +73,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "thread": thread,
             "schema": schema,
             "tools": tool_names,
+            "tool_fns": tool_fns,
             "params": params,
             "messages": extra if type(extra) is JSArray else None,
             "round": 0,
@@ -63,24 +81,45 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
     )
 
 
-def tool_specs(m: Machine, names: list[str]) -> list[Any]:
+def tool_specs(m: Machine, tools: list[Any]) -> list[Any]:
+    """What the model is told about each tool (a def, or a function derived from one: its
+    bound parameters are hidden, from the schema and from the docstring's `@param` lines)."""
     specs = []
-    for name in names:
-        code = m.functions[name]
+    for t in tools:
+        bound = t.bound if type(t) is BoundFunction else {}
+        code = m.functions[(t.base if type(t) is BoundFunction else t).name]
         props: dict[str, Any] = {}
         required = []
         for p in code.params:
+            if p.name in bound:
+                continue
             props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
             if not p.has_default and not p.rest:
                 required.append(p.name)
+        description = t.description if type(t) is BoundFunction else None
+        if description is None:
+            description = _without_params(code.doc, bound) if code.doc else f"Call {t.name}"
         specs.append(
             ToolSpec(
-                name=name,
-                description=code.doc or f"Call {name}",
+                name=t.name,
+                description=description,
                 parameters={"type": "object", "properties": props, "required": required},
             )
         )
     return specs
+
+
+def _without_params(doc: str, bound: dict[str, Any]) -> str:
+    """A docstring without the `@param name - …` lines of bound parameters."""
+    if not bound:
+        return doc
+    kept = []
+    for line in doc.split("\n"):
+        words = line.split()
+        if len(words) >= 2 and words[0] == "@param" and words[1] in bound:
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def announce(m: Machine) -> None:
@@ -116,7 +155,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         )
     messages.extend(dict(msg) for msg in m.threads.get(thread, []))
     schema = to_plain(req.get("schema"))
-    tools = tool_specs(m, list(req.get("tools") or []))
+    tools = tool_specs(m, list(_tool_values(req)))
     params = to_plain(req.get("params") or JSObject())
     started = time.perf_counter()
     try:
@@ -229,16 +268,28 @@ def _summary(completion: Any, value: Any) -> str:
     return text[:80] + ("…" if len(text) > 80 else "")
 
 
+def _tool_values(req: JSObject) -> Any:
+    """The request's tools as function values (a request saved before derived functions
+    existed lists names only)."""
+    fns = req.get("tool_fns")
+    if type(fns) is JSArray:
+        return fns
+    return [FuncRef(to_str(n)) for n in req.get("tools") or []]
+
+
 def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
     name = to_str(tc.get("name"))
-    if name not in (req.get("tools") or []):
+    names = list(req.get("tools") or [])
+    if name not in names:
         return f"error: there is no tool named {name}"
-    code = m.functions[name]
+    fn = _tool_values(req)[names.index(name)]
+    bound = fn.bound if type(fn) is BoundFunction else {}
+    code = m.functions[(fn.base if type(fn) is BoundFunction else fn).name]
     raw_args = tc.get("args")
     args = raw_args if type(raw_args) is JSObject else JSObject()
     known = set(code.param_names)
-    named = {k: v for k, v in args.items() if k in known}
-    return TailCall(name, [], named)
+    named = {k: v for k, v in args.items() if k in known and k not in bound}
+    return TailCall(fn if type(fn) is BoundFunction else fn.name, [], named)
 
 
 def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:

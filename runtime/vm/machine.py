@@ -36,6 +36,8 @@ from runtime.vm.host import Host
 from runtime.vm.link import link
 from runtime.vm.types import conforms
 from runtime.vm.values import (
+    FUNCTION_TYPES,
+    BoundFunction,
     JSArray,
     JSObject,
     Result,
@@ -754,18 +756,23 @@ class Machine:
         args, named = self._pop_args(stack, spec)
         callee = stack.pop()
         if type(callee) is not FuncRef:
+            if type(callee) is BoundFunction:
+                return self._invoke_bound(frame, callee, args, named, spec, pc)
             raise AgencyRuntimeError(f"{_callee_text(callee)} is not a function")
         return self._invoke(frame, callee.name, args, named, spec, pc)
 
     def _invoke(
         self,
         frame: Frame,
-        name: str,
+        name: str | BoundFunction,
         args: list[Any],
         named: dict[str, Any],
         spec: Any,
         pc: int,
     ) -> bool:
+        if type(name) is BoundFunction:  # a builtin's TailCall of a derived function
+            return self._invoke_bound(frame, name, args, named, spec, pc)
+        assert type(name) is str
         code = self.functions.get(name)
         if code is not None:
             if code.kind == "node":
@@ -797,11 +804,39 @@ class Machine:
             fn = obj.get(name)
             if type(fn) is FuncRef:
                 return self._invoke(frame, fn.name, args, named, None, frame.pc)
+            if type(fn) is BoundFunction:
+                return self._invoke_bound(frame, fn, args, named, None, frame.pc)
+        elif name in builtins.FUNCTION_METHODS and type(obj) in FUNCTION_TYPES:
+            stack.append(builtins.function_method(self, obj, name, args, named))
+            return False
         result = self.methods(self, obj, name, args)
         if type(result) is TailCall:
             return self._invoke(frame, result.name, result.args, result.named, None, frame.pc)
         stack.append(result)
         return False
+
+    def _invoke_bound(
+        self,
+        frame: Frame,
+        fn: BoundFunction,
+        args: list[Any],
+        named: dict[str, Any],
+        spec: Any,
+        pc: int,
+    ) -> bool:
+        """Call a derived function: its base with the bound arguments merged in; a preapproved
+        one runs in a frame whose handler approves what no handler around it decided."""
+        base_args, base_named = builtins.bind_call(self, fn, args, named)
+        code = self.functions.get(fn.base.name)
+        if code is None or code.kind == "node":
+            if fn.preapprove and code is None:
+                raise AgencyRuntimeError(f"`{fn.base.name}` is a builtin: it cannot be preapproved")
+            # (No builtin a program can name pauses, so this call never needs re-running.)
+            return self._invoke(frame, fn.base.name, base_args, base_named, None, pc)
+        f = self._push_frame(code, base_args, base_named)
+        if fn.preapprove:
+            f.handlers.append(builtins.PREAPPROVE)
+        return True
 
     def bind_args(self, code: Code, args: list[Any], named: dict[str, Any]) -> dict[str, Any]:
         params = code.params
@@ -852,7 +887,12 @@ class Machine:
         if type(value) is Result and not value.ok and value.checkpoint is None:
             f = frames[-1]
             if f.code.kind == "def":
-                value = Result(False, error=value.error, checkpoint=entry_checkpoint(self, f))
+                value = Result(
+                    False,
+                    error=value.error,
+                    checkpoint=entry_checkpoint(self, f),
+                    origin=value.origin,
+                )
         f = frames.pop()
         if f.code.modifiers and "__effect" in f.locals:  # lifecycle: journal the destructive def
             value = end_destructive(self, f, value)
@@ -920,7 +960,9 @@ class Machine:
                 self.log((W_POP_FRAME,))
                 self.event("error", err.message, {"scope": f.code.name, "handled": True})
                 if frames:
-                    frames[-1].stack.append(Result(False, error=err.message, checkpoint=cp))
+                    frames[-1].stack.append(
+                        Result(False, error=err.message, checkpoint=cp, origin=f.code.name)
+                    )
                     return True
                 break
             if kind in ("prelude", "handler"):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.frames import Decision
-from runtime.vm.values import JSArray, JSObject, Result
+from runtime.vm.values import BoundFunction, JSArray, JSObject, Result
 
 if TYPE_CHECKING:
     pass
@@ -45,6 +45,8 @@ class Encoder:
                 stack.append(x.error)
             elif t is Decision:
                 stack.append(x.value)
+            elif t is BoundFunction:
+                stack.extend(x.bound.values())
 
     def enc(self, v: Any) -> Any:
         t = type(v)
@@ -72,9 +74,25 @@ class Encoder:
             out = {"$result": "failure", "error": self.enc(v.error)}
             if v.checkpoint is not None:
                 out["checkpoint"] = self.enc(v.checkpoint)
+            if v.origin is not None:
+                out["origin"] = v.origin
             return out
         if t is FuncRef:
             return {"$function": v.name}
+        if t is BoundFunction:
+            # `{"$partial": base, "bound": {param: value}, "tool": {…}}`: what was derived.
+            tool: dict[str, Any] = {}
+            if v.description is not None:
+                tool["description"] = v.description
+            if v.tool_name is not None:
+                tool["name"] = v.tool_name
+            if v.preapprove:
+                tool["preapprove"] = True
+            return {
+                "$partial": v.base.name,
+                "bound": {k: self.enc(x) for k, x in v.bound.items()},
+                "tool": tool,
+            }
         if t is Decision:
             return {"$decision": v.action, "value": self.enc(v.value)}
         if t is dict:  # internal plain data (messages): readable, `{role, content}`
@@ -109,7 +127,7 @@ class Decoder:
         if t is list:
             return JSArray(self.dec(x) for x in v)
         if t is dict:
-            if len(v) <= 3:
+            if len(v) <= 4:
                 if "$ref" in v:
                     return self._ref(str(v["$ref"]))
                 if "$num" in v:
@@ -120,13 +138,17 @@ class Decoder:
                     if v["$result"] == "success":
                         return Result(True, value=self.dec(v.get("value")))
                     cp = v.get("checkpoint")
+                    origin = v.get("origin")
                     return Result(
                         False,
                         error=self.dec(v.get("error")),
                         checkpoint=self.dec(cp) if cp is not None else None,
+                        origin=origin if isinstance(origin, str) else None,
                     )
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))
+                if "$partial" in v:
+                    return self._partial(v)
                 if "$decision" in v:
                     return Decision(str(v["$decision"]), self.dec(v.get("value")))
                 if "$object" in v and len(v) == 1:
@@ -138,6 +160,21 @@ class Decoder:
                     return JSObject((str(k), self.dec(x)) for k, x in pairs)
             return JSObject((k, self.dec(x)) for k, x in v.items())
         raise CheckpointFormatError(f"unexpected value in checkpoint: {v!r:.60}")
+
+    def _partial(self, v: dict[str, Any]) -> BoundFunction:
+        bound, tool = v.get("bound") or {}, v.get("tool") or {}
+        if not isinstance(bound, dict) or not isinstance(tool, dict):
+            raise CheckpointFormatError("a `$partial` function value is malformed")
+        description, name = tool.get("description"), tool.get("name")
+        if not all(x is None or isinstance(x, str) for x in (description, name)):
+            raise CheckpointFormatError("a `$partial` function value has a malformed tool")
+        return BoundFunction(
+            FuncRef(str(v["$partial"])),
+            {str(k): self.dec(x) for k, x in bound.items()},
+            description,
+            name,
+            tool.get("preapprove") is True,
+        )
 
     def _ref(self, label: str) -> Any:
         if label in self.made:

@@ -9,6 +9,8 @@ Values are plain Python objects chosen for speed:
   machine, compared by identity. Their `oid` slot is filled lazily by whoever needs a stable
   name for them (the recorder, the checkpoint encoder).
 - `Result` is `success(v)` / `failure(e)`; `FuncRef` names a def, node or builtin.
+- `BoundFunction` is a function value derived from a `FuncRef` by `.partial()`, `.describe()`,
+  `.rename()` or `.preapprove()`: the base plus what was bound, so it is plain data too.
 """
 
 from __future__ import annotations
@@ -51,22 +53,83 @@ class JSObject(dict):  # type: ignore[type-arg]
 
 
 class Result:
-    """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`."""
+    """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`.
 
-    __slots__ = ("ok", "value", "error", "checkpoint")
+    `origin` names the def a runtime error became this failure in (`functionName`)."""
+
+    __slots__ = ("ok", "value", "error", "checkpoint", "origin")
 
     def __init__(
-        self, ok: bool, value: Any = None, error: Any = None, checkpoint: Any = None
+        self,
+        ok: bool,
+        value: Any = None,
+        error: Any = None,
+        checkpoint: Any = None,
+        origin: str | None = None,
     ) -> None:
         self.ok = ok
         self.value = value
         self.error = error
         self.checkpoint = checkpoint
+        self.origin = origin
 
     def __repr__(self) -> str:
         return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
 
 
+class BoundFunction:
+    """A function derived from `base` (a FuncRef): `bound` arguments by parameter name, the tool
+    `description` and `tool_name` an LLM sees, and whether its calls `preapprove` interrupts.
+
+    Immutable: every method makes a new one, so sharing it between variables is safe."""
+
+    __slots__ = ("base", "bound", "description", "tool_name", "preapprove")
+
+    def __init__(
+        self,
+        base: FuncRef,
+        bound: dict[str, Any] | None = None,
+        description: str | None = None,
+        tool_name: str | None = None,
+        preapprove: bool = False,
+    ) -> None:
+        self.base = base
+        self.bound = bound or {}
+        self.description = description
+        self.tool_name = tool_name
+        self.preapprove = preapprove
+
+    def derive(self, **changes: Any) -> BoundFunction:
+        fields = {k: getattr(self, k) for k in self.__slots__ if k != "base"}
+        fields.update(changes)
+        return BoundFunction(self.base, **fields)
+
+    @property
+    def name(self) -> str:
+        """The name an LLM sees when this function is offered as a tool."""
+        return self.tool_name or self.base.name
+
+    def __repr__(self) -> str:
+        return f"<function {self.label()}>"
+
+    def label(self) -> str:
+        """How it was derived, for people: `add.partial(a: 5, xs: …).preapprove()` (containers
+        as `…`: they may change while the label is shown)."""
+        parts = [
+            f"{k}: {stringify(v) if v is None or type(v) in (bool, int, float, str) else '…'}"
+            for k, v in self.bound.items()
+        ]
+        text = f"{self.base.name}.partial({', '.join(parts)})" if parts else self.base.name
+        if self.tool_name:
+            text += f".rename({self.tool_name!r})"
+        if self.description is not None:
+            text += ".describe(…)"
+        if self.preapprove:
+            text += ".preapprove()"
+        return text
+
+
+FUNCTION_TYPES = (FuncRef, BoundFunction)
 NUMBER_TYPES = (int, float)
 CONTAINERS = (JSArray, JSObject)
 
@@ -94,7 +157,7 @@ def type_name(v: Any) -> str:
         return "object"
     if t is Result:
         return "result"
-    if t is FuncRef:
+    if t is FuncRef or t is BoundFunction:
         return "function"
     return t.__name__
 
@@ -155,7 +218,7 @@ def to_str(v: Any) -> str:
         return ",".join("" if x is None else to_str(x) for x in v)
     if t is JSObject:
         return "[object Object]"
-    if t is Result or t is FuncRef:
+    if t is Result or t is FuncRef or t is BoundFunction:
         return stringify(v)
     return str(v)
 
@@ -382,14 +445,36 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if t is JSArray or t is list or t is tuple:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:
-        return {str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) is not FuncRef}
+        return {
+            str(k): to_plain(x, _depth + 1)
+            for k, x in v.items()
+            if type(x) is not FuncRef and type(x) is not BoundFunction
+        }
     if t is Result:
-        if v.ok:
-            return {"success": True, "value": to_plain(v.value, _depth + 1)}
-        return {"success": False, "error": to_plain(v.error, _depth + 1)}
-    if t is FuncRef:
+        return result_plain(v, to_plain(v.value if v.ok else v.error, _depth + 1))
+    if t is FuncRef or t is BoundFunction:
         return None
     return str(v)
+
+
+def result_plain(r: Result, inner: Any) -> dict[str, Any]:
+    """A Result as JSON, in the reference's shape (`inner`: its value or error, as JSON).
+
+    A failure's checkpoint is written as null: it is a whole machine state, restored through
+    the live value (`r.checkpoint`), and would swamp every printed failure."""
+    if r.ok:
+        return {"__type": "resultType", "success": True, "value": inner}
+    return {
+        "__type": "resultType",
+        "success": False,
+        "error": inner,
+        "checkpoint": None,
+        "neverStarted": False,
+        "destructiveRan": False,
+        "functionName": r.origin,
+        "args": None,
+        "skippedFunctions": [],
+    }
 
 
 def _json_int(f: float) -> int:
@@ -403,7 +488,7 @@ def _json_int(f: float) -> int:
 
 def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
-    if type(v) is FuncRef:
+    if type(v) is FuncRef or type(v) is BoundFunction:
         return "undefined"
     plain = to_plain(v)
     if type(indent) is int or type(indent) is float:
