@@ -23,6 +23,7 @@ from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, 
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
 from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_result
 from runtime.vm.values import (
+    Closure,
     JSArray,
     JSObject,
     Result,
@@ -523,7 +524,7 @@ def _llm_tool_result(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__is_function")
 def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
-    return bool(args) and type(args[0]) is FuncRef
+    return bool(args) and (type(args[0]) is FuncRef or type(args[0]) is Closure)
 
 
 @builtin("__throw")
@@ -536,6 +537,8 @@ def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""
     fn = args[0]
+    if type(fn) is Closure:
+        return TailCall(fn, list(args[1:]))
     if type(fn) is not FuncRef:
         raise AgencyRuntimeError(f"expected a function, got {type_name(fn)}")
     return TailCall(fn.name, list(args[1:]))
@@ -674,7 +677,7 @@ def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
 
 
 def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
-    if args and type(args[0]) is FuncRef:
+    if args and (type(args[0]) is FuncRef or type(args[0]) is Closure):
         return TailCall("__sort_by", [arr, args[0]])
     items = sorted(arr, key=lambda v: (v is None, to_str(v)))
     m.splice(arr, 0, len(arr), tuple(items))
@@ -732,14 +735,14 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     "sort": _arr_sort,
     "flat": _arr_flat,
     "toString": lambda m, a, args: to_str(a),
-    "map": _prelude("map"),
-    "filter": _prelude("filter"),
-    "reduce": _prelude("reduce"),
-    "find": _prelude("find"),
-    "findIndex": _prelude("findIndex"),
-    "some": _prelude("some"),
-    "every": _prelude("every"),
-    "forEach": _prelude("forEach"),
+    "map": _prelude("__arr_map"),
+    "filter": _prelude("__arr_filter"),
+    "reduce": _prelude("__arr_reduce"),
+    "find": _prelude("__arr_find"),
+    "findIndex": _prelude("__arr_findIndex"),
+    "some": _prelude("__arr_some"),
+    "every": _prelude("__arr_every"),
+    "forEach": _prelude("__arr_forEach"),
 }
 
 

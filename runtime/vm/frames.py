@@ -82,8 +82,8 @@ class TailCall:
 
     __slots__ = ("name", "args", "named")
 
-    def __init__(self, name: str, args: list[Any], named: dict[str, Any] | None = None) -> None:
-        self.name = name
+    def __init__(self, name: Any, args: list[Any], named: dict[str, Any] | None = None) -> None:
+        self.name = name  # a function's name, or a block (values.Closure)
         self.args = args
         self.named = named or {}
 

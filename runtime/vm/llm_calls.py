@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
+from runtime.language.syntax.ast import TFunc
 from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
@@ -70,6 +71,8 @@ def tool_specs(m: Machine, names: list[str]) -> list[Any]:
         props: dict[str, Any] = {}
         required = []
         for p in code.params:
+            if isinstance(p.type, TFunc):
+                continue  # a block parameter: the model cannot pass one
             props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
             if not p.has_default and not p.rest:
                 required.append(p.name)

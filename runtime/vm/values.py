@@ -9,6 +9,8 @@ Values are plain Python objects chosen for speed:
   machine, compared by identity. Their `oid` slot is filled lazily by whoever needs a stable
   name for them (the recorder, the checkpoint encoder).
 - `Result` is `success(v)` / `failure(e)`; `FuncRef` names a def, node or builtin.
+- `Closure` is a block (`f(xs) as x { … }`, `\\x -> e`): its code's name plus the index of the
+  frame that created it, whose variables it reads and writes. Plain data, so it snapshots.
 """
 
 from __future__ import annotations
@@ -67,6 +69,21 @@ class Result:
         return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
 
 
+class Closure:
+    """A block value: the block's code (by name) and the frame that created it (by its index in
+    the frame stack; `owner` is that frame's function, checked when the block is called)."""
+
+    __slots__ = ("name", "frame", "owner")
+
+    def __init__(self, name: str, frame: int, owner: str) -> None:
+        self.name = name
+        self.frame = frame
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"<block {self.name}>"
+
+
 NUMBER_TYPES = (int, float)
 CONTAINERS = (JSArray, JSObject)
 
@@ -94,7 +111,7 @@ def type_name(v: Any) -> str:
         return "object"
     if t is Result:
         return "result"
-    if t is FuncRef:
+    if t is FuncRef or t is Closure:
         return "function"
     return t.__name__
 
@@ -155,7 +172,7 @@ def to_str(v: Any) -> str:
         return ",".join("" if x is None else to_str(x) for x in v)
     if t is JSObject:
         return "[object Object]"
-    if t is Result or t is FuncRef:
+    if t is Result or t is FuncRef or t is Closure:
         return stringify(v)
     return str(v)
 
@@ -382,12 +399,16 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     if t is JSArray or t is list or t is tuple:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:
-        return {str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) is not FuncRef}
+        return {
+            str(k): to_plain(x, _depth + 1)
+            for k, x in v.items()
+            if type(x) is not FuncRef and type(x) is not Closure
+        }
     if t is Result:
         if v.ok:
             return {"success": True, "value": to_plain(v.value, _depth + 1)}
         return {"success": False, "error": to_plain(v.error, _depth + 1)}
-    if t is FuncRef:
+    if t is FuncRef or t is Closure:
         return None
     return str(v)
 
@@ -403,7 +424,7 @@ def _json_int(f: float) -> int:
 
 def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
-    if type(v) is FuncRef:
+    if type(v) is FuncRef or type(v) is Closure:
         return "undefined"
     plain = to_plain(v)
     if type(indent) is int or type(indent) is float:
