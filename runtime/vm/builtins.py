@@ -470,7 +470,30 @@ def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         return Decision(what, True if what == "approve" else None)
     if kind == "code":
         return TailCall(what, [obj, handler[2]])
+    if what not in m.functions and what not in m.builtins:
+        # `with h` where `h` is a variable holding a function (or a block): read it where the
+        # `handle` block was opened, like any name there
+        value = _variable_at(m, int(handler[2]), what)
+        if type(value) is FuncRef:
+            return TailCall(value.name, [obj])
+        if type(value) is Closure:
+            return TailCall(value, [obj])
     return TailCall(what, [obj])
+
+
+def _variable_at(m: Machine, at: int, name: str) -> Any:
+    """The value of `name` as code running in frame `at` sees it (its own variable, its
+    creator's for a block or handler body, else a module variable)."""
+    frames = m.frames
+    while (
+        name not in frames[at].locals
+        and frames[at].code.kind in ("handler", "block")
+        and "__owner" in frames[at].locals
+    ):
+        at = int(frames[at].locals["__owner"])
+    if name in frames[at].locals:
+        return frames[at].locals[name]
+    return m.globals.get(name)
 
 
 @builtin("__is_decision")
