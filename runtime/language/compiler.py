@@ -546,7 +546,16 @@ class FunctionCompiler:
             self.expr(e.left)  # type: ignore[union-attr]
             skip = self.emit(PIPE_PREP, None)
             right = e.right  # type: ignore[union-attr]
-            if type(right) is A.Call:
+            if (
+                type(right) is A.Call
+                and type(right.callee) is A.Member
+                and right.callee.name in ("partial", "describe", "rename", "preapprove")
+            ):
+                # `x |> f.partial(a: 1)`: the stage makes a function, which is called with x
+                self.expr(right)
+                self.emit(SWAP)
+                self.emit(CALL, 1)
+            elif type(right) is A.Call:
                 self.expr(right.callee)
                 self.emit(SWAP)
                 self.call_args(right.args, extra_positional=1)

@@ -234,6 +234,9 @@ class ProgramCompiler:
         names = declared | {n for n in assigned if n not in module and n not in visible}
         fc = FunctionCompiler(self, code, names, steps=owner_fc.steps)
         fc.outer = visible
+        # inside a comprehension `[… for x in xs]`, `x` is the creator's hidden local
+        fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
+        fc.outer |= set(fc.renames.values())
         fc.consts = constants(b.body)
         for p in b.params:
             if p.default is not None:

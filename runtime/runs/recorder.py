@@ -25,7 +25,7 @@ from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
-from runtime.vm.values import Closure, JSArray, JSObject, Result, to_plain
+from runtime.vm.values import Closure, JSArray, JSObject, Partial, Result, to_plain
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
@@ -122,7 +122,7 @@ class Recorder:
             return ("r", oid)
         if t is Result:
             return ("R", v.ok, self.enc(v.value if v.ok else v.error, out))
-        if t is FuncRef or t is Closure:
+        if t is FuncRef or t is Closure or t is Partial:
             return ("F", v.name)
         if t is Decision:
             return ("D", v.action, self.enc(v.value, out))
@@ -202,7 +202,7 @@ class Recorder:
                 return ("r", oid)
             if t is Result:
                 return ("R", v.ok, enc(v.value if v.ok else v.error))
-            if t is FuncRef or t is Closure:
+            if t is FuncRef or t is Closure or t is Partial:
                 return ("F", v.name)
             if t is Decision:
                 return ("D", v.action, enc(v.value))

@@ -23,9 +23,11 @@ from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, 
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
 from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_result
 from runtime.vm.values import (
+    FUNCTION_VALUES,
     Closure,
     JSArray,
     JSObject,
+    Partial,
     Result,
     a_type,
     display,
@@ -547,7 +549,7 @@ def _llm_tool_result(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__is_function")
 def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
-    return bool(args) and (type(args[0]) is FuncRef or type(args[0]) is Closure)
+    return bool(args) and type(args[0]) in FUNCTION_VALUES
 
 
 @builtin("__throw")
@@ -560,11 +562,43 @@ def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""
     fn = args[0]
-    if type(fn) is Closure:
+    if type(fn) is Closure or type(fn) is Partial:
         return TailCall(fn, list(args[1:]))
     if type(fn) is not FuncRef:
         raise AgencyRuntimeError(f"expected a function, got {type_name(fn)}")
     return TailCall(fn.name, list(args[1:]))
+
+
+# -- function values: .partial(), .describe(), .rename(), .preapprove() --------------------------
+
+FUNCTION_METHODS = frozenset({"partial", "describe", "rename", "preapprove"})
+
+
+def function_method(m: Machine, fn: Any, name: str, args: list[Any], named: dict[str, Any]) -> Any:
+    """`f.partial(a: 1)` and friends: a new function value (`Partial`); `f` is left alone."""
+    base = fn if type(fn) is Partial else Partial(fn)
+    out = Partial(base.fn, dict(base.bound), base.description, base.tool_name, base.preapprove)
+    if name == "partial":
+        if args:
+            raise AgencyRuntimeError(
+                f"`.partial()` binds parameters by name, like {base.name}.partial(x: 1)"
+            )
+        code = m.functions.get(base.fn.name)
+        if code is not None and not any(p.name == "__named" for p in code.params):
+            known = {p.name for p in code.params}
+            for key in named:
+                if key not in known:
+                    raise AgencyRuntimeError(
+                        f"Unknown named argument '{key}' in call to '{base.fn.name}'"
+                    )
+        out.bound.update({k: v for k, v in named.items() if k != "&"})
+    elif name == "describe":
+        out.description = to_str(args[0] if args else named.get("description"))
+    elif name == "rename":
+        out.tool_name = to_str(args[0] if args else named.get("name"))
+    else:
+        out.preapprove = True
+    return out
 
 
 # -- members and methods ------------------------------------------------------------------------
@@ -700,7 +734,7 @@ def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
 
 
 def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
-    if args and (type(args[0]) is FuncRef or type(args[0]) is Closure):
+    if args and type(args[0]) in FUNCTION_VALUES:
         return TailCall("__sort_by", [arr, args[0]])
     items = sorted(arr, key=lambda v: (v is None, to_str(v)))
     m.splice(arr, 0, len(arr), tuple(items))

@@ -18,7 +18,16 @@ from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.vm.frames import TailCall
-from runtime.vm.values import JSArray, JSObject, Result, from_plain, stringify, to_plain, to_str
+from runtime.vm.values import (
+    JSArray,
+    JSObject,
+    Partial,
+    Result,
+    from_plain,
+    stringify,
+    to_plain,
+    to_str,
+)
 from runtime.vm.writelog import W_USAGE
 
 if TYPE_CHECKING:
@@ -38,13 +47,26 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
         opts.update(named)
     tools = opts.get("tools")
     tool_names = JSArray()
+    derived = JSObject()
     if tools is not None:
         if type(tools) is not JSArray:
             raise AgencyRuntimeError("llm: `tools` must be an array of defs")
         for t in tools:
-            if type(t) is not FuncRef or m.functions.get(t.name) is None:
+            if type(t) is Partial and type(t.fn) is FuncRef:
+                derived[t.name] = t  # a `.partial()`/`.rename()`/… copy of a def
+                base = t.fn.name
+            elif type(t) is FuncRef:
+                base = t.name
+            else:
+                base = ""
+            if m.functions.get(base) is None:
                 raise AgencyRuntimeError(f"llm: tool {to_str(t)} is not a def")
-            tool_names.append(t.name)
+            name = t.name
+            if name in tool_names:
+                raise AgencyRuntimeError(
+                    f"llm: two tools are named `{name}`; give copies distinct names with .rename()"
+                )
+            tool_names.append(name)
     params = JSObject()
     for key in ("model", "temperature", "maxTokens"):
         if opts.get(key) is not None:
@@ -57,6 +79,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "thread": thread,
             "schema": schema,
             "tools": tool_names,
+            "derived": derived,
             "params": params,
             "messages": extra if type(extra) is JSArray else None,
             "round": 0,
@@ -64,22 +87,24 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
     )
 
 
-def tool_specs(m: Machine, names: list[str]) -> list[Any]:
+def tool_specs(m: Machine, names: list[str], derived: Any = None) -> list[Any]:
     specs = []
     for name in names:
-        code = m.functions[name]
+        copy = derived.get(name) if type(derived) is JSObject else None
+        code = m.functions[copy.fn.name if copy is not None else name]
+        bound = copy.bound if copy is not None else {}
         props: dict[str, Any] = {}
         required = []
         for p in code.params:
-            if isinstance(p.type, TFunc):
-                continue  # a block parameter: the model cannot pass one
+            if isinstance(p.type, TFunc) or p.name in bound:
+                continue  # a block parameter (the model cannot pass one), or one already bound
             props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
             if not p.has_default and not p.rest:
                 required.append(p.name)
         specs.append(
             ToolSpec(
                 name=name,
-                description=code.doc or f"Call {name}",
+                description=_tool_description(code.doc, copy) or f"Call {name}",
                 parameters={"type": "object", "properties": props, "required": required},
             )
         )
@@ -119,7 +144,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         )
     messages.extend(dict(msg) for msg in m.threads.get(thread, []))
     schema = to_plain(req.get("schema"))
-    tools = tool_specs(m, list(req.get("tools") or []))
+    tools = tool_specs(m, list(req.get("tools") or []), req.get("derived"))
     params = to_plain(req.get("params") or JSObject())
     started = time.perf_counter()
     try:
@@ -240,12 +265,31 @@ def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
     name = to_str(tc.get("name"))
     if name not in (req.get("tools") or []):
         return f"error: there is no tool named {name}"
-    code = m.functions[name]
+    derived = req.get("derived")
+    copy = derived.get(name) if type(derived) is JSObject else None
+    code = m.functions[copy.fn.name if copy is not None else name]
     raw_args = tc.get("args")
     args = raw_args if type(raw_args) is JSObject else JSObject()
-    known = set(code.param_names)
+    known = set(code.param_names) - set(copy.bound if copy is not None else ())
     named = {k: v for k, v in args.items() if k in known}
-    return TailCall(name, [], named)
+    return TailCall(copy if copy is not None else name, [], named)
+
+
+def _tool_description(doc: str | None, copy: Partial | None) -> str | None:
+    """A tool's description: `.describe()`'s text, else the docstring without the `@param`
+    lines of parameters a `.partial()` bound."""
+    if copy is None:
+        return doc
+    if copy.description is not None:
+        return copy.description
+    if not doc or not copy.bound:
+        return doc
+    kept = [
+        line
+        for line in doc.splitlines()
+        if not any(line.strip().startswith(f"@param {k} ") for k in copy.bound)
+    ]
+    return "\n".join(kept)
 
 
 def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:

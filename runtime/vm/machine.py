@@ -37,6 +37,7 @@ from runtime.vm.values import (
     Closure,
     JSArray,
     JSObject,
+    Partial,
     Result,
     a_type,
     js_add,
@@ -756,7 +757,7 @@ class Machine:
         args, named = self._pop_args(stack, spec)
         callee = stack.pop()
         if type(callee) is not FuncRef:
-            if type(callee) is Closure:
+            if type(callee) is Closure or type(callee) is Partial:
                 return self._invoke(frame, callee, args, named, spec, pc)
             raise AgencyRuntimeError(f"{_callee_text(callee)} is not a function")
         return self._invoke(frame, callee.name, args, named, spec, pc)
@@ -773,6 +774,8 @@ class Machine:
         if type(name) is Closure:
             self._enter_block(name, args, named)
             return True
+        if type(name) is Partial:
+            return self._invoke_partial(frame, name, args, named, pc)
         code = self.functions.get(name)
         if code is not None:
             if code.kind == "node":
@@ -807,8 +810,13 @@ class Machine:
             fn = obj.get(name)
             if type(fn) is FuncRef:
                 return self._invoke(frame, fn.name, args, named, None, frame.pc)
-            if type(fn) is Closure:
+            if type(fn) is Closure or type(fn) is Partial:
                 return self._invoke(frame, fn, args, named, None, frame.pc)
+        elif name in builtins.FUNCTION_METHODS and (
+            type(obj) is FuncRef or type(obj) is Closure or type(obj) is Partial
+        ):
+            stack.append(builtins.function_method(self, obj, name, args, named))
+            return False
         if "&" in named:
             args = [*args, named["&"]]
         result = self.methods(self, obj, name, args)
@@ -844,6 +852,37 @@ class Machine:
                 else:
                     raise AgencyRuntimeError(f"`{code.name}` has no parameter named `{key}`")
         return locals_
+
+    def _invoke_partial(
+        self, frame: Frame, p: Partial, args: list[Any], named: dict[str, Any], pc: int
+    ) -> bool:
+        """Call a `.partial()` function: positional arguments fill the parameters left unbound,
+        in order (a rest parameter takes what remains); the bound ones are passed by name."""
+        fn = p.fn
+        code = self.functions.get(fn.name)
+        if code is None:
+            args, named = list(args), {**named, **p.bound}
+        else:
+            merged: dict[str, Any] = {}
+            i = 0
+            for q in code.params:
+                if q.name in p.bound or q.name.startswith("__") or i >= len(args):
+                    continue
+                if q.rest:
+                    merged[q.name] = JSArray(args[i:])
+                    i = len(args)
+                else:
+                    merged[q.name] = args[i]
+                    i += 1
+            merged.update(named)
+            merged.update(p.bound)
+            args, named = [], merged
+        depth = len(self.frames)
+        changed = self._invoke(frame, fn if type(fn) is Closure else fn.name, args, named, None, pc)
+        if p.preapprove and len(self.frames) > depth:
+            # every interrupt raised beneath this call is approved, as `with approve` would
+            self.frames[-1].handlers.append(("action", "approve"))
+        return changed
 
     def _enter_block(self, block: Closure, args: list[Any], named: dict[str, Any]) -> None:
         """Call a block: a frame of its code whose `__owner` is the frame that created it."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.frames import Decision
-from runtime.vm.values import Closure, JSArray, JSObject, Result
+from runtime.vm.values import Closure, JSArray, JSObject, Partial, Result
 
 if TYPE_CHECKING:
     pass
@@ -46,6 +46,8 @@ class Encoder:
                 stack.append(x.error)
             elif t is Decision:
                 stack.append(x.value)
+            elif t is Partial:
+                stack.extend(x.bound.values())
 
     def enc(self, v: Any) -> Any:
         t = type(v)
@@ -78,6 +80,16 @@ class Encoder:
             return {"$function": v.name}
         if t is Closure:
             return {"$block": v.name, "frame": v.frame, "owner": v.owner}
+        if t is Partial:
+            return {
+                "$partial": {
+                    "fn": self.enc(v.fn),
+                    "bound": {k: self.enc(x) for k, x in v.bound.items()},
+                    "description": v.description,
+                    "name": v.tool_name,
+                    "preapprove": v.preapprove,
+                }
+            }
         if t is Decision:
             return {"$decision": v.action, "value": self.enc(v.value)}
         if t is dict:  # internal plain data (messages): readable, `{role, content}`
@@ -138,6 +150,8 @@ class Decoder:
                     block = Closure(str(v["$block"]), frame, str(v.get("owner")))
                     self.closures.append(block)
                     return block
+                if "$partial" in v and len(v) == 1:
+                    return self._partial(v["$partial"])
                 if "$decision" in v:
                     return Decision(str(v["$decision"]), self.dec(v.get("value")))
                 if "$object" in v and len(v) == 1:
@@ -149,6 +163,21 @@ class Decoder:
                     return JSObject((str(k), self.dec(x)) for k, x in pairs)
             return JSObject((k, self.dec(x)) for k, x in v.items())
         raise CheckpointFormatError(f"unexpected value in checkpoint: {v!r:.60}")
+
+    def _partial(self, spec: Any) -> Partial:
+        if not isinstance(spec, dict) or not isinstance(spec.get("bound"), dict):
+            raise CheckpointFormatError("a `$partial` value is malformed")
+        fn = self.dec(spec.get("fn"))
+        if type(fn) is not FuncRef and type(fn) is not Closure:
+            raise CheckpointFormatError("a `$partial` value has no function")
+        description, name = spec.get("description"), spec.get("name")
+        return Partial(
+            fn,
+            {str(k): self.dec(x) for k, x in spec["bound"].items()},
+            description if isinstance(description, str) else None,
+            name if isinstance(name, str) else None,
+            spec.get("preapprove") is True,
+        )
 
     def _ref(self, label: str) -> Any:
         if label in self.made:

@@ -84,6 +84,37 @@ class Closure:
         return f"<block {self.name}>"
 
 
+class Partial:
+    """A function derived with `.partial(name: v)`, `.describe(text)`, `.rename(name)` or
+    `.preapprove()`: the base function (a FuncRef or a Closure), the arguments bound by name,
+    and what it shows an LLM as a tool. Plain data, so it snapshots."""
+
+    __slots__ = ("fn", "bound", "description", "tool_name", "preapprove")
+
+    def __init__(
+        self,
+        fn: Any,
+        bound: dict[str, Any] | None = None,
+        description: str | None = None,
+        tool_name: str | None = None,
+        preapprove: bool = False,
+    ) -> None:
+        self.fn = fn
+        self.bound: dict[str, Any] = bound if bound is not None else {}
+        self.description = description
+        self.tool_name = tool_name
+        self.preapprove = preapprove
+
+    @property
+    def name(self) -> str:
+        """The name it goes by as a tool (its base function's, unless renamed)."""
+        return self.tool_name or str(self.fn.name)
+
+    def __repr__(self) -> str:
+        return f"<function {self.name} (partial)>"
+
+
+FUNCTION_VALUES = (FuncRef, Closure, Partial)
 NUMBER_TYPES = (int, float)
 CONTAINERS = (JSArray, JSObject)
 
@@ -111,7 +142,7 @@ def type_name(v: Any) -> str:
         return "object"
     if t is Result:
         return "result"
-    if t is FuncRef or t is Closure:
+    if t is FuncRef or t is Closure or t is Partial:
         return "function"
     return t.__name__
 
@@ -172,7 +203,7 @@ def to_str(v: Any) -> str:
         return ",".join("" if x is None else to_str(x) for x in v)
     if t is JSObject:
         return "[object Object]"
-    if t is Result or t is FuncRef or t is Closure:
+    if t is Result or t is FuncRef or t is Closure or t is Partial:
         return stringify(v)
     return str(v)
 
@@ -400,15 +431,13 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:
         return {
-            str(k): to_plain(x, _depth + 1)
-            for k, x in v.items()
-            if type(x) is not FuncRef and type(x) is not Closure
+            str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) not in FUNCTION_VALUES
         }
     if t is Result:
         if v.ok:
             return {"success": True, "value": to_plain(v.value, _depth + 1)}
         return {"success": False, "error": to_plain(v.error, _depth + 1)}
-    if t is FuncRef or t is Closure:
+    if t is FuncRef or t is Closure or t is Partial:
         return None
     return str(v)
 
@@ -424,7 +453,7 @@ def _json_int(f: float) -> int:
 
 def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
-    if type(v) is FuncRef or type(v) is Closure:
+    if type(v) in FUNCTION_VALUES:
         return "undefined"
     plain = to_plain(v)
     if type(indent) is int or type(indent) is float:
