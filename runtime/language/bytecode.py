@@ -78,10 +78,11 @@ from runtime.language.syntax import ast as A
     LOAD_OUTER,
     STORE_OUTER,
     UPDATE_OUTER,
-) = range(61)
+    MAKE_CLOSURE,
+) = range(62)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 61
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 62
 }
 
 
@@ -190,7 +191,7 @@ class Code:
     """Compiled code of one function."""
 
     name: str
-    kind: str  # "node" | "def" | "handler" | "module" | "prelude"
+    kind: str  # "node" | "def" | "handler" | "block" | "module" | "prelude"
     file: str
     params: list[ParamInfo]
     ops: list[int] = field(default_factory=list)

@@ -47,6 +47,7 @@ from runtime.language.bytecode import (
     LOAD_NAME,
     LOAD_OUTER,
     LOAD_SHARED,
+    MAKE_CLOSURE,
     MARK_STEP,
     MATCH,
     PIPE_PREP,
@@ -591,6 +592,8 @@ class FunctionCompiler:
             self.match(e, "", as_stmt=False)  # type: ignore[arg-type]
         elif t is A.Is:
             self.is_expr(e)  # type: ignore[arg-type]
+        elif t is A.BlockFn:
+            self.emit(MAKE_CLOSURE, self.unit.compile_block(e, self))  # type: ignore[arg-type]
         else:
             self.error(f"unsupported expression {t.__name__}", e.span)
             self.emit(CONST, None)
@@ -674,7 +677,7 @@ class FunctionCompiler:
             and callee.id not in self.locals
         ):
             extra.append(("__type", self.unit.schema_for(type_hint)))
-        self.call_args(e.args, extra_named=extra)
+        self.call_args(e.args, extra_named=extra, block=e.block)
 
     def chain_link(self, e: A.Expr, exits: list[int]) -> None:
         """`e`, a link of a chain of members, indexes and method calls (`o?.a.b(c)[0]`) or its
@@ -695,6 +698,8 @@ class FunctionCompiler:
             self.patch(present)
         if type(e) is A.Call:
             spec = self.arg_spec(e.args)
+            if e.block is not None:
+                spec = self.with_block(spec, e.block)
             self.emit(CALL_METHOD, (link.name, spec))  # type: ignore[union-attr]
         elif type(link) is A.Index:
             self.expr(link.index)
@@ -718,6 +723,7 @@ class FunctionCompiler:
         args: tuple[A.Arg, ...],
         extra_positional: int = 0,
         extra_named: list[tuple[str, Any]] | None = None,
+        block: A.BlockFn | None = None,
     ) -> None:
         spec = self.arg_spec(args, extra_positional)
         if extra_named:
@@ -726,7 +732,17 @@ class FunctionCompiler:
                 self.emit(CONST, value)
                 kinds.append(name)
             spec = tuple(kinds)
+        if block is not None:
+            spec = self.with_block(spec, block)
         self.emit(CALL, spec)
+
+    def with_block(self, spec: Any, block: A.BlockFn) -> tuple[str | None, ...]:
+        """A trailing block goes last, as the argument kind `&`: the machine binds it to the
+        callee's last parameter (by name, so omitted optional parameters keep their defaults)."""
+        self.emit(MAKE_CLOSURE, self.unit.compile_block(block, self))
+        kinds = list(spec) if isinstance(spec, tuple) else [None] * spec
+        kinds.append("&")
+        return tuple(kinds)
 
     def list_comp(self, e: A.ListComp) -> None:
         """`[f(x) for x in xs if c]`; `x` is the comprehension's own (a hidden local), so it

@@ -52,6 +52,7 @@ class ProgramCompiler:
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
         self.handlers = 0
+        self.blocks = 0
 
     def compile(self, prelude: A.Program | None = None) -> CompiledProgram:
         items = [
@@ -214,3 +215,42 @@ class ProgramCompiler:
         fc.emit(RETURN)
         self.functions[name] = code
         return ("code", name)
+
+    def compile_block(self, b: A.BlockFn, owner_fc: FunctionCompiler) -> str:
+        """A block (trailing or inline) as its own Code; like a handler body, it reads and writes
+        the variables of the frame that created it (LOAD_OUTER / STORE_OUTER through the
+        closure's `__owner`). Its parameters and the names it declares are its own."""
+        owner = owner_fc.code
+        self.blocks += 1
+        name = f"{owner.name}.block{self.blocks}"
+        params = [ParamInfo(p.name, p.type, p.default is not None, p.rest) for p in b.params]
+        code = Code(name, "block", owner.file, params, span=b.span)
+        declared = {p.name for p in b.params}
+        assigned: set[str] = set()
+        declared_names(b.body, declared, assigned)
+        visible = set() if owner_fc.is_module else (owner_fc.locals | owner_fc.outer)
+        visible = {n for n in visible if not n.startswith("__")} - declared
+        module = self.global_names | self.shared_names
+        names = declared | {n for n in assigned if n not in module and n not in visible}
+        fc = FunctionCompiler(self, code, names, steps=owner_fc.steps)
+        fc.outer = visible
+        # inside a comprehension `[… for x in xs]`, `x` is the creator's hidden local
+        fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
+        fc.outer |= set(fc.renames.values())
+        fc.consts = constants(b.body)
+        for p in b.params:
+            if p.default is not None:
+                fc.emit(LOAD_LOCAL, p.name)
+                skip = fc.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                fc.emit(POP)
+                fc.expr(p.default)
+                fc.emit(STORE_LOCAL, p.name)
+                end = fc.emit(JUMP, None)
+                fc.patch(skip)
+                fc.emit(POP)
+                fc.patch(end)
+        fc.block(b.body, "")
+        fc.emit(CONST, None)
+        fc.emit(RETURN)
+        self.functions[name] = code
+        return name

@@ -21,7 +21,7 @@ class FrameView:
     """One frame of the call stack, outermost first in `StateView.frames`."""
 
     scope: str  # function name
-    kind: str  # "node" | "def" | "handler" | "prelude"
+    kind: str  # "node" | "def" | "handler" | "block" | "prelude"
     args: dict[str, Any]
     locals: dict[str, Any]
     line: int  # the line this frame is at (for callers: the line of the pending call)

@@ -25,7 +25,7 @@ from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
-from runtime.vm.values import BoundFunction, JSArray, JSObject, Result, to_plain
+from runtime.vm.values import BoundFunction, Closure, JSArray, JSObject, Result, to_plain
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
@@ -122,7 +122,7 @@ class Recorder:
             return ("r", oid)
         if t is Result:
             return ("R", v.ok, self.enc(v.value if v.ok else v.error, out))
-        if t is FuncRef:
+        if t is FuncRef or t is Closure:
             return ("F", v.name)
         if t is BoundFunction:  # shown as a function; it never changes, so no oid
             return ("F", v.label())
@@ -204,7 +204,7 @@ class Recorder:
                 return ("r", oid)
             if t is Result:
                 return ("R", v.ok, enc(v.value if v.ok else v.error))
-            if t is FuncRef:
+            if t is FuncRef or t is Closure:
                 return ("F", v.name)
             if t is BoundFunction:
                 return ("F", v.label())

@@ -25,6 +25,7 @@ from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_resul
 from runtime.vm.values import (
     FUNCTION_TYPES,
     BoundFunction,
+    Closure,
     JSArray,
     JSObject,
     Result,
@@ -481,7 +482,30 @@ def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         return Decision(what, True if what == "approve" else None)
     if kind == "code":
         return TailCall(what, [obj, handler[2]])
+    if what not in m.functions and what not in m.builtins:
+        # `with h` where `h` is a variable holding a function (or a block): read it where the
+        # `handle` block was opened, like any name there
+        value = _variable_at(m, int(handler[2]), what)
+        if type(value) is FuncRef:
+            return TailCall(value.name, [obj])
+        if type(value) is Closure:
+            return TailCall(value, [obj])
     return TailCall(what, [obj])
+
+
+def _variable_at(m: Machine, at: int, name: str) -> Any:
+    """The value of `name` as code running in frame `at` sees it (its own variable, its
+    creator's for a block or handler body, else a module variable)."""
+    frames = m.frames
+    while (
+        name not in frames[at].locals
+        and frames[at].code.kind in ("handler", "block")
+        and "__owner" in frames[at].locals
+    ):
+        at = int(frames[at].locals["__owner"])
+    if name in frames[at].locals:
+        return frames[at].locals[name]
+    return m.globals.get(name)
 
 
 @builtin("__is_decision")
@@ -548,7 +572,7 @@ def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""
     fn = args[0]
-    if type(fn) is BoundFunction:
+    if type(fn) is BoundFunction or type(fn) is Closure:
         return TailCall(fn, list(args[1:]))
     if type(fn) is not FuncRef:
         raise AgencyRuntimeError(f"expected a function, got {type_name(fn)}")
@@ -748,14 +772,14 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     "sort": _arr_sort,
     "flat": _arr_flat,
     "toString": lambda m, a, args: to_str(a),
-    "map": _prelude("map"),
-    "filter": _prelude("filter"),
-    "reduce": _prelude("reduce"),
-    "find": _prelude("find"),
-    "findIndex": _prelude("findIndex"),
-    "some": _prelude("some"),
-    "every": _prelude("every"),
-    "forEach": _prelude("forEach"),
+    "map": _prelude("__arr_map"),
+    "filter": _prelude("__arr_filter"),
+    "reduce": _prelude("__arr_reduce"),
+    "find": _prelude("__arr_find"),
+    "findIndex": _prelude("__arr_findIndex"),
+    "some": _prelude("__arr_some"),
+    "every": _prelude("__arr_every"),
+    "forEach": _prelude("__arr_forEach"),
 }
 
 

@@ -336,6 +336,12 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
         for v in data["globals"].values():
             dec.dec(v)
         decode_threads(data, dec)
+        for block in dec.closures:
+            code = program.functions.get(block.name)
+            if code is None or code.kind != "block":
+                raise ValueError(
+                    f"a block value refers to `{block.name}`, which this program lacks"
+                )
         for key in ("step", "id"):
             v = data.get(key)
             if v is not None and not isinstance(v, int):

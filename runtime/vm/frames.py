@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.language.bytecode import Code
-from runtime.vm.values import BoundFunction
+from runtime.vm.values import BoundFunction, Closure
 
 
 class Frame:
@@ -80,12 +80,15 @@ class PauseSignal(Signal):
 class TailCall:
     """Returned by a builtin that wants the machine to call a function in its place; the
     function's return value becomes the builtin's result. `name` names a function, or is a
-    derived function value (`f.partial(…)`) to call."""
+    derived function value (`f.partial(…)`) or a block to call."""
 
     __slots__ = ("name", "args", "named")
 
     def __init__(
-        self, name: str | BoundFunction, args: list[Any], named: dict[str, Any] | None = None
+        self,
+        name: str | BoundFunction | Closure,
+        args: list[Any],
+        named: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.args = args

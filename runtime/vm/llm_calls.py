@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
+from runtime.language.syntax.ast import TFunc
 from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
@@ -91,7 +92,7 @@ def tool_specs(m: Machine, tools: list[Any]) -> list[Any]:
         props: dict[str, Any] = {}
         required = []
         for p in code.params:
-            if p.name in bound:
+            if isinstance(p.type, TFunc) or p.name in bound:  # a block parameter, or bound
                 continue
             props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
             if not p.has_default and not p.rest:

@@ -38,6 +38,7 @@ from runtime.vm.types import conforms
 from runtime.vm.values import (
     FUNCTION_TYPES,
     BoundFunction,
+    Closure,
     JSArray,
     JSObject,
     Result,
@@ -701,6 +702,8 @@ class Machine:
                         push(old)
                         if wlog is not None:
                             wlog.append((1, at, name, new))
+                    elif op == 61:  # MAKE_CLOSURE (a block over this frame)
+                        push(Closure(arg, depth, code.name))
                     else:  # pragma: no cover - compiler and machine disagree
                         raise AgencyRuntimeError(f"internal error: unknown opcode {op}")
             except PauseSignal:
@@ -712,11 +715,12 @@ class Machine:
     # -- names, calls, returns ----------------------------------------------------------------
 
     def _outer_index(self, L: dict[str, Any], name: str) -> int:
-        """Where a handler body finds `name`: the frame that opened its `handle` block (or,
-        for a handler inside a handler, that one's opener, and so on)."""
+        """Where a handler body or a block finds `name`: the frame that opened its `handle`
+        block or created the block (or, for one nested in another, that one's owner, and so
+        on)."""
         frames = self.frames
         at = int(L["__owner"])
-        while name not in frames[at].locals and frames[at].code.kind == "handler":
+        while name not in frames[at].locals and frames[at].code.kind in ("handler", "block"):
             at = int(frames[at].locals["__owner"])
         return at
 
@@ -758,13 +762,15 @@ class Machine:
         if type(callee) is not FuncRef:
             if type(callee) is BoundFunction:
                 return self._invoke_bound(frame, callee, args, named, spec, pc)
+            if type(callee) is Closure:
+                return self._invoke(frame, callee, args, named, spec, pc)
             raise AgencyRuntimeError(f"{_callee_text(callee)} is not a function")
         return self._invoke(frame, callee.name, args, named, spec, pc)
 
     def _invoke(
         self,
         frame: Frame,
-        name: str | BoundFunction,
+        name: Any,  # a function's name, a Closure, or a BoundFunction (a builtin's TailCall)
         args: list[Any],
         named: dict[str, Any],
         spec: Any,
@@ -772,6 +778,9 @@ class Machine:
     ) -> bool:
         if type(name) is BoundFunction:  # a builtin's TailCall of a derived function
             return self._invoke_bound(frame, name, args, named, spec, pc)
+        if type(name) is Closure:
+            self._enter_block(name, args, named)
+            return True
         assert type(name) is str
         code = self.functions.get(name)
         if code is not None:
@@ -784,7 +793,10 @@ class Machine:
         if fn is None:
             raise AgencyRuntimeError(f"`{name}` is not defined")
         try:
-            result = fn(self, args, named)
+            if "&" in named:  # a trailing block: a builtin takes it as its last argument
+                result = fn(self, [*args, named["&"]], {k: v for k, v in named.items() if k != "&"})
+            else:
+                result = fn(self, args, named)
         except PauseSignal:
             # Put the call back so it runs again when the run continues.
             frame.stack.append(FuncRef(name))
@@ -806,9 +818,13 @@ class Machine:
                 return self._invoke(frame, fn.name, args, named, None, frame.pc)
             if type(fn) is BoundFunction:
                 return self._invoke_bound(frame, fn, args, named, None, frame.pc)
+            if type(fn) is Closure:
+                return self._invoke(frame, fn, args, named, None, frame.pc)
         elif name in builtins.FUNCTION_METHODS and type(obj) in FUNCTION_TYPES:
             stack.append(builtins.function_method(self, obj, name, args, named))
             return False
+        if "&" in named:
+            args = [*args, named["&"]]
         result = self.methods(self, obj, name, args)
         if type(result) is TailCall:
             return self._invoke(frame, result.name, result.args, result.named, None, frame.pc)
@@ -840,6 +856,8 @@ class Machine:
 
     def bind_args(self, code: Code, args: list[Any], named: dict[str, Any]) -> dict[str, Any]:
         params = code.params
+        if "&" in named:
+            args, named = _bind_block(code, args, named)
         locals_: dict[str, Any] = {}
         i = 0
         for p in params:
@@ -863,6 +881,18 @@ class Machine:
                 else:
                     raise AgencyRuntimeError(f"`{code.name}` has no parameter named `{key}`")
         return locals_
+
+    def _enter_block(self, block: Closure, args: list[Any], named: dict[str, Any]) -> None:
+        """Call a block: a frame of its code whose `__owner` is the frame that created it."""
+        code = self.functions.get(block.name)
+        at = block.frame
+        frames = self.frames
+        if code is None or at >= len(frames) or frames[at].code.name != block.owner:
+            raise AgencyRuntimeError(
+                f"a block from `{block.owner}` can only be called while that call is running"
+            )
+        f = self._push_frame(code, args, named)
+        f.locals["__owner"] = at
 
     def _push_frame(self, code: Code, args: list[Any], named: dict[str, Any]) -> Frame:
         if len(self.frames) > 2000:
@@ -965,7 +995,7 @@ class Machine:
                     )
                     return True
                 break
-            if kind in ("prelude", "handler"):
+            if kind in ("prelude", "handler", "block"):
                 frames.pop()
                 self.log((W_POP_FRAME,))
                 continue
@@ -1010,6 +1040,23 @@ def stmt_position(f: Frame) -> tuple[int, int]:
             loc = code.locations[i]
             return loc.line, loc.col
     return code.span.line, code.span.col
+
+
+def _bind_block(
+    code: Code, args: list[Any], named: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """A trailing block (argument kind `&`) binds to the callee's last parameter by name, so
+    `row() as g { … }` with `def row(gap = 0, block = null)` leaves `gap` to its default."""
+    named = dict(named)
+    block = named.pop("&")
+    params = [p for p in code.params if not p.name.startswith("__")]
+    if not params:
+        raise AgencyRuntimeError(f"`{code.name}` takes no parameters, so it cannot take a block")
+    last = params[-1]
+    if last.rest:
+        return [*args, block], named
+    named[last.name] = block
+    return args, named
 
 
 def _describe(exc: Exception) -> str:

@@ -1,7 +1,8 @@
 """Provides the value codec of checkpoints and snapshots: Agency values to plain JSON and back.
 
 A container referenced more than once goes to a `heap` table and is written as `{"$ref": n}`, so
-aliasing survives a file; results, function values and decisions have their own markers.
+aliasing survives a file; results, function values (`$function`; a block is `$block` with the index of the frame it closes
+over and that frame's function) and decisions have their own markers.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.frames import Decision
-from runtime.vm.values import BoundFunction, JSArray, JSObject, Result
+from runtime.vm.values import BoundFunction, Closure, JSArray, JSObject, Result
 
 if TYPE_CHECKING:
     pass
@@ -79,6 +80,8 @@ class Encoder:
             return out
         if t is FuncRef:
             return {"$function": v.name}
+        if t is Closure:
+            return {"$block": v.name, "frame": v.frame, "owner": v.owner}
         if t is BoundFunction:
             # `{"$partial": base, "bound": {param: value}, "tool": {…}}`: what was derived.
             tool: dict[str, Any] = {}
@@ -117,6 +120,7 @@ class Decoder:
     def __init__(self, heap: dict[str, Any] | None) -> None:
         self.raw = heap or {}
         self.made: dict[str, Any] = {}
+        self.closures: list[Closure] = []  # every block value decoded (checkpoints validates)
 
     def dec(self, v: Any) -> Any:
         t = type(v)
@@ -147,6 +151,13 @@ class Decoder:
                     )
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))
+                if "$block" in v:
+                    frame = v.get("frame")
+                    if type(frame) is not int or frame < 0:
+                        raise CheckpointFormatError("a `$block` value has no frame index")
+                    block = Closure(str(v["$block"]), frame, str(v.get("owner")))
+                    self.closures.append(block)
+                    return block
                 if "$partial" in v:
                     return self._partial(v)
                 if "$decision" in v:

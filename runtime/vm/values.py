@@ -11,6 +11,8 @@ Values are plain Python objects chosen for speed:
 - `Result` is `success(v)` / `failure(e)`; `FuncRef` names a def, node or builtin.
 - `BoundFunction` is a function value derived from a `FuncRef` by `.partial()`, `.describe()`,
   `.rename()` or `.preapprove()`: the base plus what was bound, so it is plain data too.
+- `Closure` is a block (`f(xs) as x { … }`, `\\x -> e`): its code's name plus the index of the
+  frame that created it, whose variables it reads and writes. Plain data, so it snapshots.
 """
 
 from __future__ import annotations
@@ -77,6 +79,21 @@ class Result:
         return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
 
 
+class Closure:
+    """A block value: the block's code (by name) and the frame that created it (by its index in
+    the frame stack; `owner` is that frame's function, checked when the block is called)."""
+
+    __slots__ = ("name", "frame", "owner")
+
+    def __init__(self, name: str, frame: int, owner: str) -> None:
+        self.name = name
+        self.frame = frame
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"<block {self.name}>"
+
+
 class BoundFunction:
     """A function derived from `base` (a FuncRef): `bound` arguments by parameter name, the tool
     `description` and `tool_name` an LLM sees, and whether its calls `preapprove` interrupts.
@@ -129,7 +146,7 @@ class BoundFunction:
         return text
 
 
-FUNCTION_TYPES = (FuncRef, BoundFunction)
+FUNCTION_TYPES = (FuncRef, BoundFunction, Closure)
 NUMBER_TYPES = (int, float)
 CONTAINERS = (JSArray, JSObject)
 
@@ -157,7 +174,7 @@ def type_name(v: Any) -> str:
         return "object"
     if t is Result:
         return "result"
-    if t is FuncRef or t is BoundFunction:
+    if t is FuncRef or t is BoundFunction or t is Closure:
         return "function"
     return t.__name__
 
@@ -218,7 +235,7 @@ def to_str(v: Any) -> str:
         return ",".join("" if x is None else to_str(x) for x in v)
     if t is JSObject:
         return "[object Object]"
-    if t is Result or t is FuncRef or t is BoundFunction:
+    if t is Result or t is FuncRef or t is BoundFunction or t is Closure:
         return stringify(v)
     return str(v)
 
@@ -446,13 +463,11 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
         return [to_plain(x, _depth + 1) for x in v]
     if t is JSObject or t is dict:
         return {
-            str(k): to_plain(x, _depth + 1)
-            for k, x in v.items()
-            if type(x) is not FuncRef and type(x) is not BoundFunction
+            str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) not in FUNCTION_TYPES
         }
     if t is Result:
         return result_plain(v, to_plain(v.value if v.ok else v.error, _depth + 1))
-    if t is FuncRef or t is BoundFunction:
+    if t is FuncRef or t is BoundFunction or t is Closure:
         return None
     return str(v)
 
@@ -488,7 +503,7 @@ def _json_int(f: float) -> int:
 
 def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
-    if type(v) is FuncRef or type(v) is BoundFunction:
+    if type(v) in FUNCTION_TYPES:
         return "undefined"
     plain = to_plain(v)
     if type(indent) is int or type(indent) is float:

@@ -80,7 +80,17 @@ class TGeneric:
     span: Span = _span()
 
 
-TypeExpr = Union[TName, TLiteral, TArray, TObject, TUnion, TGeneric]
+@dataclass(frozen=True, slots=True)
+class TFunc:
+    """A function type `(a: T, U) -> R` (a block or function parameter). Parameter names are
+    dropped; only their types are kept."""
+
+    params: tuple[TypeExpr, ...]
+    result: TypeExpr
+    span: Span = _span()
+
+
+TypeExpr = Union[TName, TLiteral, TArray, TObject, TUnion, TGeneric, TFunc]
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,8 +314,23 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """`callee(args)`, optionally followed by a trailing block (`f(xs) as x { … }`), which is
+    passed as the callee's last parameter."""
+
     callee: Expr
     args: tuple[Arg, ...]
+    span: Span = _span()
+    block: BlockFn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockFn:
+    """A block: the trailing `as (a, b) { … }` of a call, or an inline `\\(a, b) -> expr`
+    (whose body is one `return expr`). Evaluates to a closure over the enclosing function."""
+
+    params: tuple[Param, ...]
+    body: Block
+    inline: bool = False
     span: Span = _span()
 
 
@@ -418,6 +443,7 @@ Expr = Union[
     ListComp,
     Match,
     Is,
+    BlockFn,
 ]
 
 

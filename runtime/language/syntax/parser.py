@@ -204,6 +204,7 @@ class Parser:
             and tokens[i + 1].kind == NAME
             and tokens[i + 2].kind == "="
         }
+        self.headers = 0  # inside an `if`/`while`/`for`/`match` header: `f() {` is not a block
 
     # ----------------------------------------------------------------------------------------
     # Results and errors
@@ -737,7 +738,7 @@ class Parser:
         orelse: ast.Block | None = None
         while True:
             start = self.advance()  # if
-            cond = self.expr_after(start)
+            cond = self.header(lambda start=start: self.expr_after(start))  # type: ignore[misc]
             heads.append((start, cond, self.block()))
             if not self.peek_past_newlines().is_word("else"):
                 break
@@ -772,7 +773,7 @@ class Parser:
 
     def while_statement(self) -> ast.While:
         start = self.advance()
-        cond = self.expr_after(start)
+        cond = self.header(lambda: self.expr_after(start))
         return ast.While(cond, self.loop_body(), self.span_from(start.span))
 
     def for_statement(self) -> ast.ForIn:
@@ -787,7 +788,7 @@ class Parser:
             var, second, found = self.loop_binders()
             if found is not None:
                 pattern.append(found)
-            return var, second, self.expression()
+            return var, second, self.header(self.expression)
 
         if opener is not None:
             var, second, iterable = self.bracketed(opener, header)
@@ -907,6 +908,10 @@ class Parser:
     def infix(self, left: ast.Expr, tok: Token, kind: str, bp: int, start: Span) -> ast.Expr:
         if kind == "(":
             args = tuple(self.comma_list(tok, self.argument))
+            after = self.toks[self.pos]  # on the same line as the `)`
+            if after.is_word("as") or (after.kind == "{" and not self.headers):
+                block = self.trailing_block()
+                return ast.Call(left, args, self.span_from(start), block)
             return ast.Call(left, args, self.span_from(start))
         if kind in (".", "?."):
             return self.member(left, tok, start)
@@ -997,6 +1002,8 @@ class Parser:
             return self.array(self.advance())
         if kind == "{":
             return self.object(self.advance())
+        if kind == "\\":
+            return self.inline_block(self.advance())
         if kind in ("-", "+", "!"):
             self.advance()
             nxt = self.peek()
@@ -1020,6 +1027,61 @@ class Parser:
         if kind in _CLOSERS:
             self.fail(f"unexpected `{kind}`", tok.span)
         self.fail(f"expected an expression, got {describe(tok)}", tok.span)
+
+    def header(self, parse: Callable[[], T]) -> T:
+        """Parse the head of an `if`/`while`/`for`/`match`, where a `{` after a call opens the
+        statement's body, not a trailing block."""
+        self.headers += 1
+        try:
+            return parse()
+        finally:
+            self.headers -= 1
+
+    def trailing_block(self) -> ast.BlockFn:
+        """After a call's `)`: `as x { … }`, `as (a, b) { … }`, `as { … }` or `{ … }`."""
+        start = self.peek().span
+        params: tuple[ast.Param, ...] = ()
+        if self.at_word("as"):
+            self.advance()
+            tok = self.peek()
+            if tok.kind == "(":
+                params = tuple(self.comma_list(self.advance(), self.param))
+            elif tok.kind == NAME and tok.text not in RESERVED:
+                self.advance()
+                params = (ast.Param(tok.text, None, None, False, tok.span),)
+            elif tok.kind != "{":
+                self.fail(
+                    f"expected a parameter name, `(a, b)` or `{{` after `as`, got {describe(tok)}",
+                    tok.span,
+                )
+        saved = self.headers
+        self.headers = 0
+        try:
+            body = self.handler_body()
+        finally:
+            self.headers = saved
+        return ast.BlockFn(params, body, False, self.span_from(start))
+
+    def inline_block(self, backslash: Token) -> ast.BlockFn:
+        """`\\x -> expr`, `\\(a, b) -> expr`, `\\ -> expr`: a block returning one expression."""
+        params: tuple[ast.Param, ...] = ()
+        tok = self.peek()
+        if tok.kind == "(":
+            params = tuple(self.comma_list(self.advance(), self.param))
+        elif tok.kind == NAME:
+            name = self.expect_name("a parameter name")
+            params = (ast.Param(name.text, None, None, False, name.span),)
+        arrow = self.expect(
+            "->", f"expected `->` after the inline block's parameters, got {describe(self.peek())}"
+        )
+        saved = self.headers
+        self.headers = 0
+        try:
+            value = self.expr_after(arrow)
+        finally:
+            self.headers = saved
+        body = ast.Block((ast.Return(value, value.span),), value.span)
+        return ast.BlockFn(params, body, True, self.span_from(backslash.span))
 
     def word(self, tok: Token) -> ast.Expr:
         text = tok.text
@@ -1166,7 +1228,7 @@ class Parser:
 
     def match(self) -> ast.Match:
         start = self.advance()  # match
-        subject = self.expr_after(start)
+        subject = self.header(lambda: self.expr_after(start))
         if self.peek_past_newlines().kind == "{":
             self.skip_newlines()
         tok = self.peek()
@@ -1442,6 +1504,8 @@ class Parser:
 
     def type_primary(self) -> ast.TypeExpr:
         tok = self.peek()
+        if tok.kind == "(" and self._function_type_ahead():
+            return self.function_type(self.advance())
         if tok.kind == "(":
             return self.bracketed(self.advance(), self.type_expr)
         if tok.kind == "{":
@@ -1461,6 +1525,43 @@ class Parser:
         if tok.kind in (STRING, NUMBER, "-") or tok.kind == NAME:
             return ast.TLiteral(self.literal_value("a type"), self.span_from(tok.span))
         self.fail(f"expected a type, got {describe(tok)}", tok.span)
+
+    def _function_type_ahead(self) -> bool:
+        """At a `(` in a type: is it `( … ) ->`, a function type (else a parenthesised type)?"""
+        toks, j, depth = self.toks, self.pos, 0
+        while toks[j].kind == NEWLINE:
+            j += 1
+        while True:
+            kind = toks[j].kind
+            if kind == EOF:
+                return False
+            if kind in _OPENERS:
+                depth += 1
+            elif kind in _CLOSERS:
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        j += 1
+        while toks[j].kind == NEWLINE:
+            j += 1
+        return toks[j].kind == "->"
+
+    def function_type(self, opener: Token) -> ast.TFunc:
+        """`(a: T, U) -> R`; parameter names, `?` and `...` are accepted and dropped."""
+
+        def param() -> ast.TypeExpr:
+            self.accept("...")
+            if self.peek().kind == NAME and self.peek_after().kind in (":", "?"):
+                self.advance()
+                self.accept("?")
+                self.expect(":")
+            return self.type_expr()
+
+        params = tuple(self.comma_list(opener, param))
+        self.expect("->")
+        result = self.type_expr()
+        return ast.TFunc(params, result, self.span_from(opener.span))
 
     def type_arguments(self, opener: Token) -> tuple[ast.TypeExpr, ...]:
         self._nl.append(True)
@@ -1519,7 +1620,7 @@ _CONSTANTS: dict[str, bool | None] = {
 _EXPRESSION_WORDS = frozenset(
     {"true", "false", "null", "undefined", "if", "match", "try", "typeof"}
 )
-_EXPRESSION_STARTS = frozenset({NUMBER, STRING, "(", "[", "{", "-", "+", "!"})
+_EXPRESSION_STARTS = frozenset({NUMBER, STRING, "(", "[", "{", "-", "+", "!", "\\"})
 
 
 def _assignable(expr: ast.Expr) -> bool:
