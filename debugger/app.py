@@ -39,6 +39,7 @@ from debugger.widgets.status_line import StatusLine
 from debugger.widgets.timeline_bar import TimelineBar
 from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.work_progress import WorkProgress
+from runtime.runs.stopping import Stopper
 
 Opener = Callable[[Callable[[int], None]], Session]
 """Builds the session (records the program, opens a stored run...) in a worker; gets a
@@ -145,6 +146,9 @@ class DebuggerApp(App[None]):
         Binding("escape", "cancel_work", "Cancel long work", show=False, id="cancel_work"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
+        # Ctrl-C quits too (Textual only hints at `q`): a run being recorded stops at its next
+        # step and is saved as interrupted.
+        Binding("ctrl+c", "quit", "Quit", show=False, id="quit_ctrl_c"),
     ]
 
     def __init__(
@@ -153,6 +157,7 @@ class DebuggerApp(App[None]):
         *,
         opener: Opener | None = None,
         opening: str = "recording the run",
+        stopper: Stopper | None = None,
     ) -> None:
         super().__init__()
         if session is None and opener is None:
@@ -161,6 +166,7 @@ class DebuggerApp(App[None]):
         self._opener = opener
         self._opening = opening
         self._render_pending = False
+        self._exit_requested = False
         self._busy: str | None = None
         self._cancellable = False
         self._progress: tuple[int, int] | None = None
@@ -168,6 +174,9 @@ class DebuggerApp(App[None]):
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
         self._focus_before: Any = None
         self._edit_stage: Callable[[str], str] | None = None  # what the open edit dialog stages
+        # Stops the run being recorded or re-run (opening, restore, an answered interrupt) at
+        # its next step: Esc, q and Ctrl-C use it.
+        self._stopper: Stopper | None = stopper
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -219,7 +228,7 @@ class DebuggerApp(App[None]):
     # -- opening -----------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._begin(self._opening)
+        self._begin(self._opening, cancellable=self._stopper is not None)
         self._open_worker()
 
     @work(thread=True, exclusive=True, group="work")
@@ -228,9 +237,18 @@ class DebuggerApp(App[None]):
         try:
             session = self._opener(self._step_progress)
         except Exception as exc:  # noqa: BLE001 - any failure is shown, never a traceback
-            self.call_from_thread(self._open_failed, f"{exc}")
+            self._from_thread(self._open_failed, f"{exc}")
             return
-        self.call_from_thread(self._opened, session)
+        self._from_thread(self._opened, session)
+
+    def _from_thread(self, fn: Callable[..., Any], *args: Any) -> None:
+        """`call_from_thread`, unless the app has already quit (a worker ending after `q`)."""
+        if self._exit_requested:
+            return
+        try:
+            self.call_from_thread(fn, *args)
+        except RuntimeError:  # the app closed while the worker finished
+            pass
 
     def _opened(self, session: Session) -> None:
         self._end()
@@ -307,6 +325,7 @@ class DebuggerApp(App[None]):
             len(s.breakpoints),
             s.run_status(),
             pending.step if pending is not None and pending.step != state.step else None,
+            s.max_steps,
         )
 
     # -- busy work ---------------------------------------------------------------------------------
@@ -412,7 +431,7 @@ class DebuggerApp(App[None]):
     def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
         worker = get_current_worker()
         move = fn(lambda: worker.is_cancelled, self._scan_progress)
-        self.call_from_thread(self._scan_done, move)
+        self._from_thread(self._scan_done, move)
 
     def _scan_done(self, move: Move) -> None:
         self._end()
@@ -429,7 +448,20 @@ class DebuggerApp(App[None]):
         if not self._cancellable:
             self.notify(f"{self._busy} cannot be cancelled", severity="warning")
             return
+        if self._stopper is not None and not self._stopper.cancelled:
+            # A run being recorded stops at its next step; what it did so far opens.
+            self._stopper.cancel(f"{self._busy}: cancelled (esc)")
+            return
         self.workers.cancel_group(self, "work")
+
+    async def action_quit(self) -> None:
+        """Quit at once: a run still being recorded stops at its next step and is saved as
+        interrupted (resumable) as the process ends."""
+        self._exit_requested = True
+        if self._stopper is not None:
+            self._stopper.cancel("stopped: the debugger quit")
+        self.workers.cancel_group(self, "work")
+        self.exit()
 
     # -- widgets asking --------------------------------------------------------------------------
 
@@ -632,20 +664,19 @@ class DebuggerApp(App[None]):
 
     def _restore_now(self) -> None:
         assert self.session is not None
-        self._begin(f"restoring from step {self.session.step}")
-        self._restore_worker()
+        self._stopper = Stopper(self.session.max_steps)
+        self._begin(f"restoring from step {self.session.step}", cancellable=True)
+        self._restore_worker(self._stopper)
 
     @work(thread=True, exclusive=True, group="work")
-    def _restore_worker(self) -> None:
+    def _restore_worker(self, stopper: Stopper) -> None:
         assert self.session is not None
         try:
-            branch = self.session.restore(self._step_progress)
+            branch = self.session.restore(self._step_progress, stopper)
         except SessionError as exc:
-            self.call_from_thread(self._work_failed, exc)
+            self._from_thread(self._work_failed, exc)
             return
-        self.call_from_thread(
-            self._work_done, f"branch {branch} runs from step {self.session.step}"
-        )
+        self._from_thread(self._work_done, f"branch {branch} runs from step {self.session.step}")
 
     def _work_done(self, message: str) -> None:
         self._end()
@@ -755,9 +786,9 @@ class DebuggerApp(App[None]):
         try:
             self.session.open_checkpoint(path, self._step_progress)
         except SessionError as exc:
-            self.call_from_thread(self._work_failed, exc)
+            self._from_thread(self._work_failed, exc)
             return
-        self.call_from_thread(self._work_done, f"opened {path}")
+        self._from_thread(self._work_done, f"opened {path}")
 
     def cmd_branch(self, rest: str) -> None:
         if not self._can_act():
@@ -788,7 +819,7 @@ class DebuggerApp(App[None]):
     def _search_worker(self, text: str, backwards: bool) -> None:
         assert self.session is not None
         self.session.search(text)
-        self.call_from_thread(self._searched, text, backwards)
+        self._from_thread(self._searched, text, backwards)
 
     def _searched(self, text: str, backwards: bool) -> None:
         self._end()
@@ -819,18 +850,19 @@ class DebuggerApp(App[None]):
         except SessionError as exc:
             self._fail(exc)
             return
-        self._begin(f"{action} and run on")
-        self._answer_worker(action, value)
+        self._stopper = Stopper(self.session.max_steps)
+        self._begin(f"{action} and run on", cancellable=True)
+        self._answer_worker(action, value, self._stopper)
 
     @work(thread=True, exclusive=True, group="work")
-    def _answer_worker(self, action: str, value: Any) -> None:
+    def _answer_worker(self, action: str, value: Any, stopper: Stopper) -> None:
         assert self.session is not None
         try:
-            self.session.answer_interrupt(action, value, self._step_progress)
+            self.session.answer_interrupt(action, value, self._step_progress, stopper)
         except SessionError as exc:
-            self.call_from_thread(self._work_failed, exc)
+            self._from_thread(self._work_failed, exc)
             return
-        self.call_from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
+        self._from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
 
     def cmd_quit(self, rest: str) -> None:
         self.exit()

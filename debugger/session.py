@@ -241,6 +241,7 @@ class Session:
         self.edits: Edits | None = None
         self.last_search = ""
         self.message = ""  # why the last move stopped where it did
+        self.max_steps: int | None = None  # the step budget of the recording, when it had one
         self._sources: dict[str, str] = {}
         self._typed: dict[str, dict[tuple[str, str], bool] | None] = {}
         if source is not None:
@@ -383,7 +384,18 @@ class Session:
         run = getattr(self.timeline, "run", None)
         if self.recording is None and getattr(run, "status", None) == "interrupted":
             return "interrupted"
+        stopper = getattr(self.recording, "stopper", None)
+        if stopper is not None and stopper.stopped() and self._live_branch():
+            return "interrupted"  # stopped early (--max-steps, esc): resumable
         return status
+
+    def _live_branch(self) -> bool:
+        rec = self.recording
+        return (
+            rec is not None
+            and getattr(rec, "run_id", None) == self.timeline.run_id
+            and self.branch == getattr(rec, "branch", 0)
+        )
 
     def fork_step(self) -> int | None:
         """Where the branch on screen left its parent (None for branch 0)."""
@@ -941,9 +953,10 @@ class Session:
         self.edits = None
         return count
 
-    def restore(self, progress: RunProgress | None = None) -> int:
-        """Restore from the cursor: fork a branch with the staged edits and run it live.
-        The cursor stays on the fork step, now in the new branch; returns the branch id."""
+    def restore(self, progress: RunProgress | None = None, stopper: Any = None) -> int:
+        """Restore from the cursor: fork a branch with the staged edits and run it live (until
+        `stopper`, if given, stops it). The cursor stays on the fork step, now in the new
+        branch; returns the branch id."""
         self._check_edits_here()
         edits = self.edits.as_dict() if self.edits is not None else {}
         edits.setdefault("frame", self._user_frame_index())
@@ -951,13 +964,18 @@ class Session:
         from runtime.errors import AgencyError
 
         try:
-            timeline = self.timeline.fork(step, edits, progress)
+            if stopper is None:
+                timeline = self.timeline.fork(step, edits, progress)
+            else:
+                timeline = self.timeline.fork(step, edits, progress, stopper=stopper)
         except AgencyError as exc:
             raise SessionError(f"cannot restore from step {step}: {exc}") from None
         self._set_timeline(timeline)
         self.step = min(step, self.last)
         self.edits = None
         self.message = f"restored from step {step}: branch {self.branch}"
+        if stopper is not None and stopper.stopped():
+            self.message += f" ({stopper.reason()} at step {self.last:,})"
         return self.branch
 
     def switch_branch(self, branch: int) -> int:
@@ -1012,6 +1030,19 @@ class Session:
 
     # -- live runs --------------------------------------------------------------------------------
 
+    def note_stop(self, stopper: Any) -> None:
+        """Keep the step budget the run was recorded under (the status line shows it) and say
+        why the recording stopped early, when it did."""
+        if stopper is None:
+            return
+        self.max_steps = stopper.max_steps
+        if stopper.stopped():
+            run_id = self.timeline.run_id
+            self.message = (
+                f"{stopper.reason()} at step {self.last:,}; the run is saved as interrupted "
+                f"(agency resume {run_id} runs it on)"
+            )
+
     def waiting_interrupt(self) -> Any:
         """The pending interrupt of a live run paused at its end, else None."""
         rec = self.recording
@@ -1037,7 +1068,11 @@ class Session:
         return text if action == "reject" else parse_literal(text)
 
     def answer_interrupt(
-        self, action: str, value: Any = None, progress: RunProgress | None = None
+        self,
+        action: str,
+        value: Any = None,
+        progress: RunProgress | None = None,
+        stopper: Any = None,
     ) -> None:
         """Answer the live run's pending interrupt and run it on (recording every step)."""
         if self.waiting_interrupt() is None:
@@ -1046,7 +1081,9 @@ class Session:
         from runtime.runs.runner import decision_from
 
         try:
-            self.recording.continue_run(decision_from(action, value), progress=progress)
+            self.recording.continue_run(
+                decision_from(action, value), progress=progress, stopper=stopper
+            )
         except AgencyError as exc:
             raise SessionError(str(exc)) from None
         refresh = getattr(self.timeline, "refresh", None)
@@ -1056,6 +1093,8 @@ class Session:
         self._length = -1
         self.length  # noqa: B018
         self.message = f"interrupt answered ({action}): the run went on to step {self.last}"
+        if stopper is not None and stopper.stopped():
+            self.message += f" ({stopper.reason()})"
 
 
 # -- opening sessions -----------------------------------------------------------------------------
@@ -1065,7 +1104,7 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
     """Opens checkpoint files of `program` as new recorded runs (for `Session.open_checkpoint`)."""
 
     def load(path: str, progress: RunProgress | None = None) -> Any:
-        from runtime.runs.recording import record_machine
+        from runtime.runs.recording import at_checkpoint_step, record_machine
         from runtime.vm.builtins import World
         from runtime.vm.checkpoints import load_file
         from runtime.vm.rebuild import rebuild
@@ -1074,34 +1113,45 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
         data = load_file(path, prog)
         model = config.make_model() if config is not None else None
         machine = rebuild(prog, data, model=model, world=World(quiet=True))
-        return record_machine(machine).timeline
+        return record_machine(machine, at_step=at_checkpoint_step(data), progress=progress).timeline
 
     return load
 
 
 def record_session(
-    program: Any, config: Any, store: Any = None, progress: RunProgress | None = None
+    program: Any,
+    config: Any,
+    store: Any = None,
+    progress: RunProgress | None = None,
+    stopper: Any = None,
 ) -> Session:
-    """Run `program` under the recorder (to its end or an unanswered interrupt); a session at
-    step 0 of that run."""
+    """Run `program` under the recorder (to its end, an unanswered interrupt, or until
+    `stopper` stops it: a step budget, a cancel); a session at step 0 of that run."""
     from runtime.runs.recording import record_program
 
     config.quiet = True  # the program's prints belong in the output panel, not the terminal
-    recording = record_program(program, config, store=store, progress=progress)
-    return Session(
+    recording = record_program(program, config, store=store, progress=progress, stopper=stopper)
+    session = Session(
         recording.timeline,
         recording=recording,
         source=program.source,
         checkpoint_loader=_checkpoint_loader(program, config),
     )
+    session.note_stop(stopper)
+    return session
 
 
 def checkpoint_session(
-    program: Any, path: str, config: Any, store: Any = None, progress: RunProgress | None = None
+    program: Any,
+    path: str,
+    config: Any,
+    store: Any = None,
+    progress: RunProgress | None = None,
+    stopper: Any = None,
 ) -> Session:
     """A session over a run continued from checkpoint file `path` (checked against `program`:
     a checkpoint of another source raises CheckpointFormatError saying so)."""
-    from runtime.runs.recording import record_machine
+    from runtime.runs.recording import at_checkpoint_step, record_machine, run_config_of
     from runtime.vm.builtins import World
     from runtime.vm.checkpoints import load_file
     from runtime.vm.rebuild import rebuild
@@ -1109,7 +1159,14 @@ def checkpoint_session(
     config.quiet = True
     data = load_file(path, program)
     machine = rebuild(program, data, model=config.make_model(), world=World(quiet=True))
-    recording = record_machine(machine, store=store)
+    recording = record_machine(
+        machine,
+        store=store,
+        config=run_config_of(config, machine.model, str(Path(path).resolve())),
+        at_step=at_checkpoint_step(data),
+        progress=progress,
+        stopper=stopper,
+    )
     session = Session(
         recording.timeline,
         recording=recording,
@@ -1117,6 +1174,7 @@ def checkpoint_session(
         checkpoint_loader=_checkpoint_loader(program, config),
     )
     session.message = f"opened checkpoint {path} (step {data.get('step', '?')} of its run)"
+    session.note_stop(stopper)
     return session
 
 

@@ -119,7 +119,9 @@ class FakeTimeline:
                 return j
         return None if len(ta) == len(tb) else min(len(ta), len(tb))
 
-    def fork(self, step: int, edits: dict[str, Any], progress: Any = None) -> FakeTimeline:
+    def fork(
+        self, step: int, edits: dict[str, Any], progress: Any = None, stopper: Any = None
+    ) -> FakeTimeline:
         self.forks.append((step, edits))
         rows = copy.deepcopy(self.rows)
         for j in range(step, len(rows)):
