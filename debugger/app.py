@@ -571,7 +571,32 @@ class DebuggerApp(App[None]):
         if ref is None:
             self._fail("select a variable in the variables panel first")
             return
-        self._move(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
+        self._indexed(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
+
+    def _indexed(self, fn: Callable[[], object]) -> None:
+        """Run `fn` (a move that needs the run's write index) now when the index is built or
+        the run is short; else build the index first in a worker, with progress and Esc."""
+        s = self.session
+        assert s is not None
+        if s.indexed() or s.length <= SYNC_SEARCH_STEPS:
+            self._move(fn)
+            return
+        self._begin("indexing the run", cancellable=True)
+        self._index_worker(fn)
+
+    @work(thread=True, exclusive=True, group="work")
+    def _index_worker(self, fn: Callable[[], object]) -> None:
+        assert self.session is not None
+        worker = get_current_worker()
+        done = self.session.build_index(self._scan_progress, lambda: worker.is_cancelled)
+        self._from_thread(self._index_done, fn if done else None)
+
+    def _index_done(self, fn: Callable[[], object] | None) -> None:
+        self._end()
+        if fn is None:
+            self.notify("cancelled")
+            return
+        self._move(fn)
 
     # -- editing ---------------------------------------------------------------------------------
 
@@ -808,22 +833,7 @@ class DebuggerApp(App[None]):
     def _search(self, text: str | None, backwards: bool) -> None:
         s = self.session
         assert s is not None
-        needle = text if text is not None else s.last_search
-        if needle and not s.searched(needle) and s.length > SYNC_SEARCH_STEPS:
-            self._begin(f"searching for `{needle}`")
-            self._search_worker(needle, backwards)
-            return
-        self._move(lambda: s.search_next(text, backwards))
-
-    @work(thread=True, exclusive=True, group="work")
-    def _search_worker(self, text: str, backwards: bool) -> None:
-        assert self.session is not None
-        self.session.search(text)
-        self._from_thread(self._searched, text, backwards)
-
-    def _searched(self, text: str, backwards: bool) -> None:
-        self._end()
-        self._move(lambda: self.session.search_next(text, backwards))  # type: ignore[union-attr]
+        self._indexed(lambda: s.search_next(text, backwards))
 
     def cmd_why(self, rest: str) -> None:
         name = rest.strip()

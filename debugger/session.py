@@ -70,7 +70,9 @@ class TimelineLike(Protocol):
     def depth_at(self, step: int) -> int: ...
     def events(self, kind: str | None = None) -> list[Event]: ...
     def changes_at(self, step: int) -> list[Change]: ...
-    def last_write(self, name: str, before: int) -> int | None: ...
+    def last_write(
+        self, name: str, before: int, frame: int | None = None, scope: str | None = None
+    ) -> int | None: ...
     def llm_call_at(self, step: int) -> dict[str, Any] | None: ...
     def search(self, text: str) -> list[int]: ...
     def branches(self) -> list[BranchInfo]: ...
@@ -409,7 +411,7 @@ class Session:
         """Variable names written by the current step (the part after the scope)."""
         fast = getattr(self.timeline, "changed_names", None)
         if fast is not None:
-            return {n for n in fast(self.step) if not n.startswith("__")}
+            return {n for n in fast(self.step, self.frame_index()) if not n.startswith("__")}
         names = set()
         for target in self.changed_targets():
             head, _, rest = target.partition(".")
@@ -613,6 +615,27 @@ class Session:
             raise SessionError(f"step {target} is outside the run ({self.first}..{self.last})")
         return target
 
+    def indexed(self) -> bool:
+        """Whether last-writer and search answer at once (the timeline's write index is
+        built, or the timeline needs none)."""
+        indexed = getattr(self.timeline, "indexed", None)
+        return indexed is None or bool(indexed())
+
+    def build_index(
+        self, progress: Progress | None = None, cancelled: Cancelled | None = None
+    ) -> bool:
+        """Build the timeline's write index (one pass over the run); False when cancelled."""
+        index = getattr(self.timeline, "index", None)
+        if index is None:
+            return True
+        from runtime.record.index import IndexCancelled
+
+        try:
+            index(progress, cancelled)
+        except IndexCancelled:
+            return False
+        return True
+
     def search(self, text: str) -> list[int]:
         """Steps whose output, messages or changed variable names contain `text` (cached)."""
         self.length  # noqa: B018
@@ -652,7 +675,8 @@ class Session:
             raise SessionError("select a variable first")
         if kind == "run":
             raise SessionError(f"the run's {name} is what the node returned, not a variable")
-        step = self.timeline.last_write(name, self.step)
+        scope = "globals" if kind == "globals" else None
+        step = self.timeline.last_write(name, self.step, self.frame_index(), scope)
         if step is None:
             raise SessionError(f"`{name}` was not written at or before step {self.step}")
         return self.goto(step, f"`{name}` last written here")

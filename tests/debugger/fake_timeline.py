@@ -87,7 +87,9 @@ class FakeTimeline:
     def changes_at(self, step: int) -> list[Change]:
         return list(self.rows[step]["changes"])
 
-    def last_write(self, name: str, before: int) -> int | None:
+    def last_write(
+        self, name: str, before: int, frame: Any = None, scope: Any = None
+    ) -> int | None:
         for j in range(before, -1, -1):
             for c in self.rows[j]["changes"]:
                 if c.target.split(".")[-1] == name:
