@@ -472,9 +472,15 @@ class Session:
     def next_over(self, cancelled: Cancelled | None = None) -> Move:
         """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
         depth = self.timeline.depth_at(self.step)
+        stops = {step for step, _ in self._stop_steps()}
         for j in range(self.step + 1, self.last + 1):
             if self.timeline.depth_at(j) <= depth:
                 return self.goto(j)
+            # inside the call: a breakpoint or `debugger()` there stops `n`, as in gdb and pdb
+            if self.breakpoints and self._at_breakpoint(j):
+                return self.goto(j, f"breakpoint at line {self._line(j)}")
+            if j in stops:
+                return self.goto(j, "debugger() in the call")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
         return self.goto(self.last, "end of the run")
@@ -522,7 +528,12 @@ class Session:
         stops = []
         for kind in STOP_EVENTS:
             for ev in self.events(kind):
-                stops.append((ev.step, f"{kind}: {ev.summary}" if ev.summary else kind))
+                step = ev.step
+                if kind == "debugger" and step > self.first:
+                    # The event belongs to the step after `debugger()` (where its effect shows):
+                    # stop on the statement itself, as gdb and pdb do.
+                    step -= 1
+                stops.append((step, f"{kind}: {ev.summary}" if ev.summary else kind))
         stops.sort()
         return stops
 

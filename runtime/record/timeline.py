@@ -458,8 +458,8 @@ class Timeline:
         the globals. A variable changed when the step assigned it, or changed in place (a
         `push`, `obj.a[0] = …`) a list or object it holds."""
         writes = self.writes_at(step)
-        raw = self._materialise(step)
-        depth = _raw_depth(len(raw.frames), frame)
+        frames = self.depth_at(step)
+        depth = _raw_depth(frames, frame)
         names: set[str] = set()
         mutated: set[int] = set()
         for w in writes:
@@ -470,9 +470,10 @@ class Timeline:
                 names.add(w[1])
             elif code in (R_SETKEY, R_DELKEY, R_SPLICE):
                 mutated.add(w[1])
-            elif code == R_PUSH_FRAME and depth == len(raw.frames) - 1:
+            elif code == R_PUSH_FRAME and depth == frames - 1:
                 names.update(w[4])  # a call bound its arguments (and captured locals)
-        if mutated:
+        if mutated:  # only then is the state needed: which variables hold those containers
+            raw = self._materialise(step)
             scopes: list[dict[str, Any]] = [raw.globals, raw.shared]
             if 0 <= depth < len(raw.frames):
                 scopes.append(raw.frames[depth][3])
