@@ -39,6 +39,7 @@ from debugger.widgets.status_line import StatusLine
 from debugger.widgets.timeline_bar import TimelineBar
 from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.work_progress import WorkProgress
+from runtime.runs.stopping import Stopper
 
 Opener = Callable[[Callable[[int], None]], Session]
 """Builds the session (records the program, opens a stored run...) in a worker; gets a
@@ -145,6 +146,9 @@ class DebuggerApp(App[None]):
         Binding("escape", "cancel_work", "Cancel long work", show=False, id="cancel_work"),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
+        # Ctrl-C quits too (Textual only hints at `q`): a run being recorded stops at its next
+        # step and is saved as interrupted.
+        Binding("ctrl+c", "quit", "Quit", show=False, id="quit_ctrl_c"),
     ]
 
     def __init__(
@@ -153,6 +157,7 @@ class DebuggerApp(App[None]):
         *,
         opener: Opener | None = None,
         opening: str = "recording the run",
+        stopper: Stopper | None = None,
     ) -> None:
         super().__init__()
         if session is None and opener is None:
@@ -161,6 +166,7 @@ class DebuggerApp(App[None]):
         self._opener = opener
         self._opening = opening
         self._render_pending = False
+        self._exit_requested = False
         self._busy: str | None = None
         self._cancellable = False
         self._progress: tuple[int, int] | None = None
@@ -168,6 +174,9 @@ class DebuggerApp(App[None]):
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
         self._focus_before: Any = None
         self._edit_stage: Callable[[str], str] | None = None  # what the open edit dialog stages
+        # Stops the run being recorded or re-run (opening, restore, an answered interrupt) at
+        # its next step: Esc, q and Ctrl-C use it.
+        self._stopper: Stopper | None = stopper
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -219,7 +228,7 @@ class DebuggerApp(App[None]):
     # -- opening -----------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._begin(self._opening)
+        self._begin(self._opening, cancellable=self._stopper is not None)
         self._open_worker()
 
     @work(thread=True, exclusive=True, group="work")
@@ -228,9 +237,18 @@ class DebuggerApp(App[None]):
         try:
             session = self._opener(self._step_progress)
         except Exception as exc:  # noqa: BLE001 - any failure is shown, never a traceback
-            self.call_from_thread(self._open_failed, f"{exc}")
+            self._from_thread(self._open_failed, f"{exc}")
             return
-        self.call_from_thread(self._opened, session)
+        self._from_thread(self._opened, session)
+
+    def _from_thread(self, fn: Callable[..., Any], *args: Any) -> None:
+        """`call_from_thread`, unless the app has already quit (a worker ending after `q`)."""
+        if self._exit_requested:
+            return
+        try:
+            self.call_from_thread(fn, *args)
+        except RuntimeError:  # the app closed while the worker finished
+            pass
 
     def _opened(self, session: Session) -> None:
         self._end()
@@ -307,6 +325,7 @@ class DebuggerApp(App[None]):
             len(s.breakpoints),
             s.run_status(),
             pending.step if pending is not None and pending.step != state.step else None,
+            s.max_steps,
         )
 
     # -- busy work ---------------------------------------------------------------------------------
@@ -412,7 +431,7 @@ class DebuggerApp(App[None]):
     def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
         worker = get_current_worker()
         move = fn(lambda: worker.is_cancelled, self._scan_progress)
-        self.call_from_thread(self._scan_done, move)
+        self._from_thread(self._scan_done, move)
 
     def _scan_done(self, move: Move) -> None:
         self._end()
@@ -429,7 +448,20 @@ class DebuggerApp(App[None]):
         if not self._cancellable:
             self.notify(f"{self._busy} cannot be cancelled", severity="warning")
             return
+        if self._stopper is not None and not self._stopper.cancelled:
+            # A run being recorded stops at its next step; what it did so far opens.
+            self._stopper.cancel(f"{self._busy}: cancelled (esc)")
+            return
         self.workers.cancel_group(self, "work")
+
+    async def action_quit(self) -> None:
+        """Quit at once: a run still being recorded stops at its next step and is saved as
+        interrupted (resumable) as the process ends."""
+        self._exit_requested = True
+        if self._stopper is not None:
+            self._stopper.cancel("stopped: the debugger quit")
+        self.workers.cancel_group(self, "work")
+        self.exit()
 
     # -- widgets asking --------------------------------------------------------------------------
 
@@ -539,7 +571,32 @@ class DebuggerApp(App[None]):
         if ref is None:
             self._fail("select a variable in the variables panel first")
             return
-        self._move(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
+        self._indexed(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
+
+    def _indexed(self, fn: Callable[[], object]) -> None:
+        """Run `fn` (a move that needs the run's write index) now when the index is built or
+        the run is short; else build the index first in a worker, with progress and Esc."""
+        s = self.session
+        assert s is not None
+        if s.indexed() or s.length <= SYNC_SEARCH_STEPS:
+            self._move(fn)
+            return
+        self._begin("indexing the run", cancellable=True)
+        self._index_worker(fn)
+
+    @work(thread=True, exclusive=True, group="work")
+    def _index_worker(self, fn: Callable[[], object]) -> None:
+        assert self.session is not None
+        worker = get_current_worker()
+        done = self.session.build_index(self._scan_progress, lambda: worker.is_cancelled)
+        self._from_thread(self._index_done, fn if done else None)
+
+    def _index_done(self, fn: Callable[[], object] | None) -> None:
+        self._end()
+        if fn is None:
+            self.notify("cancelled")
+            return
+        self._move(fn)
 
     # -- editing ---------------------------------------------------------------------------------
 
@@ -632,20 +689,19 @@ class DebuggerApp(App[None]):
 
     def _restore_now(self) -> None:
         assert self.session is not None
-        self._begin(f"restoring from step {self.session.step}")
-        self._restore_worker()
+        self._stopper = Stopper(self.session.max_steps)
+        self._begin(f"restoring from step {self.session.step}", cancellable=True)
+        self._restore_worker(self._stopper)
 
     @work(thread=True, exclusive=True, group="work")
-    def _restore_worker(self) -> None:
+    def _restore_worker(self, stopper: Stopper) -> None:
         assert self.session is not None
         try:
-            branch = self.session.restore(self._step_progress)
+            branch = self.session.restore(self._step_progress, stopper)
         except SessionError as exc:
-            self.call_from_thread(self._work_failed, exc)
+            self._from_thread(self._work_failed, exc)
             return
-        self.call_from_thread(
-            self._work_done, f"branch {branch} runs from step {self.session.step}"
-        )
+        self._from_thread(self._work_done, f"branch {branch} runs from step {self.session.step}")
 
     def _work_done(self, message: str) -> None:
         self._end()
@@ -755,9 +811,9 @@ class DebuggerApp(App[None]):
         try:
             self.session.open_checkpoint(path, self._step_progress)
         except SessionError as exc:
-            self.call_from_thread(self._work_failed, exc)
+            self._from_thread(self._work_failed, exc)
             return
-        self.call_from_thread(self._work_done, f"opened {path}")
+        self._from_thread(self._work_done, f"opened {path}")
 
     def cmd_branch(self, rest: str) -> None:
         if not self._can_act():
@@ -777,22 +833,7 @@ class DebuggerApp(App[None]):
     def _search(self, text: str | None, backwards: bool) -> None:
         s = self.session
         assert s is not None
-        needle = text if text is not None else s.last_search
-        if needle and not s.searched(needle) and s.length > SYNC_SEARCH_STEPS:
-            self._begin(f"searching for `{needle}`")
-            self._search_worker(needle, backwards)
-            return
-        self._move(lambda: s.search_next(text, backwards))
-
-    @work(thread=True, exclusive=True, group="work")
-    def _search_worker(self, text: str, backwards: bool) -> None:
-        assert self.session is not None
-        self.session.search(text)
-        self.call_from_thread(self._searched, text, backwards)
-
-    def _searched(self, text: str, backwards: bool) -> None:
-        self._end()
-        self._move(lambda: self.session.search_next(text, backwards))  # type: ignore[union-attr]
+        self._indexed(lambda: s.search_next(text, backwards))
 
     def cmd_why(self, rest: str) -> None:
         name = rest.strip()
@@ -819,18 +860,19 @@ class DebuggerApp(App[None]):
         except SessionError as exc:
             self._fail(exc)
             return
-        self._begin(f"{action} and run on")
-        self._answer_worker(action, value)
+        self._stopper = Stopper(self.session.max_steps)
+        self._begin(f"{action} and run on", cancellable=True)
+        self._answer_worker(action, value, self._stopper)
 
     @work(thread=True, exclusive=True, group="work")
-    def _answer_worker(self, action: str, value: Any) -> None:
+    def _answer_worker(self, action: str, value: Any, stopper: Stopper) -> None:
         assert self.session is not None
         try:
-            self.session.answer_interrupt(action, value, self._step_progress)
+            self.session.answer_interrupt(action, value, self._step_progress, stopper)
         except SessionError as exc:
-            self.call_from_thread(self._work_failed, exc)
+            self._from_thread(self._work_failed, exc)
             return
-        self.call_from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
+        self._from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
 
     def cmd_quit(self, rest: str) -> None:
         self.exit()

@@ -297,6 +297,12 @@ def stopped_because(exc: BaseException) -> str:
     type=click.Path(dir_okay=False),
     help="Run store to record into (default .agency/runs.db, or AGENCY_DB).",
 )
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Stop after N steps (a program that never ends); the run is saved as interrupted.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -313,6 +319,7 @@ def run(
     reject_all: bool,
     no_record: bool,
     db: str | None,
+    max_steps: int | None,
 ) -> None:
     """Run an Agency program and print what it prints.
 
@@ -327,7 +334,9 @@ def run(
       agency run agent.agency --checkpoint cp.json
     """
     from runtime.language.program import load_program
+    from runtime.runs.recording import at_checkpoint_step
     from runtime.runs.runner import check_entry, drive, new_machine
+    from runtime.runs.stopping import Stopper
 
     if approve_all and reject_all:
         fail("choose one of --approve-all and --reject-all")
@@ -346,6 +355,7 @@ def run(
     program = load_program(file)
     config = make_config(node, args_json, model_spec, base_url, mock, seed)
     model = config.make_model()
+    at_step = False
     if checkpoint_file:
         from runtime.vm.builtins import World
         from runtime.vm.checkpoints import load_file
@@ -353,16 +363,25 @@ def run(
 
         data = load_file(checkpoint_file, program)
         machine = rebuild(program, data, model=model, world=World())
+        at_step = at_checkpoint_step(data)
     else:
         check_entry(program, node, config.args, config.named)
         machine = new_machine(program, config, model=model)
     answer = interactive_answer(approve_all, reject_all)
+    stopper = Stopper(max_steps) if max_steps is not None else None
     if no_record:
         try:
-            drive(machine, answer)
+            drive(machine, answer, stopper)
         except KeyboardInterrupt:
             click.echo(
                 f"\nagency: stopped at step {machine.step_index} (Ctrl-C); the run was not "
+                "recorded (--no-record), so it cannot be resumed",
+                err=True,
+            )
+            sys.exit(EXIT_STOPPED)
+        if stopper is not None and stopper.stopped():
+            click.echo(
+                f"agency: {stopper.reason()} at step {machine.step_index}; the run was not "
                 "recorded (--no-record), so it cannot be resumed",
                 err=True,
             )
@@ -388,7 +407,15 @@ def run(
 
     try:
         outcome = run_recorded(
-            program, machine, store, run_config, answer, announce=announce, why=stopped_because
+            program,
+            machine,
+            store,
+            run_config,
+            answer,
+            announce=announce,
+            why=stopped_because,
+            at_step=at_step,
+            stopper=stopper,
         )
     finally:
         store.close()
@@ -398,6 +425,13 @@ def run(
     if outcome.stopped:
         click.echo(
             f"agency: stopped at step {machine.step_index} (Ctrl-C); the run is saved as "
+            f"interrupted: continue it with `agency resume {rec_id}`",
+            err=True,
+        )
+        sys.exit(EXIT_STOPPED)
+    if stopper is not None and stopper.stopped():
+        click.echo(
+            f"agency: {stopper.reason()} at step {machine.step_index}; the run is saved as "
             f"interrupted: continue it with `agency resume {rec_id}`",
             err=True,
         )

@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-__all__ = ["register", "build_app"]
+__all__ = ["register", "build_app", "DEFAULT_MAX_STEPS"]
+
+DEFAULT_MAX_STEPS = 1_000_000  # a program that never ends stops here (resumable), not in swap
 
 
 def build_app(
@@ -22,6 +24,7 @@ def build_app(
     run_id: str | None = None,
     db: str | None = None,
     record: bool = True,
+    max_steps: int | None = DEFAULT_MAX_STEPS,
 ) -> Any:
     """The DebuggerApp for these options. Problems found before anything runs (a syntax error,
     a checkpoint of another source, a missing file) raise AgencyError here, so the command
@@ -29,6 +32,7 @@ def build_app(
     from debugger.app import DebuggerApp
     from debugger.session import checkpoint_session, record_session, trace_session
     from runtime.errors import AgencyError
+    from runtime.runs.stopping import Stopper
 
     if trace is not None or (run_id is not None and checkpoint is None):
         from runtime.record.sqlite_store import SQLiteStore, default_db_path
@@ -46,6 +50,8 @@ def build_app(
             opening=f"opening run {record.id}",
         )
 
+    if file is None and checkpoint is not None:
+        file = checkpoint_source(checkpoint)
     if file is None:
         raise click.UsageError("give a FILE to debug, or --trace RUNS.db")
     from runtime.language.program import load_program
@@ -60,15 +66,42 @@ def build_app(
         from runtime.vm.checkpoints import load_file
 
         load_file(checkpoint, program)  # refuse a foreign or broken checkpoint before starting
+        stopper = Stopper(max_steps)
         return DebuggerApp(
             opener=lambda progress: checkpoint_session(
-                program, checkpoint, config, store, progress
+                program, checkpoint, config, store, progress, stopper
             ),
             opening=f"running on from {checkpoint}",
+            stopper=stopper,
         )
+    stopper = Stopper(max_steps)
     return DebuggerApp(
-        opener=lambda progress: record_session(program, config, store, progress),
+        opener=lambda progress: record_session(program, config, store, progress, stopper),
         opening=f"recording a run of {file}",
+        stopper=stopper,
+    )
+
+
+def checkpoint_source(checkpoint: str) -> str:
+    """The source file a checkpoint names (resolved beside the checkpoint when relative and not
+    found here); says which file it needs when it is not there."""
+    from runtime.errors import AgencyError
+    from runtime.vm.checkpoints import load_file
+
+    data = load_file(checkpoint)
+    source = data.get("source") if isinstance(data.get("source"), dict) else {}
+    path = source.get("path") if isinstance(source, dict) else None
+    if not isinstance(path, str) or not path:
+        raise AgencyError(f"{checkpoint} does not name its source file: give it, FILE --checkpoint")
+    candidates = [Path(path)]
+    if not Path(path).is_absolute():
+        candidates.append(Path(checkpoint).resolve().parent / path)
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate)
+    raise AgencyError(
+        f"{checkpoint} was taken in {path}, which is not there: "
+        f"agency debugger PATH/TO/{Path(path).name} --checkpoint {checkpoint}"
     )
 
 
@@ -105,6 +138,14 @@ def register(cli: click.Group) -> None:
         type=click.Path(dir_okay=False),
         help="Run store to record into or open from (default .agency/runs.db, or AGENCY_DB).",
     )
+    @click.option(
+        "--max-steps",
+        type=click.IntRange(min=1),
+        default=DEFAULT_MAX_STEPS,
+        show_default=True,
+        metavar="N",
+        help="Stop the recording after N steps (the run stays resumable); esc stops it sooner.",
+    )
     def debugger(
         file: str | None,
         node: str,
@@ -118,6 +159,7 @@ def register(cli: click.Group) -> None:
         run_id: str | None,
         no_record: bool,
         db: str | None,
+        max_steps: int,
     ) -> None:
         """Open the time-travel debugger: step back and forth through a run, inspect it, edit a
         value and restore from that step.
@@ -145,6 +187,7 @@ def register(cli: click.Group) -> None:
             run_id=run_id,
             db=db,
             record=not no_record,
+            max_steps=max_steps,
         )
         app.run()
         code = app.return_code or 0

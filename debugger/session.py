@@ -70,7 +70,9 @@ class TimelineLike(Protocol):
     def depth_at(self, step: int) -> int: ...
     def events(self, kind: str | None = None) -> list[Event]: ...
     def changes_at(self, step: int) -> list[Change]: ...
-    def last_write(self, name: str, before: int) -> int | None: ...
+    def last_write(
+        self, name: str, before: int, frame: int | None = None, scope: str | None = None
+    ) -> int | None: ...
     def llm_call_at(self, step: int) -> dict[str, Any] | None: ...
     def search(self, text: str) -> list[int]: ...
     def branches(self) -> list[BranchInfo]: ...
@@ -241,6 +243,7 @@ class Session:
         self.edits: Edits | None = None
         self.last_search = ""
         self.message = ""  # why the last move stopped where it did
+        self.max_steps: int | None = None  # the step budget of the recording, when it had one
         self._sources: dict[str, str] = {}
         self._typed: dict[str, dict[tuple[str, str], bool] | None] = {}
         if source is not None:
@@ -383,7 +386,18 @@ class Session:
         run = getattr(self.timeline, "run", None)
         if self.recording is None and getattr(run, "status", None) == "interrupted":
             return "interrupted"
+        stopper = getattr(self.recording, "stopper", None)
+        if stopper is not None and stopper.stopped() and self._live_branch():
+            return "interrupted"  # stopped early (--max-steps, esc): resumable
         return status
+
+    def _live_branch(self) -> bool:
+        rec = self.recording
+        return (
+            rec is not None
+            and getattr(rec, "run_id", None) == self.timeline.run_id
+            and self.branch == getattr(rec, "branch", 0)
+        )
 
     def fork_step(self) -> int | None:
         """Where the branch on screen left its parent (None for branch 0)."""
@@ -397,7 +411,7 @@ class Session:
         """Variable names written by the current step (the part after the scope)."""
         fast = getattr(self.timeline, "changed_names", None)
         if fast is not None:
-            return {n for n in fast(self.step) if not n.startswith("__")}
+            return {n for n in fast(self.step, self.frame_index()) if not n.startswith("__")}
         names = set()
         for target in self.changed_targets():
             head, _, rest = target.partition(".")
@@ -458,9 +472,15 @@ class Session:
     def next_over(self, cancelled: Cancelled | None = None) -> Move:
         """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
         depth = self.timeline.depth_at(self.step)
+        stops = {step for step, _ in self._stop_steps()}
         for j in range(self.step + 1, self.last + 1):
             if self.timeline.depth_at(j) <= depth:
                 return self.goto(j)
+            # inside the call: a breakpoint or `debugger()` there stops `n`, as in gdb and pdb
+            if self.breakpoints and self._at_breakpoint(j):
+                return self.goto(j, f"breakpoint at line {self._line(j)}")
+            if j in stops:
+                return self.goto(j, "debugger() in the call")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
         return self.goto(self.last, "end of the run")
@@ -508,7 +528,12 @@ class Session:
         stops = []
         for kind in STOP_EVENTS:
             for ev in self.events(kind):
-                stops.append((ev.step, f"{kind}: {ev.summary}" if ev.summary else kind))
+                step = ev.step
+                if kind == "debugger" and step > self.first:
+                    # The event belongs to the step after `debugger()` (where its effect shows):
+                    # stop on the statement itself, as gdb and pdb do.
+                    step -= 1
+                stops.append((step, f"{kind}: {ev.summary}" if ev.summary else kind))
         stops.sort()
         return stops
 
@@ -601,6 +626,27 @@ class Session:
             raise SessionError(f"step {target} is outside the run ({self.first}..{self.last})")
         return target
 
+    def indexed(self) -> bool:
+        """Whether last-writer and search answer at once (the timeline's write index is
+        built, or the timeline needs none)."""
+        indexed = getattr(self.timeline, "indexed", None)
+        return indexed is None or bool(indexed())
+
+    def build_index(
+        self, progress: Progress | None = None, cancelled: Cancelled | None = None
+    ) -> bool:
+        """Build the timeline's write index (one pass over the run); False when cancelled."""
+        index = getattr(self.timeline, "index", None)
+        if index is None:
+            return True
+        from runtime.record.index import IndexCancelled
+
+        try:
+            index(progress, cancelled)
+        except IndexCancelled:
+            return False
+        return True
+
     def search(self, text: str) -> list[int]:
         """Steps whose output, messages or changed variable names contain `text` (cached)."""
         self.length  # noqa: B018
@@ -640,7 +686,8 @@ class Session:
             raise SessionError("select a variable first")
         if kind == "run":
             raise SessionError(f"the run's {name} is what the node returned, not a variable")
-        step = self.timeline.last_write(name, self.step)
+        scope = "globals" if kind == "globals" else None
+        step = self.timeline.last_write(name, self.step, self.frame_index(), scope)
         if step is None:
             raise SessionError(f"`{name}` was not written at or before step {self.step}")
         return self.goto(step, f"`{name}` last written here")
@@ -941,9 +988,10 @@ class Session:
         self.edits = None
         return count
 
-    def restore(self, progress: RunProgress | None = None) -> int:
-        """Restore from the cursor: fork a branch with the staged edits and run it live.
-        The cursor stays on the fork step, now in the new branch; returns the branch id."""
+    def restore(self, progress: RunProgress | None = None, stopper: Any = None) -> int:
+        """Restore from the cursor: fork a branch with the staged edits and run it live (until
+        `stopper`, if given, stops it). The cursor stays on the fork step, now in the new
+        branch; returns the branch id."""
         self._check_edits_here()
         edits = self.edits.as_dict() if self.edits is not None else {}
         edits.setdefault("frame", self._user_frame_index())
@@ -951,13 +999,18 @@ class Session:
         from runtime.errors import AgencyError
 
         try:
-            timeline = self.timeline.fork(step, edits, progress)
+            if stopper is None:
+                timeline = self.timeline.fork(step, edits, progress)
+            else:
+                timeline = self.timeline.fork(step, edits, progress, stopper=stopper)
         except AgencyError as exc:
             raise SessionError(f"cannot restore from step {step}: {exc}") from None
         self._set_timeline(timeline)
         self.step = min(step, self.last)
         self.edits = None
         self.message = f"restored from step {step}: branch {self.branch}"
+        if stopper is not None and stopper.stopped():
+            self.message += f" ({stopper.reason()} at step {self.last:,})"
         return self.branch
 
     def switch_branch(self, branch: int) -> int:
@@ -1012,6 +1065,19 @@ class Session:
 
     # -- live runs --------------------------------------------------------------------------------
 
+    def note_stop(self, stopper: Any) -> None:
+        """Keep the step budget the run was recorded under (the status line shows it) and say
+        why the recording stopped early, when it did."""
+        if stopper is None:
+            return
+        self.max_steps = stopper.max_steps
+        if stopper.stopped():
+            run_id = self.timeline.run_id
+            self.message = (
+                f"{stopper.reason()} at step {self.last:,}; the run is saved as interrupted "
+                f"(agency resume {run_id} runs it on)"
+            )
+
     def waiting_interrupt(self) -> Any:
         """The pending interrupt of a live run paused at its end, else None."""
         rec = self.recording
@@ -1037,7 +1103,11 @@ class Session:
         return text if action == "reject" else parse_literal(text)
 
     def answer_interrupt(
-        self, action: str, value: Any = None, progress: RunProgress | None = None
+        self,
+        action: str,
+        value: Any = None,
+        progress: RunProgress | None = None,
+        stopper: Any = None,
     ) -> None:
         """Answer the live run's pending interrupt and run it on (recording every step)."""
         if self.waiting_interrupt() is None:
@@ -1046,7 +1116,9 @@ class Session:
         from runtime.runs.runner import decision_from
 
         try:
-            self.recording.continue_run(decision_from(action, value), progress=progress)
+            self.recording.continue_run(
+                decision_from(action, value), progress=progress, stopper=stopper
+            )
         except AgencyError as exc:
             raise SessionError(str(exc)) from None
         refresh = getattr(self.timeline, "refresh", None)
@@ -1056,6 +1128,8 @@ class Session:
         self._length = -1
         self.length  # noqa: B018
         self.message = f"interrupt answered ({action}): the run went on to step {self.last}"
+        if stopper is not None and stopper.stopped():
+            self.message += f" ({stopper.reason()})"
 
 
 # -- opening sessions -----------------------------------------------------------------------------
@@ -1065,7 +1139,7 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
     """Opens checkpoint files of `program` as new recorded runs (for `Session.open_checkpoint`)."""
 
     def load(path: str, progress: RunProgress | None = None) -> Any:
-        from runtime.runs.recording import record_machine
+        from runtime.runs.recording import at_checkpoint_step, record_machine
         from runtime.vm.builtins import World
         from runtime.vm.checkpoints import load_file
         from runtime.vm.rebuild import rebuild
@@ -1074,34 +1148,45 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
         data = load_file(path, prog)
         model = config.make_model() if config is not None else None
         machine = rebuild(prog, data, model=model, world=World(quiet=True))
-        return record_machine(machine).timeline
+        return record_machine(machine, at_step=at_checkpoint_step(data), progress=progress).timeline
 
     return load
 
 
 def record_session(
-    program: Any, config: Any, store: Any = None, progress: RunProgress | None = None
+    program: Any,
+    config: Any,
+    store: Any = None,
+    progress: RunProgress | None = None,
+    stopper: Any = None,
 ) -> Session:
-    """Run `program` under the recorder (to its end or an unanswered interrupt); a session at
-    step 0 of that run."""
+    """Run `program` under the recorder (to its end, an unanswered interrupt, or until
+    `stopper` stops it: a step budget, a cancel); a session at step 0 of that run."""
     from runtime.runs.recording import record_program
 
     config.quiet = True  # the program's prints belong in the output panel, not the terminal
-    recording = record_program(program, config, store=store, progress=progress)
-    return Session(
+    recording = record_program(program, config, store=store, progress=progress, stopper=stopper)
+    session = Session(
         recording.timeline,
         recording=recording,
         source=program.source,
         checkpoint_loader=_checkpoint_loader(program, config),
     )
+    session.note_stop(stopper)
+    return session
 
 
 def checkpoint_session(
-    program: Any, path: str, config: Any, store: Any = None, progress: RunProgress | None = None
+    program: Any,
+    path: str,
+    config: Any,
+    store: Any = None,
+    progress: RunProgress | None = None,
+    stopper: Any = None,
 ) -> Session:
     """A session over a run continued from checkpoint file `path` (checked against `program`:
     a checkpoint of another source raises CheckpointFormatError saying so)."""
-    from runtime.runs.recording import record_machine
+    from runtime.runs.recording import at_checkpoint_step, record_machine, run_config_of
     from runtime.vm.builtins import World
     from runtime.vm.checkpoints import load_file
     from runtime.vm.rebuild import rebuild
@@ -1109,7 +1194,14 @@ def checkpoint_session(
     config.quiet = True
     data = load_file(path, program)
     machine = rebuild(program, data, model=config.make_model(), world=World(quiet=True))
-    recording = record_machine(machine, store=store)
+    recording = record_machine(
+        machine,
+        store=store,
+        config=run_config_of(config, machine.model, str(Path(path).resolve())),
+        at_step=at_checkpoint_step(data),
+        progress=progress,
+        stopper=stopper,
+    )
     session = Session(
         recording.timeline,
         recording=recording,
@@ -1117,6 +1209,7 @@ def checkpoint_session(
         checkpoint_loader=_checkpoint_loader(program, config),
     )
     session.message = f"opened checkpoint {path} (step {data.get('step', '?')} of its run)"
+    session.note_stop(stopper)
     return session
 
 

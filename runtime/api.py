@@ -151,9 +151,13 @@ class Timeline(runs_fork.Timeline):
         return super().events(kind)
 
     def fork(
-        self, step: int, edits: dict[str, Any], progress: Callable[[int], None] | None = None
+        self,
+        step: int,
+        edits: dict[str, Any],
+        progress: Callable[[int], None] | None = None,
+        stopper: Any = None,
     ) -> Timeline:
-        forked = super().fork(step, edits, progress)
+        forked = super().fork(step, edits, progress, stopper)
         return Timeline(self.store, self.run_id, forked.branch, self.program, self.locations)
 
 

@@ -50,10 +50,12 @@ class StatusLine(Widget):
         breakpoints: int = 0,
         status: str | None = None,
         edits_at: int | None = None,
+        max_steps: int | None = None,
     ) -> None:
         """Show `state` at step k of `length`; `status` overrides the state's own (a run paused
         on an interrupt is "interrupted" though its last step was recorded "running"); `edits_at`
-        is the step where the staged edits wait, when it is not this one."""
+        is the step where the staged edits wait, when it is not this one; `max_steps` the step
+        budget the run was recorded under."""
         status = status or state.status
         loc = state.location
         where = f"{loc.scope}:{loc.line}" if loc is not None else "-"
@@ -61,6 +63,10 @@ class StatusLine(Widget):
         head: list[tuple[str, str] | str] = [
             ("step ", "$text-muted"),
             (f"{state.step}/{max(length - 1, 0)}", "bold"),
+        ]
+        if max_steps is not None:  # the recording's step budget (--max-steps)
+            head.append((f" (max {max_steps:,})", "$text-muted"))
+        head += [
             ("  branch ", "$text-muted"),
             (str(state.branch), "bold"),
             ("  at ", "$text-muted"),

@@ -31,6 +31,7 @@ from runtime.record.format import (
     R_USAGE,
     decode_keyframe,
 )
+from runtime.record.index import WriteIndex
 from runtime.record.store import RunStore, StoreError
 from runtime.record.views import (
     BranchInfo,
@@ -135,6 +136,32 @@ class _Raw:
                     self.shared[w[1]] = w[2]
             elif code == R_STATUS:
                 self.status, self.result, self.error = w[1], w[2], w[3]
+
+    def reachable(self, v: Any) -> set[int]:
+        """The ids of every list and object reachable from encoded value `v`."""
+        seen: set[int] = set()
+        todo = [v]
+        heap = self.heap
+        while todo:
+            x = todo.pop()
+            t = type(x)
+            if t is tuple:
+                if x and x[0] == "r":
+                    oid = x[1]
+                    if oid not in seen:
+                        seen.add(oid)
+                        c = heap.get(oid)
+                        if type(c) is list:
+                            todo.extend(c)
+                        elif type(c) is dict:
+                            todo.extend(c.values())
+                elif x and x[0] in ("R", "D"):
+                    todo.append(x[2])
+            elif t is list:
+                todo.extend(x)
+            elif t is dict:
+                todo.extend(x.values())
+        return seen
 
     # -- views ------------------------------------------------------------------------------
 
@@ -277,6 +304,7 @@ class Timeline:
         self._length: int | None = None
         self._kf_cache: list[tuple[int, int]] = []
         self._segs: Any = None
+        self._index: WriteIndex | None = None
 
     @classmethod
     def open(cls, store: RunStore, run_id: str, branch: int = 0) -> Timeline:
@@ -424,15 +452,58 @@ class Timeline:
                 out.append(Change("status", w[1]))
         return out
 
-    def changed_names(self, step: int) -> set[str]:
-        """Names of the variables a step wrote (for marking them in the variables panel)."""
-        names = set()
-        for w in self.writes_at(step):
-            if w[0] == R_LOCAL:
+    def changed_names(self, step: int, frame: int | None = None) -> set[str]:
+        """Names of the variables a step changed (for marking them in the variables panel): in
+        the frame `frame` (an index into `state_at(step).frames`; default the innermost) and
+        the globals. A variable changed when the step assigned it, or changed in place (a
+        `push`, `obj.a[0] = …`) a list or object it holds."""
+        writes = self.writes_at(step)
+        frames = self.depth_at(step)
+        depth = _raw_depth(frames, frame)
+        names: set[str] = set()
+        mutated: set[int] = set()
+        for w in writes:
+            code = w[0]
+            if code == R_LOCAL and w[1] == depth:
                 names.add(w[2])
-            elif w[0] in (R_GLOBAL, R_SHARED):
+            elif code in (R_GLOBAL, R_SHARED):
                 names.add(w[1])
+            elif code in (R_SETKEY, R_DELKEY, R_SPLICE):
+                mutated.add(w[1])
+            elif code == R_PUSH_FRAME and depth == frames - 1:
+                names.update(w[4])  # a call bound its arguments (and captured locals)
+        if mutated:  # only then is the state needed: which variables hold those containers
+            raw = self._materialise(step)
+            scopes: list[dict[str, Any]] = [raw.globals, raw.shared]
+            if 0 <= depth < len(raw.frames):
+                scopes.append(raw.frames[depth][3])
+            for scope in scopes:
+                for name, value in scope.items():
+                    if name not in names and raw.reachable(value) & mutated:
+                        names.add(name)
         return names
+
+    # -- the write index (who wrote what, when) --------------------------------------------------
+
+    def indexed(self) -> bool:
+        """True when `index()` is built (so last-writer and search answer at once)."""
+        return self._index is not None and self._index.length == len(self)
+
+    def index(self, progress: Any = None, cancelled: Any = None) -> WriteIndex:
+        """The branch's write index, built in one pass the first time (`progress(done, total)`,
+        `cancelled()`: raises IndexCancelled)."""
+        n = len(self)
+        if self._index is None or self._index.length != n:
+            restores = [e.step for e in self.store.events(self.run_id, self.branch, "restore")]
+            self._index = WriteIndex.build(
+                self.store.batches(self.run_id, self.branch, 0, max(n - 1, 0)),
+                self.store.lineage(self.run_id, self.branch),
+                n,
+                restores,
+                progress,
+                cancelled,
+            )
+        return self._index
 
     def _frame_names(self, state: StateView) -> list[str]:
         raw = self._cursor
@@ -440,19 +511,77 @@ class Timeline:
             return [f[0] for f in raw.frames]
         return ["<module>"] + [f.scope for f in state.frames]
 
-    def last_write(self, name: str, before: int) -> int | None:
-        """The latest step at or before `before` that wrote variable `name` (local or global)."""
-        step = min(before, len(self) - 1)
-        while step >= 0:
-            for w in self.writes_at(step):
-                if (w[0] == R_LOCAL and w[2] == name) or (
-                    w[0] in (R_GLOBAL, R_SHARED) and w[1] == name
-                ):
-                    return step
-                if w[0] == R_PUSH_FRAME and name in w[3]:
-                    return step  # a call bound it as an argument
-            step -= 1
-        return None
+    def last_write(
+        self, name: str, before: int, frame: int | None = None, scope: str | None = None
+    ) -> int | None:
+        """The latest step at or before `before` that changed the value variable `name` holds
+        there: assigned it, changed in place a list or object reachable from it, restored it
+        (`restore()`), or edited it at a fork. `frame` is an index into
+        `state_at(before).frames` (default the innermost): that call's variable, not another
+        frame's of the same name. `scope` "globals" asks for the global; otherwise a local
+        or argument, else the global of that name."""
+        before = min(before, len(self) - 1)
+        if before < 0:
+            return None
+        idx = self.index()
+        raw = self._materialise(before)
+        depth: int | None = _raw_depth(len(raw.frames), frame)
+        if scope != "globals" and depth is not None and 0 <= depth < len(raw.frames):
+            if name not in raw.frames[depth][3]:
+                depth = None
+        else:
+            depth = None
+        if depth is None and name not in raw.globals and name not in raw.shared:
+            return None
+        kinds = ("locals", "args") if depth is not None else ("globals",)
+        forks = sorted(self.lineage_edits().items(), reverse=True)
+        while True:
+            best = self._written(idx, name, depth, before)
+            floor = best if best is not None else -1
+            # restore() and fork edits replace values without a write of their own: a value a
+            # restore changed was written by it; one it left as it was goes back further
+            # (restored lists and objects are new containers, so their history is there).
+            r = next((r for r in reversed(idx.restores) if floor < r <= before), None)
+            f = next((k for k, e in forks if floor < k <= before and _edits(e, kinds, name)), None)
+            if f is not None and (r is None or f >= r):
+                return f
+            if r is None:
+                return best
+            if self._value_changed_at(r, name, depth):
+                return r
+            before = r - 1
+
+    def _written(self, idx: WriteIndex, name: str, depth: int | None, before: int) -> int | None:
+        """The last assignment of the variable at or before `before`, or change in place of
+        a container it holds there."""
+        raw = self._materialise(before)
+        if depth is not None:
+            if depth >= len(raw.frames) or name not in raw.frames[depth][3]:
+                return None
+            value = raw.frames[depth][3][name]
+            best = idx.bound(depth, name, before)
+        else:
+            value = raw.globals.get(name, raw.shared.get(name))
+            best = idx.global_written(name, before)
+        changed = idx.object_changed(raw.reachable(value), before)
+        if changed is not None and (best is None or changed > best):
+            best = changed
+        return best
+
+    def _value_changed_at(self, step: int, name: str, depth: int | None) -> bool:
+        """Whether variable `name` (local at `depth`, or global) differs from the step before."""
+        if step <= 0:
+            return True
+
+        def value(k: int) -> Any:
+            raw = self._materialise(k)
+            if depth is None:
+                return raw.plain(raw.globals.get(name, raw.shared.get(name)))
+            if depth >= len(raw.frames):
+                return _MISSING
+            return raw.plain(raw.frames[depth][3].get(name, _MISSING))
+
+        return bool(value(step) != value(step - 1))
 
     # -- across steps ---------------------------------------------------------------------------
 
@@ -497,21 +626,9 @@ class Timeline:
         }
 
     def search(self, text: str) -> list[int]:
-        """Steps whose output, messages or written variable names mention `text`."""
-        needle = text.lower()
-        hits = []
-        for step in range(len(self)):
-            for w in self.writes_at(step):
-                code = w[0]
-                if (
-                    (code == R_OUTPUT and needle in str(w[1]).lower())
-                    or (code == R_MESSAGE and needle in str(w[2]).lower())
-                    or (code == R_LOCAL and needle in w[2].lower())
-                    or (code in (R_GLOBAL, R_SHARED) and needle in w[1].lower())
-                ):
-                    hits.append(step)
-                    break
-        return hits
+        """Steps whose output, messages or written variable names mention `text` (from the
+        write index: one pass the first time, then a lookup)."""
+        return self.index().search(text)
 
     # -- branches -------------------------------------------------------------------------------
 
@@ -547,6 +664,21 @@ class Timeline:
             if rec is not None and rec.fork_step is not None and rec.edits:
                 out[int(rec.fork_step)] = dict(rec.edits)
         return out
+
+
+_MISSING = object()
+
+
+def _edits(edits: dict[str, Any], kinds: tuple[str, ...], name: str) -> bool:
+    return any(name in (edits.get(k) or {}) for k in kinds)
+
+
+def _raw_depth(frames: int, frame: int | None) -> int:
+    """The raw frame index (0: the module's) of view frame `frame` (views hide the module
+    frame when another is on the stack); None: the innermost."""
+    if frame is None:
+        return frames - 1
+    return frame + 1 if frames > 1 else frame
 
 
 def _find(state: StateView, name: str) -> Any:

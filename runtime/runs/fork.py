@@ -20,11 +20,13 @@ from runtime.llm.registry import resolve_model
 from runtime.record import timeline as record
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
+from runtime.runs.stopping import Stopper
 from runtime.vm.builtins import World
 from runtime.vm.checkpoints import snapshot
 from runtime.vm.effects import short_key
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
+from runtime.vm.rebuild import rebuild
 from runtime.vm.values import JSObject, from_plain, to_str
 from runtime.vm.writelog import INTERRUPTED
 
@@ -217,14 +219,19 @@ def machine_at(
     program = _program(tl)
     run = tl.run
     args = (run.args or {}) if run else {}
-    m = Machine(
-        program,
-        run.node if run else "main",
-        from_plain(args.get("args") or []),
-        dict(from_plain(args.get("named") or {})),
-        model=ReplayModel(recorded_answers(tl, step), like=dict(run.config or {}) if run else None),
-        world=World(quiet=True),
-    )
+    model = ReplayModel(recorded_answers(tl, step), like=dict(run.config or {}) if run else None)
+    start = (run.config or {}).get("checkpoint") if run else None
+    if isinstance(start, dict):  # the run began at a checkpoint: re-execute from there
+        m = rebuild(program, start, model=model, world=World(quiet=True))
+    else:
+        m = Machine(
+            program,
+            run.node if run else "main",
+            from_plain(args.get("args") or []),
+            dict(from_plain(args.get("named") or {})),
+            model=model,
+            world=World(quiet=True),
+        )
     m.host.models = RouteAll(m.model)
     m.replaying = True
     m.host.journal = journal
@@ -312,8 +319,10 @@ def fork(
     step: int,
     edits: dict[str, Any],
     progress: Callable[[int], None] | None = None,
+    stopper: Stopper | None = None,
 ) -> Timeline:
-    """Restore from `step` with `edits` on a new branch and run it live; the old branch stays."""
+    """Restore from `step` with `edits` on a new branch and run it live (until `stopper`, if
+    given, stops it at a step boundary); the old branch stays."""
 
     m = machine_at(tl, step, progress)
     apply_edits(m, edits)
@@ -339,7 +348,7 @@ def fork(
     if progress is not None:
         rec.listeners.append(progress)
     try:
-        drive(m, None)
+        drive(m, None, stopper)
     finally:
         rec.finish()
     return Timeline(tl.store, tl.run_id, branch, tl.program, tl.locations)
@@ -382,10 +391,14 @@ class Timeline(record.Timeline):
     checkpoint."""
 
     def fork(
-        self, step: int, edits: dict[str, Any], progress: Callable[[int], None] | None = None
+        self,
+        step: int,
+        edits: dict[str, Any],
+        progress: Callable[[int], None] | None = None,
+        stopper: Stopper | None = None,
     ) -> Timeline:
         """Restore from here: a new branch from `step` with `edits`, run live."""
-        return fork(self, step, edits, progress)
+        return fork(self, step, edits, progress, stopper)
 
     def export_checkpoint(self, step: int) -> dict[str, Any]:
         """The exact machine at `step` as checkpoint data (re-executed from the record)."""

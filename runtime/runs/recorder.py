@@ -361,6 +361,16 @@ class Recorder:
         for listener in self.listeners:
             listener(last)
 
+    def record_current_step(self) -> None:
+        """Record the step the machine stands at (rebuilt there from a checkpoint) as the
+        first of this run, with a keyframe of its whole state."""
+        m = self.m
+        m.location = m.current_location() or m.location
+        self.first_step = m.step_index
+        self.force_keyframe = True
+        m.wlog.append(self.marker("step"))  # type: ignore[union-attr]
+        self.flush_chunk(m)
+
     def write_keyframe(self, step: int) -> None:
         blob = marshal.dumps(self.capture())
         if len(blob) > 4096:  # large states (long histories) compress well and are rare

@@ -16,7 +16,8 @@ from runtime.runs.journal import StoreJournal
 from runtime.runs.processes import mark_running, process_meta
 from runtime.runs.recorder import Recorder, location_table, public_base_url
 from runtime.runs.runner import drive, new_machine
-from runtime.runs.stopping import GracefulStop, mark_stopped, recording_answers
+from runtime.runs.stopping import GracefulStop, Stopper, mark_stopped, recording_answers
+from runtime.vm.checkpoints import snapshot
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
 
@@ -30,15 +31,20 @@ class Recording:
     store: RunStore
     run_id: str
     branch: int = 0
+    stopper: Stopper | None = None  # what stopped it early (a step budget, a cancel), if any
 
     @property
     def timeline(self) -> Any:
         return Timeline(self.store, self.run_id, self.branch, program=self.machine.program)
 
     def continue_run(
-        self, answer_decision: Any = None, progress: Callable[[int], None] | None = None
+        self,
+        answer_decision: Any = None,
+        progress: Callable[[int], None] | None = None,
+        stopper: Stopper | None = None,
     ) -> None:
-        """Answer the pending interrupt (if given) and run on, recording."""
+        """Answer the pending interrupt (if given) and run on, recording (`stopper`: as in
+        `record_program`)."""
 
         if answer_decision is not None:
             self.machine.answer_interrupt(answer_decision)
@@ -53,11 +59,38 @@ class Recording:
         if progress is not None:
             self.recorder.listeners.append(progress)
         try:
-            drive(self.machine, None)
+            drive(self.machine, None, stopper)
         finally:
             if progress is not None:
                 self.recorder.listeners.remove(progress)
         self.recorder.finish()
+        self.note_stopper(stopper)
+
+    def note_stopper(self, stopper: Stopper | None) -> None:
+        """Mark the run interrupted (resumable) when `stopper` stopped it."""
+        if stopper is not None:
+            self.stopper = stopper
+            if stopper.stopped():
+                mark_stopped(self.store, self.run_id, stopper.reason())
+
+
+def run_config_of(config: Any, model: Any, checkpoint: str | None = None) -> dict[str, Any]:
+    """What a run records of how it was run (`config`, a `RunConfig`): the model's config, the
+    seed, the scripted answers, and the checkpoint file it began at."""
+    out = dict(config_of(model))
+    out["seed"] = config.seed
+    if config.mocks is not None:
+        out["mocks"] = config.mocks
+    if checkpoint is not None:
+        out["from_checkpoint"] = checkpoint
+    return out
+
+
+def at_checkpoint_step(data: dict[str, Any]) -> bool:
+    """Whether checkpoint `data` holds a machine at a step it has started (an exported step,
+    `w` in the debugger), rather than a program's own `checkpoint()`, which goes on at the
+    `checkpoint()` statement."""
+    return isinstance(data.get("machine"), dict)
 
 
 def start_run(
@@ -66,7 +99,17 @@ def start_run(
     store: RunStore,
     config: dict[str, Any] | None = None,
     args: Any = None,
+    at_step: bool = False,
 ) -> Recording:
+    """A new run of `machine` in `store`, its recorder attached. `at_step`: the machine was
+    rebuilt at a step it has already started (a machine checkpoint): that step is the run's
+    first, with the machine's state, and the config keeps the whole machine as
+    `checkpoint`, so re-execution (fork, export, resume) starts from there, not the program's
+    start."""
+    config = dict(config or {})
+    if machine.step_index >= 0:
+        config.setdefault("from_checkpoint", True)
+        config["checkpoint"] = snapshot(machine)
     meta: dict[str, Any] = {
         "locations": location_table(program),
         "process": process_meta(),
@@ -85,12 +128,14 @@ def start_run(
             args=args
             if args is not None
             else {"args": to_plain(machine.entry_args), "named": to_plain(machine.entry_named)},
-            config=config or {},
+            config=config,
             # The process, so a run whose process died shows as interrupted (lifecycle).
             meta=meta,
         )
     )
     recorder = Recorder(machine, store, run_id, 0)
+    if at_step:
+        recorder.record_current_step()
     return Recording(machine, recorder, store, run_id, 0)
 
 
@@ -100,40 +145,54 @@ def record_program(
     store: RunStore | None = None,
     answer: Any = None,
     progress: Callable[[int], None] | None = None,
+    stopper: Stopper | None = None,
 ) -> Recording:
-    """Run `program` to the end (or to an unanswered interrupt), recording every step."""
+    """Run `program` to the end (or to an unanswered interrupt), recording every step; a
+    `stopper` can stop it sooner (its step budget, or a cancel from another thread), leaving
+    the run interrupted and resumable."""
 
     store = store if store is not None else MemoryStore()
     model = config.make_model()
     machine = new_machine(program, config, model=model)
-    run_config = dict(config_of(model))
-    run_config["seed"] = config.seed
-    if config.mocks is not None:
-        run_config["mocks"] = config.mocks
-    rec = start_run(program, machine, store, run_config)
+    rec = start_run(program, machine, store, run_config_of(config, model))
     if progress is not None:
         rec.recorder.listeners.append(progress)
     try:
-        drive(machine, answer)
+        drive(machine, answer, stopper)
     finally:
         rec.recorder.finish()
         if progress is not None:
             rec.recorder.listeners.remove(progress)
+    rec.note_stopper(stopper)
     return rec
 
 
 def record_machine(
-    machine: Machine, store: RunStore | None = None, answer: Any = None
+    machine: Machine,
+    store: RunStore | None = None,
+    answer: Any = None,
+    *,
+    config: dict[str, Any] | None = None,
+    at_step: bool = False,
+    progress: Callable[[int], None] | None = None,
+    stopper: Stopper | None = None,
 ) -> Recording:
-    """Record a machine built elsewhere (e.g. rebuilt from a checkpoint file) as a new run."""
+    """Record a machine built elsewhere (e.g. rebuilt from a checkpoint file) as a new run
+    (`at_step`, `stopper`: as in `start_run` and `record_program`)."""
 
     store = store if store is not None else MemoryStore()
-    config = {"provider": getattr(machine.model, "provider", ""), "from_checkpoint": True}
-    rec = start_run(machine.program, machine, store, config)
+    run_config = {"provider": getattr(machine.model, "provider", ""), **(config or {})}
+    run_config["from_checkpoint"] = run_config.get("from_checkpoint") or True
+    rec = start_run(machine.program, machine, store, run_config, at_step=at_step)
+    if progress is not None:
+        rec.recorder.listeners.append(progress)
     try:
-        drive(machine, answer)
+        drive(machine, answer, stopper)
     finally:
         rec.recorder.finish()
+        if progress is not None:
+            rec.recorder.listeners.remove(progress)
+    rec.note_stopper(stopper)
     return rec
 
 
@@ -158,6 +217,8 @@ def run_recorded(
     announce: Callable[[str], None] | None = None,
     stop_notice: bool = True,
     why: Callable[[BaseException], str] = str,
+    at_step: bool = False,
+    stopper: Stopper | None = None,
 ) -> Outcome:
     """Record `machine` (built for `program`) as a new run in `store` and drive it to its end.
 
@@ -165,7 +226,7 @@ def run_recorded(
     and replay work in the same directory), journals its effects durably, records the answers
     given to interrupts, and stops cleanly on Ctrl-C (resumable). `announce` hears the run id
     first. The caller closes the store."""
-    rec = start_run(program, machine, store, config)
+    rec = start_run(program, machine, store, config, at_step=at_step)
     mark_running(store, rec.run_id, machine.world.root, program)
     machine.host.journal = StoreJournal(store, rec.run_id)
     if announce is not None:
@@ -174,7 +235,11 @@ def run_recorded(
     crash: BaseException | None = None
     try:
         with stop:
-            drive(machine, stop.answer(recording_answers(answer, store, rec.run_id, machine)))
+            drive(
+                machine,
+                stop.answer(recording_answers(answer, store, rec.run_id, machine)),
+                stopper,
+            )
     except KeyboardInterrupt:
         stop.requested = True  # the second Ctrl-C: stopped mid-step; resume redoes the step
     except Exception as exc:  # `| head` closed stdout, or a bug: keep the record resumable
@@ -187,4 +252,6 @@ def run_recorded(
         mark_stopped(store, rec.run_id, "stopped by Ctrl-C")
     elif crash is not None:
         mark_stopped(store, rec.run_id, why(crash))
+    elif stopper is not None and stopper.stopped():
+        mark_stopped(store, rec.run_id, stopper.reason())
     return Outcome(machine, rec.run_id, stop.stopped(), crash)

@@ -14,6 +14,7 @@ from runtime.language.bytecode import CompiledProgram
 from runtime.language.program import compile_source
 from runtime.llm.mock import load_mocks
 from runtime.llm.registry import resolve_model
+from runtime.runs.stopping import Stopper
 from runtime.vm import builtins
 from runtime.vm.builtins import World
 from runtime.vm.frames import Decision
@@ -134,10 +135,25 @@ def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) 
     )
 
 
-def drive(machine: Machine, answer: InterruptAnswer | None = None) -> Machine:
-    """Run to the end, answering interrupts with `answer` (None: leave the run interrupted)."""
+def drive(
+    machine: Machine, answer: InterruptAnswer | None = None, stopper: Stopper | None = None
+) -> Machine:
+    """Run to the end, answering interrupts with `answer` (None: leave the run interrupted);
+    a `stopper` may stop it earlier, at a step boundary (a step budget, a cancel)."""
+    if stopper is not None and stopper.machine is not machine:
+        stopper.attach(machine)
     while True:
-        machine.run()
+        if stopper is None:
+            machine.run()
+        else:
+            budget = stopper.budget()
+            if stopper.cancelled or machine.step_index >= budget:
+                return machine
+            # `step` sets the machine's `stop_at`, which `cancel()` lowers from outside (a
+            # cancel racing this line is raised again by whoever waits on it).
+            machine.step(int(min(budget - machine.step_index, 10**15)))
+            if stopper.stopped():
+                return machine
         if machine.status != INTERRUPTED:
             return machine
         decision = answer(machine.pending) if answer is not None else None

@@ -1,8 +1,10 @@
-"""Provides stopping a run cleanly: Ctrl-C at a step boundary (`GracefulStop`), recording the
-answers given to interrupts, and marking a stopped run."""
+"""Provides stopping a run cleanly: Ctrl-C at a step boundary (`GracefulStop`), a step budget
+and a cancel flag any thread may raise (`Stopper`), recording the answers given to interrupts,
+and marking a stopped run."""
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
@@ -13,6 +15,55 @@ from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
 from runtime.vm.writelog import INTERRUPTED
+
+
+class Stopper:
+    """Stops a run at a step boundary from outside it: after `max_steps` steps (counted from
+    where the run was when attached), or as soon as `cancel()` is called, from any thread (a
+    debugger's Esc or quit). The machine keeps its state, so a stopped run is resumable.
+
+    It works through the machine's `stop_at`, which the run loop checks at every step."""
+
+    def __init__(self, max_steps: int | None = None) -> None:
+        self.max_steps = max_steps
+        self.cancelled = False
+        self.why = ""
+        self.machine: Machine | None = None
+        self.start = -1
+
+    def attach(self, machine: Machine) -> None:
+        self.machine = machine
+        self.start = machine.step_index
+
+    def cancel(self, why: str = "cancelled") -> None:
+        """Stop at the next step boundary (safe from another thread or a signal handler)."""
+        if not self.cancelled:
+            self.why = why
+        self.cancelled = True
+        m = self.machine
+        if m is not None:
+            m.stop_at = m.step_index
+
+    def budget(self) -> float:
+        """The step index to stop at, at the latest."""
+        if self.max_steps is None:
+            return math.inf
+        return self.start + self.max_steps
+
+    def stopped(self) -> bool:
+        """The run stopped because of this stopper (not finished, failed or waiting)."""
+        m = self.machine
+        if m is None or m.done or m.status == INTERRUPTED:
+            return False
+        return self.cancelled or m.step_index >= self.budget()
+
+    def reason(self) -> str:
+        """Why the run stopped, for a person ("" when it did not)."""
+        if not self.stopped():
+            return ""
+        if self.cancelled:
+            return self.why
+        return f"stopped after {self.max_steps:,} steps (--max-steps)"
 
 
 class GracefulStop:

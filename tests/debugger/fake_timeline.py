@@ -87,7 +87,9 @@ class FakeTimeline:
     def changes_at(self, step: int) -> list[Change]:
         return list(self.rows[step]["changes"])
 
-    def last_write(self, name: str, before: int) -> int | None:
+    def last_write(
+        self, name: str, before: int, frame: Any = None, scope: Any = None
+    ) -> int | None:
         for j in range(before, -1, -1):
             for c in self.rows[j]["changes"]:
                 if c.target.split(".")[-1] == name:
@@ -119,7 +121,9 @@ class FakeTimeline:
                 return j
         return None if len(ta) == len(tb) else min(len(ta), len(tb))
 
-    def fork(self, step: int, edits: dict[str, Any], progress: Any = None) -> FakeTimeline:
+    def fork(
+        self, step: int, edits: dict[str, Any], progress: Any = None, stopper: Any = None
+    ) -> FakeTimeline:
         self.forks.append((step, edits))
         rows = copy.deepcopy(self.rows)
         for j in range(step, len(rows)):

@@ -123,13 +123,13 @@ async def test_continue_to_debugger_statement_breakpoints_and_ends(calls: Sessio
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
-        assert app.session.step == 9 and "after llm" in app.session.message
+        assert app.session.step == 8 and "after llm" in app.session.message  # on debugger()
         await pilot.press("c")
         await settle(pilot)
         assert app.session.step == len(calls.timeline) - 1
         await pilot.press("C")
         await settle(pilot)
-        assert app.session.step == 9
+        assert app.session.step == 8
         await pilot.press("C")
         await settle(pilot)
         assert app.session.step == 0
@@ -440,12 +440,12 @@ async def test_long_scans_run_in_a_worker_with_progress(calls: Session, monkeypa
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("c")
-        assert app.work_line.busy or app.session.step == 9  # visible while it runs
+        assert app.work_line.busy or app.session.step == 8  # visible while it runs
         await settle(pilot)
-        assert app.session.step == 9 and not app.work_line.busy
+        assert app.session.step == 8 and not app.work_line.busy
         await pilot.press("N")
         await settle(pilot)
-        assert app.session.step == 8
+        assert app.session.step == 6  # over the LLM call (step 7 is inside its prelude frame)
 
 
 async def test_expandable_values_and_changed_marks(calls: Session) -> None:

@@ -49,9 +49,10 @@ def test_next_steps_over_calls_and_reverse_next_back(session: Session) -> None:
 
 def test_continue_stops_at_debugger_then_end(session: Session) -> None:
     move = session.continue_forward()
-    assert move.step == 6 and "debugger" in move.reason
+    # on the debugger() statement (step 5), not the step after it where its event is
+    assert move.step == 5 and "debugger" in move.reason
     assert session.continue_forward().step == 10
-    assert session.reverse_continue().step == 6
+    assert session.reverse_continue().step == 5
     assert session.reverse_continue().step == 0
 
 
@@ -61,7 +62,7 @@ def test_continue_stops_at_breakpoints(session: Session) -> None:
     move = session.continue_forward()
     assert move.step == 3 and "breakpoint" in move.reason
     session.goto(9)
-    assert session.reverse_continue().step == 6  # the debugger() event comes first
+    assert session.reverse_continue().step == 5  # the debugger() statement comes first
     session.goto(5)
     assert session.reverse_continue().step == 3
     assert session.toggle_breakpoint(3) == (3, False)
