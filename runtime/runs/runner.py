@@ -148,7 +148,8 @@ def drive(machine: Machine, answer: InterruptAnswer | None = None) -> Machine:
 
 def decision_from(action: str, value: Any = None) -> Decision:
     if action == "approve":
-        return Decision("approve", from_plain(value))  # approve() alone: the interrupt is null
+        # A person's bare approve makes the interrupt true (a handler's approve() makes it null).
+        return Decision("approve", True if value is None else from_plain(value))
     if action == "reject":
         return Decision("reject", value)
     if action == "resolve":

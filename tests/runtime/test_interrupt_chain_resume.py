@@ -1,6 +1,6 @@
 """An interrupt that its handler chain sends to a person survives the process: `agency run`
 exits 3 while the prelude's chain walk is paused, and `agency resume` in another process
-applies the answer with the chain's rules (approve alone gives null, a rejection ends the def
+applies the answer with the chain's rules (a bare approve gives true, a rejection ends the def
 with a failure, a resolve gives its value) without asking the handlers again."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ node main() {
 @pytest.mark.parametrize(
     ("how", "expected"),
     [
-        (["--approve"], [["answered", None], "past the gate", 4]),
+        (["--approve"], [["answered", True], "past the gate", 4]),
         (["--resolve", '"yes"'], [["answered", "yes"], "past the gate", 4]),
         (["--reject"], ["interrupt rejected", "past the gate", 4]),
     ],

@@ -363,7 +363,7 @@ def test_resume_approve_in_another_process_finishes_the_run(waiting: tuple[Path,
     work, run_id = waiting
     (work / "a.txt").write_text("touched")  # the first write is journaled: it is not done again
     out = _ok(agency(work, "resume", run_id, "--approve", "--db", "runs.db", "--json"))
-    assert json.loads(out.splitlines()[-1]) == ["A", "B", None]
+    assert json.loads(out.splitlines()[-1]) == ["A", "B", True]
     assert (work / "a.txt").read_text() == "touched"
     assert (work / "b.txt").read_text() == "B"
     assert _status(work, run_id) == "finished"
@@ -372,7 +372,7 @@ def test_resume_approve_in_another_process_finishes_the_run(waiting: tuple[Path,
         run = store.get_run(run_id)
         assert run.step_count > 0
         m, divergence = replay_run(store, run, quiet=True)
-    assert divergence is None and to_plain(m.result) == ["A", "B", None]
+    assert divergence is None and to_plain(m.result) == ["A", "B", True]
     proc = agency(work, "resume", run_id, "--db", "runs.db")
     assert proc.returncode != 0 and "already finished" in proc.stderr
 
@@ -412,7 +412,7 @@ def test_resume_refused_on_a_changed_source_accepted_with_force(waiting: tuple[P
     assert "--force" in proc.stderr
     assert not (work / "b.txt").exists()
     out = _ok(agency(work, "resume", run_id, "--approve", "--force", "--db", "runs.db", "--json"))
-    assert json.loads(out.splitlines()[-1]) == ["A", "B", None, "edited"]
+    assert json.loads(out.splitlines()[-1]) == ["A", "B", True, "edited"]
 
 
 def test_resume_refused_on_a_changed_model_accepted_with_force(waiting: tuple[Path, str]) -> None:
@@ -439,7 +439,7 @@ def test_resume_refused_on_a_changed_model_accepted_with_force(waiting: tuple[Pa
         )
     )
     a, b, ok = json.loads(out.splitlines()[-1])
-    assert a == "A" and b.startswith("[sim]") and ok is None
+    assert a == "A" and b.startswith("[sim]") and ok is True
     with SQLiteStore(work / "runs.db") as store:
         assert store.get_run(run_id).config["provider"] == "sim"
 
@@ -673,9 +673,9 @@ def test_interrupt_answers_given_by_a_callback_replay(tmp_path: Path) -> None:
     rec = record_program(
         program, RunConfig(model_spec="sim", quiet=True), store, lambda p: answers.pop(0)
     )
-    assert to_plain(rec.machine.result) == ["x", None]
+    assert to_plain(rec.machine.result) == ["x", True]
     m, divergence = replay_run(store, store.get_run(rec.run_id), quiet=True)
-    assert divergence is None and to_plain(m.result) == ["x", None]
+    assert divergence is None and to_plain(m.result) == ["x", True]
 
 
 def test_resume_of_a_failed_run_retries_the_failing_step(tmp_path: Path) -> None:
