@@ -209,7 +209,7 @@ def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
         if approve_all:
             return decision_from("approve")
         if reject_all:
-            return decision_from("reject", "rejected on the command line")
+            return decision_from("reject")
         if not sys.stdin.isatty():
             return None
         message = pending.get("message") if isinstance(pending, dict) else pending

@@ -357,7 +357,7 @@ def resume(
     if approve:
         decision = decision_from("approve")
     elif reject:
-        decision = decision_from("reject", "rejected on the command line")
+        decision = decision_from("reject")
     elif resolve_json is not None:
         try:
             decision = decision_from("resolve", json.loads(resolve_json))

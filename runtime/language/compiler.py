@@ -237,6 +237,13 @@ class FunctionCompiler:
         elif t is A.Return:
             if self.is_module:
                 self.error("`return` outside a function", s.span)
+            if is_interrupt_call(s.value):  # type: ignore[union-attr]
+                # `return interrupt(…)` gates what follows: approved, execution goes on with
+                # the next statement (the value is dropped); rejected, the function returns
+                # the failure (the machine unwinds it).
+                self.expr(s.value)  # type: ignore[union-attr, arg-type]
+                self.emit(POP)
+                return
             if s.value is None:  # type: ignore[union-attr]
                 self.emit(CONST, None)
             else:
@@ -268,7 +275,9 @@ class FunctionCompiler:
             self.blocks.pop()
             self.emit(HANDLER_POP)
         elif t is A.WithAction:
-            self.emit(HANDLER_PUSH, ("action", s.action))  # type: ignore[union-attr]
+            action = s.action  # type: ignore[union-attr]
+            fixed = action in ("approve", "reject", "propagate")
+            self.emit(HANDLER_PUSH, ("action" if fixed else "func", action))
             self.blocks.append("handler")
             inner = s.stmt  # type: ignore[union-attr]
             self.stmt_body(inner, path)
@@ -899,3 +908,8 @@ def _derives_function(call: A.Call) -> bool:
         "rename",
         "preapprove",
     )
+
+
+def is_interrupt_call(e: A.Expr | None) -> bool:
+    """`interrupt(…)`: a call of the interrupt builtin (the value of `return interrupt(…)`)."""
+    return type(e) is A.Call and type(e.callee) is A.Name and e.callee.id == "interrupt"

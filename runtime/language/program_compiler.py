@@ -27,6 +27,9 @@ from runtime.language.schemas import type_to_schema, wrap_schema
 from runtime.language.scopes import constants, declared_names, pattern_names
 from runtime.language.syntax import ast as A
 
+# `with approve` / `with reject` / `with propagate` answer every interrupt the same way.
+FIXED_ANSWERS = ("approve", "reject", "propagate")
+
 
 class ProgramCompiler:
     """Compiles a whole Program (plus the prelude) to a CompiledProgram."""
@@ -188,6 +191,8 @@ class ProgramCompiler:
         return wrap_schema(type_to_schema(t, self.types))
 
     def compile_handler(self, h: A.Handler, owner_fc: FunctionCompiler) -> Any:
+        if h.func in FIXED_ANSWERS:
+            return ("action", h.func)  # `with approve`: a fixed answer, not a call
         if h.func is not None:
             return ("func", h.func)
         owner = owner_fc.code

@@ -164,6 +164,7 @@ def drive(
 
 def decision_from(action: str, value: Any = None) -> Decision:
     if action == "approve":
+        # A person's bare approve makes the interrupt true (a handler's approve() makes it null).
         return Decision("approve", True if value is None else from_plain(value))
     if action == "reject":
         return Decision("reject", value)

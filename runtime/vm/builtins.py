@@ -190,7 +190,7 @@ def _is_failure(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
 
 @builtin("approve")
 def _approve(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
-    return Decision("approve", args[0] if args else True)
+    return Decision("approve", args[0] if args else None)
 
 
 @builtin("reject")
@@ -201,6 +201,19 @@ def _reject(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
 @builtin("resolve")
 def _resolve(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
     return Decision("resolve", args[0] if args else None)
+
+
+@builtin("propagate")
+def _propagate(m: Machine, args: list[Any], named: dict[str, Any]) -> Decision:
+    """A handler's answer "a person must decide": the interrupt goes to the user even if other
+    handlers approved it (a reject elsewhere still wins)."""
+    return Decision("propagate", None)
+
+
+@builtin("pass")
+def _pass(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A handler's "no opinion", usable as a value (a match arm): the same as returning nothing."""
+    return None
 
 
 # -- mutable process-wide map -----------------------------------------------------------------
@@ -457,28 +470,52 @@ def _restore(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__interrupt_open")
 def _interrupt_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
-    message, data = (args + [None, None])[:2]
-    obj = JSObject({"message": message, "data": data})
+    message, data, effect = (args + [None, None, None])[:3]
+    effect = effect if type(effect) is str else "unknown"  # `interrupt ns::name(…)` names it
+    obj = JSObject({"effect": effect, "message": message, "data": data})
     if type(data) is JSObject:
         for k, v in data.items():
             if k not in obj:
                 obj[k] = v
+    handlers, in_handler = interrupt_handlers(m)
+    m.event("interrupt", to_str(message), {"data": to_plain(data)})
+    return JSObject({"obj": obj, "handlers": handlers, "inHandler": in_handler})
+
+
+def interrupt_handlers(m: Machine) -> tuple[JSArray, bool]:
+    """The handlers an interrupt raised now consults, innermost first, and whether it was raised
+    while a handler function runs.
+
+    Frames are walked from the top down. Reaching the prelude `interrupt` frame of an outer
+    interrupt that is running its handlers means the new interrupt comes from one of those
+    handler functions: it skips that handler and the ones inside it (no self-recursion) and
+    goes on with the outer interrupt's remaining handlers, which already include every handler
+    further out."""
     handlers = JSArray()
     weakest = JSArray()  # `.preapprove()` approves only what no handler around it decided
-    for i in range(len(m.frames) - 1, -1, -1):
-        for h in reversed(m.frames[i].handlers):
+    frames = m.frames
+    for i in range(len(frames) - 2, -1, -1):  # the top frame is this interrupt's own
+        f = frames[i]
+        if f.code.kind == "prelude" and f.code.name == "interrupt":
+            outer = f.locals.get("__i")
+            done = f.locals.get("__n")
+            if type(outer) is JSObject and isinstance(done, (int, float)):
+                handlers.extend(outer["handlers"][int(done) :])
+                return handlers, True
+        for h in reversed(f.handlers):
             # i: the frame a handler body reads from
             (weakest if h[0] == PREAPPROVE[0] else handlers).append(JSArray([*h, i]))
     handlers.extend(weakest)
-    m.event("interrupt", to_str(message), {"data": to_plain(data)})
-    return JSObject({"obj": obj, "handlers": handlers})
+    return handlers, False
 
 
 @builtin("__run_handler")
 def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     handler, obj = args[0], args[1]
     kind, what = handler[0], handler[1]
-    if kind == "action" or kind == PREAPPROVE[0]:
+    if kind == "action":
+        return Decision(what, None)
+    if kind == PREAPPROVE[0]:
         return Decision(what, True if what == "approve" else None)
     if kind == "code":
         return TailCall(what, [obj, handler[2]])
@@ -513,6 +550,16 @@ def _is_decision(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
     return type(args[0]) is Decision
 
 
+@builtin("__decision_kind")
+def _decision_kind(m: Machine, args: list[Any], named: dict[str, Any]) -> str | None:
+    """What a handler's answer means for the chain: "approve" (also resolve), "reject",
+    "propagate", or null for no opinion (nothing returned, `pass()`, any other value)."""
+    d = args[0] if args else None
+    if type(d) is not Decision:
+        return None
+    return "approve" if d.action == "resolve" else d.action
+
+
 @builtin("__interrupt_decide")
 def _interrupt_decide(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     d = args[0]
@@ -522,8 +569,20 @@ def _interrupt_decide(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
         )
     m.event("interrupt", f"{d.action}", {"action": d.action, "value": to_plain(d.value)})
     if d.action == "reject":
-        raise RejectSignal("rejected")
+        raise RejectSignal("rejected", d.value)
     return d.value
+
+
+@builtin("__interrupt_refuse")
+def _interrupt_refuse(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """An interrupt raised inside a handler function that no outer handler answered: it cannot
+    wait for a person (the handler is deciding another interrupt), so it is rejected."""
+    why = (
+        "an interrupt raised inside a handler function must be answered by a handler around "
+        "it; it cannot wait for a person"
+    )
+    m.event("interrupt", "refused", {"action": "reject", "value": why})
+    raise RejectSignal("rejected", why)
 
 
 @builtin("__interrupt_wait")

@@ -74,7 +74,8 @@ def encode_state(
         frames[-1] = top_override
     # The module frame sits under the entry node, waiting to HALT; it is rebuilt on decode,
     # so a checkpoint's stack starts at the node, as people expect.
-    if len(frames) > 1 and frames[0].code.kind == "module":
+    # While the module is still initialising (a module-level call is running), it stays.
+    if len(frames) > 1 and frames[0].code.kind == "module" and frames[1].code.kind == "node":
         frames = frames[1:]
     enc = Encoder()
     roots: list[Any] = []

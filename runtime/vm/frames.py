@@ -65,7 +65,12 @@ class RestoreSignal(Signal):
 
 
 class RejectSignal(Signal):
-    """An interrupt was rejected: the nearest def/node returns failure("interrupt rejected")."""
+    """An interrupt was rejected: the nearest def/node returns a failure carrying the reject's
+    value (`reject("why")`), or "interrupt rejected" for a plain `reject()`."""
+
+    def __init__(self, reason: str, value: Any = None) -> None:
+        super().__init__(reason)
+        self.value = value
 
 
 class PauseSignal(Signal):

@@ -272,8 +272,8 @@ class Machine:
                 except Exception as exc:  # noqa: BLE001 - a damaged checkpoint, never a crash
                     if not self._raise(AgencyRuntimeError(f"restore: damaged checkpoint ({exc})")):
                         return
-            except RejectSignal:
-                self._reject()
+            except RejectSignal as rejected:
+                self._reject(rejected.value)
             except PauseSignal as sig:
                 self.status = INTERRUPTED
                 self.pending = sig.payload
@@ -1006,15 +1006,16 @@ class Machine:
         self.log((W_STATUS, FAILED, None, err.message))
         return False
 
-    def _reject(self) -> None:
-        """An interrupt was rejected: the nearest def or node returns failure."""
+    def _reject(self, value: Any = None) -> None:
+        """An interrupt was rejected: the nearest def, node or handler function (the one that
+        raised it) returns a failure carrying the rejection's value."""
         frames = self.frames
-        while frames and frames[-1].code.kind in ("prelude", "handler"):
+        while frames and frames[-1].code.kind == "prelude":
             frames.pop()
             self.log((W_POP_FRAME,))
         if not frames:
             return
-        self._return(Result(False, error="interrupt rejected"))
+        self._return(Result(False, error="interrupt rejected" if value is None else value))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -784,8 +784,26 @@ def test_parse_expression_and_arguments() -> None:
             "x = a?.b = 1".replace("x = ", ""),
             [("the left side of `=` must be a variable, a member or an index", 1, 1)],
         ),
-        ("f() with maybe", [("expected `approve` or `reject` after `with`, got `maybe`", 1, 10)]),
+        (
+            "f() with 3",
+            [
+                (
+                    "expected `approve`, `reject`, `propagate` or a handler function after "
+                    "`with`, got number `3`",
+                    1,
+                    10,
+                )
+            ],
+        ),
         ("goto 3", [("`goto` needs a call, like `goto other(x)`", 1, 6)]),
+        (
+            "raise app::stop",
+            [("expected `(` after the effect name `app::stop`, got end of file", 1, 16)],
+        ),
+        (
+            "def f() raises <a::b {}",
+            [("expected `>` to close the effect list opened at 1:16, got `{`", 1, 22)],
+        ),
         ("for x of xs {}", [("expected `in` after the loop variable, got `of`", 1, 7)]),
         (
             "match (x) { 1 => 2 3 => 4 }",

@@ -574,10 +574,11 @@ class HandleBlock:
 
 @dataclass(frozen=True, slots=True)
 class WithAction:
-    """`stmt with approve` / `stmt with reject`: answers interrupts raised by one statement."""
+    """`stmt with approve` / `stmt with reject` / `stmt with propagate` / `stmt with handlerFn`:
+    answers interrupts raised by one statement."""
 
     stmt: Stmt
-    action: str  # "approve" | "reject"
+    action: str  # "approve" | "reject" | "propagate" | the name of a handler def
     span: Span = _span()
 
 

@@ -462,6 +462,8 @@ class Parser:
         return_type = None
         if self.accept(":"):
             return_type = self.type_expr()
+        if self.at_word("raises"):
+            self.raises_clause()
         saved = self.loops, self.in_function
         self.loops, self.in_function = 0, True
         try:
@@ -558,9 +560,10 @@ class Parser:
                 self.fail(
                     "`with approve` / `with reject` cannot follow a declaration", with_tok.span
                 )
-            if not (action.kind == NAME and action.text in ("approve", "reject")):
+            if not (action.kind == NAME and action.text not in RESERVED):
                 self.fail(
-                    f"expected `approve` or `reject` after `with`, got {describe(action)}",
+                    "expected `approve`, `reject`, `propagate` or a handler function after "
+                    f"`with`, got {describe(action)}",
                     action.span,
                 )
             self.advance()
@@ -635,6 +638,12 @@ class Parser:
         if word == "import":
             self.module_only(start, top, "`import` is")
             return self.import_()
+        if word == "effect" and nxt.kind == NAME and self.at_effect_name(1):
+            self.module_only(start, top, "`effect` declarations are")
+            return self.effect_declaration(start)
+        if word == "effectSet" and nxt.kind == NAME and self.peek_after(2).kind == "=":
+            self.module_only(start, top, "`effectSet` declarations are")
+            return self.effect_set(start)
         modifiers = self.modifiers_before_function()
         if modifiers is not None:
             if not top:
@@ -647,6 +656,59 @@ class Parser:
             self.advance()
             return self.statement_body(self.peek(), top)
         return self.expression_statement(start, top)
+
+    def effect_declaration(self, start: Token) -> ast.Block:
+        """`effect ns::name { field: T, … }`: the payload type of an effect. Checked at compile
+        time by the reference; here it is parsed and has no run-time meaning (an empty block)."""
+        self.advance()  # effect
+        self.effect_name()
+        if self.at("{"):
+            self.type_expr()
+        return ast.Block((), self.span_from(start.span))
+
+    def effect_set(self, start: Token) -> ast.Block:
+        """`effectSet Name = <a::b, OtherSet, …>`: a named set for `raises` (parsed, no effect)."""
+        self.advance()  # effectSet
+        self.expect_name("an effect set name")
+        self.expect("=", f"expected `=` after the effect set name, got {describe(self.peek())}")
+        self.effect_list()
+        return ast.Block((), self.span_from(start.span))
+
+    def raises_clause(self) -> None:
+        """`raises <std::read, Set>`, `raises <*>`, `raises <>` or `raises SetName` after a
+        function's parameters: which effects it may raise (parsed and not checked)."""
+        self.advance()  # raises
+        if self.at("<"):
+            self.effect_list()
+        else:
+            self.expect_name("an effect set after `raises`")
+
+    def effect_list(self) -> None:
+        opener = self.expect(
+            "<", f"expected `<` to open an effect list, got {describe(self.peek())}"
+        )
+        while not self.at(">"):
+            if self.at("*"):
+                self.advance()
+            else:
+                self.effect_name()
+            if not self.accept(","):
+                break
+        if not self.accept(">"):
+            self.fail(
+                f"expected `>` to close the effect list opened at {opener.span.line}:"
+                f"{opener.span.col}, got {describe(self.peek())}",
+                self.peek().span,
+            )
+
+    def effect_name(self) -> str:
+        """`ns::name` (any number of `::` segments) or a plain set name."""
+        parts = [self.expect_name("an effect name").text]
+        while self.at(":") and self.peek_after().kind == ":":
+            self.advance()
+            self.advance()
+            parts.append(self.expect_name("an effect name after `::`").text)
+        return "::".join(parts)
 
     def module_only(self, start: Token, top: bool, what: str) -> None:
         if not top:
@@ -1101,8 +1163,74 @@ class Parser:
                 operand = self.expr_after(tok, _PREFIX_OPERAND)
                 return ast.Unary("typeof", operand, self.span_from(tok.span))
             self.fail(f"expected an expression, got the keyword `{text}`", tok.span)
+        if text in ("interrupt", "raise"):
+            raised = self.raise_form(tok)
+            if raised is not None:
+                return raised
         self.advance()
         return ast.Name(text, tok.span)
+
+    def raise_form(self, tok: Token) -> ast.Expr | None:
+        """`interrupt ns::name(msg, data?)` (an interrupt with an effect name), and `raise`
+        before `interrupt(…)`, `ns::name(…)` or `(msg)`: all are calls of `interrupt`, the
+        effect name passed third. Anything else is the plain name (a variable `raise`)."""
+        nxt = self.peek_after()
+        adjacent = nxt.span.line == tok.span.end_line
+        if not adjacent:
+            return None
+        if tok.text == "interrupt":
+            if nxt.kind != NAME or not self.at_effect_name(1):
+                return None
+            self.advance()
+            return self.effect_call(tok)
+        if nxt.kind == NAME and nxt.text == "interrupt":
+            self.advance()
+            return self.prefix_call_expr()
+        if nxt.kind == NAME and self.at_effect_name(1):
+            self.advance()
+            return self.effect_call(tok)
+        if nxt.kind == "(" and (nxt.span.line, nxt.span.col) != (
+            tok.span.end_line,
+            tok.span.end_col,
+        ):
+            return None  # `raise (x)` with a space stays a call of a variable named raise
+        if nxt.kind == "(":
+            self.advance()
+            opener = self.advance()
+            args = tuple(self.comma_list(opener, self.argument))
+            callee = ast.Name("interrupt", tok.span)
+            return ast.Call(callee, args, self.span_from(tok.span))
+        return None
+
+    def prefix_call_expr(self) -> ast.Expr:
+        """The expression after `raise`: `interrupt(…)` or `interrupt ns::name(…)`."""
+        return self.expression(_PREFIX_OPERAND)
+
+    def at_effect_name(self, offset: int) -> bool:
+        """Whether the tokens from `offset` on spell `name::` (two adjacent colons)."""
+        a, b = self.peek_after(offset + 1), self.peek_after(offset + 2)
+        return a.kind == ":" and b.kind == ":" and a.span.end_col == b.span.col
+
+    def effect_call(self, start: Token) -> ast.Call:
+        """`ns::name(args)` with the current token at `ns`: a call of `interrupt` whose third
+        argument is the effect name ("ns::name"; names may have several segments)."""
+        effect = self.effect_name()
+        opener = self.peek()
+        if opener.kind != "(":
+            self.fail(
+                f"expected `(` after the effect name `{effect}`, got {describe(opener)}",
+                opener.span,
+            )
+        self.advance()
+        args = list(self.comma_list(opener, self.argument))
+        if all(a.name is None and not a.spread for a in args):
+            while len(args) < 2:
+                args.append(ast.Arg(ast.Literal(None, opener.span)))
+            args.append(ast.Arg(ast.Literal(effect, start.span)))
+        else:
+            args.append(ast.Arg(ast.Literal(effect, start.span), name="__effect"))
+        callee = ast.Name("interrupt", start.span)
+        return ast.Call(callee, tuple(args), self.span_from(start.span))
 
     def conditional(self) -> ast.Conditional:
         start = self.advance()  # if
