@@ -18,6 +18,7 @@ from runtime.language.program import load_program
 from runtime.llm.base import Completion, LLMError
 from runtime.llm.registry import resolve_model
 from runtime.record import timeline as record
+from runtime.runs.processes import claim_run
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
 from runtime.vm.builtins import World
@@ -384,8 +385,10 @@ class Timeline(record.Timeline):
     def fork(
         self, step: int, edits: dict[str, Any], progress: Callable[[int], None] | None = None
     ) -> Timeline:
-        """Restore from here: a new branch from `step` with `edits`, run live."""
-        return fork(self, step, edits, progress)
+        """Restore from here: a new branch from `step` with `edits`, run live, as the one
+        process continuing the run (`RunBusy` names another live one)."""
+        with claim_run(self.store, self.run_id, doing="fork"):
+            return fork(self, step, edits, progress)
 
     def export_checkpoint(self, step: int) -> dict[str, Any]:
         """The exact machine at `step` as checkpoint data (re-executed from the record)."""
