@@ -40,7 +40,10 @@ def build_app(
         path = trace or db or str(default_db_path())
         if not Path(path).is_file():
             raise AgencyError(f"{path}: no such run store")
-        store = SQLiteStore(path)
+        try:
+            store = SQLiteStore(path)
+        except AgencyError:  # a read-only store or directory: it can still be read (no restore)
+            store = SQLiteStore(path, read_only=True)
         record = store.get_run(run_id) if run_id is not None else store.latest_run()
         if record is None:
             what = f"no run {run_id!r}" if run_id is not None else "no runs"

@@ -28,6 +28,8 @@ from debugger.commands import parse_literal, parse_set_command
 from debugger.declarations import typed_names
 from debugger.errors import SessionError
 from debugger.formatting import describe_value, json_type
+from runtime.errors import AgencyError
+from runtime.language.files import read_text
 from runtime.record.views import BranchInfo, Change, Event, FrameView, Location, StateView
 
 __all__ = [
@@ -300,8 +302,8 @@ class Session:
             text = getattr(program, "source", None) if program is not None else None
             if not isinstance(text, str) or getattr(program, "path", None) != path:
                 try:
-                    text = Path(path).read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
+                    text = read_text(path, "source file")  # never waits on a FIFO
+                except (OSError, UnicodeDecodeError, AgencyError):
                     text = ""
             self._sources[path] = text
         return self._sources[path]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -24,18 +26,32 @@ def db_option(fn: Any) -> Any:
     )(fn)
 
 
-def open_store(db: str | None, must_exist: bool = True) -> Any:
+def open_store(db: str | None, must_exist: bool = True, read_only: bool = False) -> Any:
+    """The run store of --db / AGENCY_DB / .agency/runs.db. `read_only` (runs, show, export):
+    opened for reading only, so a read-only store or directory can be read; runs whose process
+    died are still marked interrupted first when the store can be written."""
     from runtime.record.sqlite_store import SQLiteStore, default_db_path
+    from runtime.runs.processes import process_alive, reap_dead_runs
 
     path = Path(db) if db else default_db_path()
     if must_exist and not path.exists():
         raise UsageError(
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
         )
-    store = SQLiteStore(path)
-    from runtime.runs.processes import reap_dead_runs
-
-    reap_dead_runs(store)  # runs whose process died (kill -9) show as interrupted
+    if not read_only:
+        store = SQLiteStore(path)
+        reap_dead_runs(store)  # runs whose process died (kill -9) show as interrupted
+        return store
+    store = SQLiteStore(path, read_only=True)
+    dead = any(
+        run.status == "running"
+        and isinstance(proc := (run.meta or {}).get("process"), dict)
+        and process_alive(proc) is False
+        for run in store.list_runs(200)
+    )
+    if dead and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        with SQLiteStore(path) as writable:
+            reap_dead_runs(writable)
     return store
 
 
@@ -53,15 +69,43 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
     return ref, None
 
 
-def check_step(run: Any, step: int | None, n: int) -> int:
-    """The step to show or export (default: the last), or a UsageError naming the range."""
+def check_step(run: Any, step: int | None, n: int, tl: Any = None) -> int:
+    """The step to show or export (default: the last), or a UsageError naming the range. With
+    the timeline `tl`, a step before the first recorded one (a run started from a checkpoint
+    records from the checkpoint's step on) is refused too."""
     if n == 0:
         raise AgencyError(f"run {run.id} recorded no steps")
     if step is None:
         return n - 1
     if not 0 <= step < n:
         raise UsageError(f"step {step} is outside run {run.id} (steps 0..{n - 1})")
+    if tl is not None and not _recorded(tl, step):
+        first = first_recorded(tl, n)
+        raise UsageError(
+            f"step {step} of run {run.id} was not recorded: the run started from a checkpoint, "
+            f"so its record begins at step {first} (steps {first}..{n - 1})"
+        )
     return step
+
+
+def _recorded(tl: Any, step: int) -> bool:
+    try:
+        tl.kind_at(step)
+        return tl.store.keyframe_at_or_before(tl.run_id, tl.branch, step) is not None
+    except IndexError:
+        return False
+
+
+def first_recorded(tl: Any, n: int) -> int:
+    """The lowest recorded step (the last one always is)."""
+    lo, hi = -1, n - 1
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        if _recorded(tl, mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def find_run(store: Any, run_ref: str) -> Any:
@@ -102,7 +146,7 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
     Example:
       agency runs --limit 10
     """
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     records = store.list_runs(limit)
     if as_json:
         click.echo(
@@ -163,10 +207,10 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     from runtime.runs.fork import Timeline
 
     run_ref, step = parse_ref(ref)
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     run = find_run(store, run_ref)
     tl = Timeline.open(store, run.id, branch)
-    step = check_step(run, step, len(tl))
+    step = check_step(run, step, len(tl), tl)
     n = len(tl)
     state = tl.state_at(step)
     if as_json:
@@ -218,13 +262,45 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
     from runtime.runs.fork import Timeline
 
     run_ref, step = parse_ref(ref)
-    store = open_store(db)
+    target = Path(output)
+    refuse_target(target, Path(db) if db else default_store_path())
+    store = open_store(db, read_only=True)
     run = find_run(store, run_ref)
     tl = Timeline.open(store, run.id, branch)
-    step = check_step(run, step, len(tl))
+    step = check_step(run, step, len(tl), tl)
     data = tl.export_checkpoint(step)
     write_atomically(Path(output), json.dumps(data, indent=1) + "\n")
     click.echo(f"wrote step {step} of run {run.id} to {output}")
+
+
+def refuse_target(path: Path, store: Path) -> None:
+    """An export goes to a regular file (new or replaced): a device, FIFO, socket or directory
+    is refused before anything is written beside it, as is a file the runtime owns (the run
+    store)."""
+    from runtime.language.files import kind_of, protected_reason
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise AgencyError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise AgencyError(f"cannot write {path}: it is {kind_of(mode)}, not a regular file")
+    where = path.resolve()
+    owned = protected_reason(where)
+    if owned is None and any(
+        where == store.resolve().with_name(store.name + suffix) for suffix in ("", "-wal", "-shm")
+    ):
+        owned = "the run store"
+    if owned is not None:
+        raise AgencyError(f"cannot write {path}: it is {owned}")
+
+
+def default_store_path() -> Path:
+    from runtime.record.sqlite_store import default_db_path
+
+    return default_db_path()
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -431,6 +507,7 @@ def replay(
     """
     from debugger.cli import EXIT_STOPPED, finish, interactive_answer
     from runtime.errors import EXIT_DIVERGED
+    from runtime.runs.processes import claim_run
     from runtime.runs.replay import replay_run
 
     if run_ref and last:
@@ -443,7 +520,10 @@ def replay(
         store.close()
         raise UsageError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")
     bar = _progress_bar(from_step)
+    claim = None
     try:
+        if then_live:  # going live continues the run: one process at a time
+            claim = claim_run(store, run.id, doing="replay --then-live")
         machine, divergence = replay_run(
             store,
             run,
@@ -464,6 +544,8 @@ def replay(
     finally:
         if bar is not None:
             bar(-1, -1)
+        if claim is not None:
+            claim.release()
         store.close()
     if divergence and not then_live:
         click.echo(f"agency: {divergence}", err=True)

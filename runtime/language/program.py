@@ -8,6 +8,7 @@ from pathlib import Path
 
 from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
 from runtime.language.bytecode import BUILTIN_NAMES, CompiledProgram
+from runtime.language.files import read_text
 from runtime.language.program_compiler import ProgramCompiler
 from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse
@@ -46,10 +47,22 @@ def gather_imports(
             continue
         seen.add(key)
         try:
-            text = target.read_text(encoding="utf-8")
+            text = read_text(target, "import", shown=item.module)
         except OSError:
             problems.append(
                 Diagnostic(f"cannot import {item.module!r}: no such file", item.span, program.path)
+            )
+            continue
+        except AgencyError as exc:  # a FIFO, a device, a file over the size limit
+            problems.append(
+                Diagnostic(f"cannot import {item.module!r}: {exc}", item.span, program.path)
+            )
+            continue
+        except UnicodeDecodeError:
+            problems.append(
+                Diagnostic(
+                    f"cannot import {item.module!r}: not UTF-8 text", item.span, program.path
+                )
             )
             continue
         tree = parse(text, str(Path(program.path).parent / item.module))
@@ -142,7 +155,7 @@ def deepest(tree: A.Program) -> tuple[int, A.Span]:
 def load_program(path: str | Path) -> CompiledProgram:
     p = Path(path)
     try:
-        source = p.read_text(encoding="utf-8")
+        source = read_text(p, "the program", ProgramLoadError)
     except FileNotFoundError:
         raise ProgramLoadError(f"{path}: no such file") from None
     except IsADirectoryError:

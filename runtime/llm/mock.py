@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from runtime.errors import AgencyError
+from runtime.language.files import read_text
 from runtime.llm.base import Completion, LLMError, Message, ToolCall, ToolSpec, Usage
 from runtime.llm.schema import unwrap_schema
 
@@ -137,11 +139,13 @@ def load_mocks(source: str | Path) -> list[Any]:
     if isinstance(source, Path) or not source.lstrip().startswith(("[", "{")):
         path = Path(source)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "the mock file")
         except OSError as exc:
             raise LLMError(
                 f"cannot read the mock file {path}: {exc.strerror or exc}", provider="mock"
             ) from None
+        except AgencyError as exc:  # a FIFO, a device, over the size limit
+            raise LLMError(str(exc), provider="mock") from None
         except UnicodeDecodeError:
             raise LLMError(
                 f"the mock file {path} is not UTF-8 text (expected a JSON list)", provider="mock"

@@ -157,7 +157,21 @@ def _v1(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
-MIGRATIONS: list[Migration] = [_v1]
+def _v2(conn: sqlite3.Connection) -> None:
+    """Run owners: the one process that continues a run (resume, replay --then-live, a fork),
+    claimed by compare-and-set inside one transaction (`SQLiteStore.claim_run`)."""
+    conn.execute(
+        """
+        CREATE TABLE run_owners (
+            run_id     TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+            owner_json TEXT NOT NULL,
+            claimed_at TEXT NOT NULL
+        ) WITHOUT ROWID
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2]
 
 
 def latest_version(migrations: list[Migration] | None = None) -> int:

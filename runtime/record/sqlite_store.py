@@ -23,9 +23,11 @@ import contextlib
 import itertools
 import os
 import sqlite3
+import stat
 import sys
 import threading
 import time
+import urllib.parse
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from runtime.language.files import STORE_SUFFIXES, kind_of, protect
 from runtime.record import migrations
 from runtime.record.store import (
     EFFECT_STATUSES,
@@ -74,6 +77,13 @@ GROUP_BYTES = 4 << 20  # commit early once this much is queued
 MAX_QUEUED_BYTES = 64 << 20  # beyond this, writers wait for the disk (bounded memory)
 PAGE_SIZE = 16384  # for new stores
 BUSY_TIMEOUT = 10.0  # seconds to wait for another process's write lock
+
+
+def _has_wal(path: Path) -> bool:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def default_db_path(env: Mapping[str, str] = os.environ) -> Path:
@@ -352,7 +362,49 @@ class _Writer:
                 self._conn.execute("ROLLBACK")
 
 
-def _shutdown(writer: _Writer, path: Path) -> None:
+class _NoWriter:
+    """The writer of a store opened read-only: every write is refused."""
+
+    enqueued = committed = 0
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def submit(self, op: _Op, nbytes: int = 0, urgent: bool = False) -> int:
+        raise StoreError(f"run store {self._path} is open read-only; this command cannot write")
+
+    def wait(self, seq: int | None = None) -> None:
+        pass
+
+    def take_errors(self) -> list[BaseException]:
+        return []
+
+    def has_errors(self) -> bool:
+        return False
+
+    def stop(self) -> None:
+        pass
+
+    def close_connection(self) -> None:
+        pass
+
+
+def _refuse_special(path: Path) -> None:
+    """A run store is a regular file: a device, FIFO or socket is refused before SQLite opens
+    it (SQLite would put a `-journal` or `-wal` beside it, e.g. `/dev/null-journal`)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"cannot open run store {path}: it is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(
+            f"cannot open run store {path}: it is {kind_of(st.st_mode)}, not a regular file"
+        )
+
+
+def _shutdown(writer: _Writer | _NoWriter, path: Path) -> None:
     """Commit what a store still has queued when it was never closed: at interpreter exit or
     when it is garbage-collected. Failures can only be printed by then."""
     writer.stop()
@@ -373,8 +425,10 @@ class SQLiteStore:
         path: str | os.PathLike[str] | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self.read_only = read_only
         self._clock = clock or utcnow
         self._closed = False
         self._local = threading.local()
@@ -382,7 +436,15 @@ class SQLiteStore:
         self._readers_lock = threading.Lock()
         # Branch rows never change once written, so a lineage can be kept for the process.
         self._lineages: dict[tuple[str, int], list[Segment]] = {}
+        _refuse_special(self.path)
+        if read_only:
+            self._uri = self._read_only_uri()
+            self._writer: _Writer | _NoWriter = _NoWriter(self.path)
+            self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
+            return
         conn = self._open_writer()
+        for suffix in STORE_SUFFIXES:  # out of reach of the file builtins (a program's write())
+            protect(self.path.with_name(self.path.name + suffix), "the run store")
         self._writer = _Writer(conn, self.path, self._clock)
         # Not a method of self: the finalizer must not keep the store alive.
         self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
@@ -420,10 +482,52 @@ class SQLiteStore:
             raise
         return conn
 
+    def _read_only_uri(self) -> str:
+        """Open an existing store for reading only (`agency runs`, `show`, `export`): it works
+        in a read-only directory or on a read-only file. Nothing is created or migrated."""
+        path = self.path
+        if not path.exists():
+            raise StoreError(f"cannot open run store {path}: no such file")
+        migrations.check_file(path)
+        base = "file:" + urllib.parse.quote(str(path.resolve()))
+        # `mode=ro` still needs the WAL index beside the file; where it cannot be made (a
+        # read-only directory) and no log is pending, the file is read as it is.
+        for uri in (base + "?mode=ro", base + "?immutable=1"):
+            if uri.endswith("immutable=1") and _has_wal(path):
+                break
+            try:
+                conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT)
+                try:
+                    version = migrations.read_version(conn, path)
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                last = exc
+                continue
+            if version > migrations.latest_version():
+                raise StoreError(
+                    f"cannot open run store {path}: written by a newer agency (schema "
+                    f"v{version}; this version reads up to v{migrations.latest_version()}); "
+                    "upgrade agency to open it"
+                )
+            return uri
+        raise StoreError(f"cannot open run store {path} read-only: {last}")
+
     # plumbing
 
     def _reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None and self.read_only:
+            conn = sqlite3.connect(
+                self._uri,
+                uri=True,
+                timeout=BUSY_TIMEOUT,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
         if conn is None:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
@@ -858,6 +962,57 @@ class SQLiteStore:
                 conn, "SELECT * FROM branches WHERE run_id = ? ORDER BY branch", (run_id,)
             )
             return [branch_from_row(row) for row in rows]
+
+    def claim_run(
+        self,
+        run_id: str,
+        owner: dict[str, Any],
+        may_take: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any] | None:
+        owner_json = dumps(owner, "a run owner")
+        mine = loads(owner_json)
+
+        def claim(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            # Runs inside the writer's BEGIN IMMEDIATE: no other process reads or writes the
+            # owner between this look and the write below.
+            row = conn.execute(
+                "SELECT owner_json FROM run_owners WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is not None:
+                holder: dict[str, Any] = loads(row[0])
+                if holder != mine and not (may_take and may_take(holder)):
+                    return holder
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise StoreError(f"no run {run_id!r} in {self.path}")
+            conn.execute(
+                "INSERT INTO run_owners (run_id, owner_json, claimed_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (run_id) DO UPDATE SET owner_json = excluded.owner_json,"
+                " claimed_at = excluded.claimed_at",
+                (run_id, owner_json, format_ts(self._clock())),
+            )
+            return None
+
+        holder: dict[str, Any] | None = self._call(claim)
+        return holder
+
+    def release_run(self, run_id: str, owner: dict[str, Any]) -> None:
+        mine = loads(dumps(owner, "a run owner"))
+
+        def release(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT owner_json FROM run_owners WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is not None and loads(row[0]) == mine:
+                conn.execute("DELETE FROM run_owners WHERE run_id = ?", (run_id,))
+
+        self._call(release)
+
+    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT owner_json FROM run_owners WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return None if row is None else dict(loads(row[0]))
 
     def truncate_after(self, run_id: str, branch: int, step: int) -> None:
         def truncate(conn: sqlite3.Connection) -> None:

@@ -400,6 +400,30 @@ class RunStore(Protocol):
         return."""
         ...
 
+    def claim_run(
+        self,
+        run_id: str,
+        owner: dict[str, Any],
+        may_take: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any] | None:
+        """Make `owner` (a process: pid, host, start time) the one that continues `run_id`.
+
+        Compare-and-set in one transaction: with no owner, or `owner` itself, or an owner for
+        which `may_take(holder)` is true (a dead process), the claim is taken and None is
+        returned; otherwise nothing changes and the holder is returned. Durable on return. An
+        unknown run raises `StoreError`.
+        """
+        ...
+
+    def release_run(self, run_id: str, owner: dict[str, Any]) -> None:
+        """Give up `owner`'s claim on `run_id` (nothing if another owner holds it now, or the
+        run is gone). Durable on return."""
+        ...
+
+    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+        """The process that holds `run_id` (see `claim_run`), None if none does."""
+        ...
+
     def flush(self) -> None:
         """Block until every queued write is committed; raise if one of them failed."""
         ...
@@ -680,6 +704,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._runs: dict[str, _MemRun] = {}
         self._effects: dict[str, dict[str, Any]] = {}
+        self._owners: dict[str, dict[str, Any]] = {}  # run id -> the process continuing it
         self._seq = 0
         self._closed = False
 
@@ -1061,6 +1086,35 @@ class MemoryStore:
             self._open()
             run = self._run(run_id)
             return [branch_from_row(run.branches[b].row) for b in sorted(run.branches)]
+
+    def claim_run(
+        self,
+        run_id: str,
+        owner: dict[str, Any],
+        may_take: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any] | None:
+        mine = json.loads(dumps(owner, "a run owner"))
+        with self._lock:
+            self._open()
+            self._run(run_id)
+            holder = self._owners.get(run_id)
+            if holder is not None and holder != mine and not (may_take and may_take(holder)):
+                return dict(holder)
+            self._owners[run_id] = mine
+            return None
+
+    def release_run(self, run_id: str, owner: dict[str, Any]) -> None:
+        mine = json.loads(dumps(owner, "a run owner"))
+        with self._lock:
+            self._open()
+            if self._owners.get(run_id) == mine:
+                del self._owners[run_id]
+
+    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            self._open()
+            holder = self._owners.get(run_id)
+            return dict(holder) if holder is not None and run_id in self._runs else None
 
     def truncate_after(self, run_id: str, branch: int, step: int) -> None:
         with self._lock:

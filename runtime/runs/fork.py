@@ -18,6 +18,7 @@ from runtime.language.program import load_program
 from runtime.llm.base import Completion, LLMError
 from runtime.llm.registry import resolve_model
 from runtime.record import timeline as record
+from runtime.runs.processes import claim_run
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
 from runtime.runs.stopping import Stopper
@@ -397,8 +398,10 @@ class Timeline(record.Timeline):
         progress: Callable[[int], None] | None = None,
         stopper: Stopper | None = None,
     ) -> Timeline:
-        """Restore from here: a new branch from `step` with `edits`, run live."""
-        return fork(self, step, edits, progress, stopper)
+        """Restore from here: a new branch from `step` with `edits`, run live, as the one
+        process continuing the run (`RunBusy` names another live one)."""
+        with claim_run(self.store, self.run_id, doing="fork"):
+            return fork(self, step, edits, progress, stopper)
 
     def export_checkpoint(self, step: int) -> dict[str, Any]:
         """The exact machine at `step` as checkpoint data (re-executed from the record)."""

@@ -13,7 +13,7 @@ from runtime.llm.registry import config_of
 from runtime.record.store import MemoryStore, RunMeta, RunStore
 from runtime.runs.fork import Timeline
 from runtime.runs.journal import StoreJournal
-from runtime.runs.processes import mark_running, process_meta
+from runtime.runs.processes import claim_run, mark_running, process_meta
 from runtime.runs.recorder import Recorder, location_table, public_base_url
 from runtime.runs.runner import drive, new_machine
 from runtime.runs.stopping import GracefulStop, Stopper, mark_stopped, recording_answers
@@ -227,6 +227,7 @@ def run_recorded(
     given to interrupts, and stops cleanly on Ctrl-C (resumable). `announce` hears the run id
     first. The caller closes the store."""
     rec = start_run(program, machine, store, config, at_step=at_step)
+    claim = claim_run(store, rec.run_id, doing="record")  # a resume waits until this one ends
     mark_running(store, rec.run_id, machine.world.root, program)
     machine.host.journal = StoreJournal(store, rec.run_id)
     if announce is not None:
@@ -254,4 +255,5 @@ def run_recorded(
         mark_stopped(store, rec.run_id, why(crash))
     elif stopper is not None and stopper.stopped():
         mark_stopped(store, rec.run_id, stopper.reason())
+    claim.release()
     return Outcome(machine, rec.run_id, stop.stopped(), crash)

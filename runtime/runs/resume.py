@@ -24,7 +24,13 @@ from runtime.runs.fork import (
     recorded_answers,
 )
 from runtime.runs.journal import StoreJournal
-from runtime.runs.processes import mark_running, process_alive, reap_dead_runs, statement_texts
+from runtime.runs.processes import (
+    claim_run,
+    mark_running,
+    process_alive,
+    reap_dead_runs,
+    statement_texts,
+)
 from runtime.runs.recorder import Recorder, location_table, public_base_url
 from runtime.runs.runner import drive
 from runtime.runs.stopping import GracefulStop, mark_stopped, record_answer, recording_answers
@@ -96,7 +102,15 @@ def _resume_point(store: Any, run: Any, tl: Timeline) -> tuple[int, int]:
     return min(failing, first - 1), failing
 
 
-def resume_run(
+def resume_run(store: Any, run: Any, *, force: bool = False, **options: Any) -> Machine:
+    """Continue `run` from its last completed step, live, recording on branch 0 (see
+    `_resume_run` for the options), as the one process that owns it: another live process
+    continuing it is refused (`RunBusy`, naming it); a dead one's claim is taken over."""
+    with claim_run(store, run.id, force=force, doing="resume"):
+        return _resume_run(store, run, force=force, **options)
+
+
+def _resume_run(
     store: Any,
     run: Any,
     *,

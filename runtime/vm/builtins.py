@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import BUILTIN_NAMES, FuncRef
+from runtime.language.files import protected_reason, read_text
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
@@ -72,7 +73,17 @@ class World:
         p = (self.root / path).resolve()
         if p != self.root and self.root not in p.parents:
             raise AgencyRuntimeError(f"path {path!r} escapes the working directory")
+        refused = _runtime_owned(self.root, p)
+        if refused is not None:
+            raise AgencyRuntimeError(f"path {path!r} is {refused}; programs cannot touch it")
         return p
+
+
+def _runtime_owned(root: Path, p: Path) -> str | None:
+    """What the runtime keeps at `p` (the run store, `.agency/`, a file being written), if so."""
+    if ".agency" in p.relative_to(root).parts:
+        return "inside .agency/, where runs are recorded"
+    return protected_reason(p)
 
 
 BUILTINS: dict[str, Builtin] = {}
@@ -365,7 +376,7 @@ def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
 
     def act() -> str:
         try:
-            return path.read_text(encoding="utf-8")
+            return read_text(path, "read:", AgencyRuntimeError, str(path_arg))
         except OSError as exc:
             raise AgencyRuntimeError(f"read: cannot read {path.name}: {exc.strerror}") from None
 
@@ -418,7 +429,7 @@ def _load_from_disk(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
     def act() -> Any:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "loadFromDisk:", AgencyRuntimeError, str(path_arg))
         except OSError as exc:
             raise AgencyRuntimeError(
                 f"loadFromDisk: cannot read {path.name}: {exc.strerror}"

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
+from runtime.language.files import read_text
 from runtime.vm.effects import observe
 from runtime.vm.frames import Frame
 from runtime.vm.state import Decoder, Encoder
@@ -377,8 +378,7 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
 def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, Any]:
     """Read and validate a checkpoint file; every problem is one CheckpointFormatError."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_text(path, "checkpoint file", CheckpointFormatError)
     except FileNotFoundError:
         raise CheckpointFormatError(f"{path}: no such checkpoint file") from None
     except OSError as exc:
