@@ -100,6 +100,15 @@ def test_bad_blocks_are_located_errors() -> None:
     ]
 
 
+def test_a_block_after_a_bare_name_says_to_add_parentheses() -> None:
+    src = "def callMe(block) {\n  return block()\n}\nnode main() {\n  const foo = callMe {\n    return 5\n  }\n}\n"
+    assert _errors(src)[0] == (
+        "a block must follow a call with parentheses: `callMe() { … }` or `callMe() as x { … }`",
+        5,
+        22,
+    )
+
+
 # -- run time -----------------------------------------------------------------------------------
 
 KEEPER = """

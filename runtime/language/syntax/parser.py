@@ -572,6 +572,13 @@ class Parser:
             tok = self.peek()
             if tok.kind in (NEWLINE, ";"):
                 self.advance()
+            elif tok.kind == "{" and self.last.kind == NAME:
+                name = self.last.text
+                self.fail(
+                    f"a block must follow a call with parentheses: `{name}() {{ … }}` or "
+                    f"`{name}() as x {{ … }}`",
+                    tok.span,
+                )
             elif tok.kind not in ("}", EOF):
                 self.fail(f"expected a new line or `;` before {describe(tok)}", tok.span)
         self.depth -= 1
