@@ -1175,6 +1175,9 @@ def _repush_args(stack: list[Any], args: list[Any], named: dict[str, Any], spec:
             stack.append(named[kind])
 
 
+_NULL = A.PLiteral(None)
+
+
 def _match(p: Any, v: Any, binds: dict[str, Any], types: Any = None) -> bool:
     """Whether `v` matches pattern `p`, collecting binders in `binds`; `types` are the
     program's type aliases (for type patterns)."""
@@ -1197,8 +1200,8 @@ def _match(p: Any, v: Any, binds: dict[str, Any], types: Any = None) -> bool:
             else:
                 return False
         for f in p.fields:
-            if f.key not in v and type(f.pattern) is not A.PBind:
-                return False
+            if f.key not in v and type(f.pattern) is not A.PBind and f.pattern != _NULL:
+                return False  # a missing key matches only a binder or `null` (loose)
             if not _match(f.pattern, v.get(f.key), binds, types):
                 return False
         if p.rest is not None:

@@ -30,6 +30,11 @@ Choices where the syntax is ambiguous (tests pin each one):
 - Reserved words (tokens.RESERVED, e.g. `match`, `if`, `in`) are never variable names; all other
   keywords (`type`, `from`, `shared`, `node`, `thread`, ...) are names except where a statement
   starts with them. Any word may follow `.` or be an object key or a named argument.
+- `x is P` binds below comparisons and above `==`/`&&` (`a < b is true` is `(a < b) is true`).
+  Its right side is a pattern; there, and as the value of an object-pattern field in a match
+  (`{name: string}`), a builtin type word, a `type` declared in the file or a capitalised name
+  is a type test. In a declaration `{key: name}` always binds. `match (x is P) { … }` has
+  boolean conditions as arm cases (`_` is the default).
 """
 
 from __future__ import annotations
