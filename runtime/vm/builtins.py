@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import BUILTIN_NAMES, FuncRef
+from runtime.vm import classes
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
@@ -299,6 +300,10 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "values": lambda *a: _values(None, list(a), {}),  # type: ignore[arg-type]
         "entries": lambda *a: _entries(None, list(a), {}),  # type: ignore[arg-type]
         "assign": lambda *a: _object_assign(*a),
+    },
+    "Array": {
+        "from": classes.array_from,
+        "isArray": lambda *a: bool(a) and type(a[0]) is JSArray,
     },
     "Math": {
         "floor": lambda x: math.floor(to_number(x)) if _finite(x) else to_number(x),
@@ -587,6 +592,8 @@ def get_member(obj: Any, name: str) -> Any:
         return None
     if t is BoundFunction:
         return obj.name if name == "name" else None
+    if t in classes.CLASS_TYPES:
+        return classes.get_member(obj, name)
     if t is Decision:
         if name == "action" or name == "type":
             return obj.action
@@ -619,6 +626,10 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
         if name == "toString":
             return format_number(obj)
+    elif t in classes.CLASS_TYPES:
+        return classes.call_method(m, obj, name, args)
+    elif t is FuncRef and obj.name == "Date" and name == "now":
+        return classes.now_ms(m)
     elif t is FuncRef and obj.name in NAMESPACES:
         ns = NAMESPACES[obj.name]
         if name in ns:
@@ -942,3 +953,30 @@ def bind_call(
             raise AgencyRuntimeError(f"parameter '{key}' of '{fn.base.name}' is already bound")
         merged[key] = v
     return [], merged
+
+
+# -- JavaScript classes: `new Set(xs)` is the call `Set(xs)` (see classes.py) -------------------
+
+
+def _register_classes() -> None:
+    for name, make in classes.CONSTRUCTORS.items():
+
+        def construct(m: Machine, args: list[Any], named: dict[str, Any], make: Any = make) -> Any:
+            return make(m, args)
+
+        builtin(name)(construct)
+
+
+_register_classes()
+
+
+@builtin("Array")
+def _array_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    raise AgencyRuntimeError("Array is not a function (use Array.from or an array literal)")
+
+
+def _date_now(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return classes.now_ms(m)
+
+
+BUILTINS["Date.now"] = _date_now  # `const now = Date.now; now()`

@@ -23,6 +23,7 @@ from runtime.language.syntax.ast import Span
 from runtime.vm import builtins
 from runtime.vm.builtins import get_member
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
+from runtime.vm.classes import items_of
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
 from runtime.vm.frames import (
     Decision,
@@ -37,7 +38,9 @@ from runtime.vm.values import (
     FUNCTION_TYPES,
     BoundFunction,
     JSArray,
+    JSMap,
     JSObject,
+    JSSet,
     Result,
     a_type,
     js_add,
@@ -521,6 +524,8 @@ class Machine:
                             seq, obj = JSArray(v), None
                         elif v is None:
                             seq, obj = JSArray(), None
+                        elif t is JSSet or t is JSMap:  # as JavaScript's for…of
+                            seq, obj = JSArray(items_of(v, "for")), None
                         else:
                             raise AgencyRuntimeError(f"cannot iterate over {a_type(v)}")
                         L[arg] = seq
