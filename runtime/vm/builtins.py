@@ -581,6 +581,10 @@ def get_member(obj: Any, name: str) -> Any:
             return obj.checkpoint
         if name == "success":
             return obj.ok
+        if name == "skippedFunctions":
+            return JSArray(JSObject({"name": n, "param": p}) for n, p in obj.skipped)
+        if name == "functionName":
+            return obj.origin
         return None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read property `{name}` of null")

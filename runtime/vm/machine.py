@@ -781,6 +781,11 @@ class Machine:
             if code.kind == "node":
                 self._transition(code, args, named)
                 return True
+            if code.kind == "def" and _has_failure(args, named):
+                skipped = self._propagate(code, args, named)
+                if skipped is not None:
+                    frame.stack.append(skipped)
+                    return False
             self._push_frame(code, args, named)
             return True
         fn = self.builtins.get(name)
@@ -836,10 +841,33 @@ class Machine:
                 raise AgencyRuntimeError(f"`{fn.base.name}` is a builtin: it cannot be preapproved")
             # (No builtin a program can name pauses, so this call never needs re-running.)
             return self._invoke(frame, fn.base.name, base_args, base_named, None, pc)
+        if code.kind == "def" and _has_failure(base_args, base_named):
+            skipped = self._propagate(code, base_args, base_named)
+            if skipped is not None:
+                frame.stack.append(skipped)
+                return False
         f = self._push_frame(code, base_args, base_named)
         if fn.preapprove:
             f.handlers.append(builtins.PREAPPROVE)
         return True
+
+    def _propagate(self, code: Code, args: list[Any], named: dict[str, Any]) -> Result | None:
+        """A failure passed for a parameter that does not accept Results skips the call: the
+        call's value is that failure, with this hop recorded (leftmost parameter first)."""
+        values = self.bind_args(code, args, named)
+        for p in code.params:
+            v = values.get(p.name)
+            items = v if p.rest and type(v) is JSArray else (v,)
+            for x in items:
+                if type(x) is Result and not x.ok and not _accepts_results(p.type, self.program):
+                    return Result(
+                        False,
+                        error=x.error,
+                        checkpoint=x.checkpoint,
+                        origin=x.origin,
+                        skipped=(*x.skipped, (code.name, p.name)),
+                    )
+        return None
 
     def bind_args(self, code: Code, args: list[Any], named: dict[str, Any]) -> dict[str, Any]:
         params = code.params
@@ -1013,6 +1041,31 @@ def stmt_position(f: Frame) -> tuple[int, int]:
             loc = code.locations[i]
             return loc.line, loc.col
     return code.span.line, code.span.col
+
+
+def _has_failure(args: list[Any], named: dict[str, Any]) -> bool:
+    for a in args:
+        if type(a) is Result and not a.ok:
+            return True
+    return any(type(v) is Result and not v.ok for v in named.values()) if named else False
+
+
+def _accepts_results(t: Any, program: Any, depth: int = 0) -> bool:
+    """Whether a parameter declared with type `t` takes a failure as it is: `Result…`, `any`,
+    or a union holding one (an alias is looked through). Untyped parameters do not."""
+    if t is None or depth > 20:
+        return False
+    kind = type(t)
+    if kind is A.TName:
+        if t.name in ("any", "Result"):
+            return True
+        alias = program.types.get(t.name)
+        return alias is not None and _accepts_results(alias, program, depth + 1)
+    if kind is A.TGeneric:
+        return bool(t.name == "Result")
+    if kind is A.TUnion:
+        return any(_accepts_results(o, program, depth + 1) for o in t.options)
+    return False
 
 
 def _describe(exc: Exception) -> str:

@@ -90,6 +90,8 @@ class Encoder:
                 out["checkpoint"] = self.enc(v.checkpoint)
             if v.origin is not None:
                 out["origin"] = v.origin
+            if v.skipped:
+                out["skipped"] = [list(x) for x in v.skipped]
             return out
         if t is FuncRef:
             return {"$function": v.name}
@@ -147,7 +149,7 @@ class Decoder:
         if t is list:
             return JSArray(self.dec(x) for x in v)
         if t is dict:
-            if len(v) <= 4:
+            if len(v) <= 5:
                 if "$ref" in v:
                     return self._ref(str(v["$ref"]))
                 if "$num" in v:
@@ -159,11 +161,17 @@ class Decoder:
                         return Result(True, value=self.dec(v.get("value")))
                     cp = v.get("checkpoint")
                     origin = v.get("origin")
+                    skipped = v.get("skipped") or []
+                    if not isinstance(skipped, list) or not all(
+                        isinstance(x, list) and len(x) == 2 for x in skipped
+                    ):
+                        raise CheckpointFormatError("a failure's `skipped` list is malformed")
                     return Result(
                         False,
                         error=self.dec(v.get("error")),
                         checkpoint=self.dec(cp) if cp is not None else None,
                         origin=origin if isinstance(origin, str) else None,
+                        skipped=tuple((str(n), str(p)) for n, p in skipped),
                     )
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))

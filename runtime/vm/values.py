@@ -55,9 +55,10 @@ class JSObject(dict):  # type: ignore[type-arg]
 class Result:
     """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`.
 
-    `origin` names the def a runtime error became this failure in (`functionName`)."""
+    `origin` names the def a runtime error became this failure in (`functionName`); `skipped`
+    lists the (def, parameter) pairs whose calls it skipped on its way (`skippedFunctions`)."""
 
-    __slots__ = ("ok", "value", "error", "checkpoint", "origin")
+    __slots__ = ("ok", "value", "error", "checkpoint", "origin", "skipped")
 
     def __init__(
         self,
@@ -66,12 +67,14 @@ class Result:
         error: Any = None,
         checkpoint: Any = None,
         origin: str | None = None,
+        skipped: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.ok = ok
         self.value = value
         self.error = error
         self.checkpoint = checkpoint
         self.origin = origin
+        self.skipped = skipped
 
     def __repr__(self) -> str:
         return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
@@ -550,7 +553,7 @@ def result_plain(r: Result, inner: Any) -> dict[str, Any]:
         "destructiveRan": False,
         "functionName": r.origin,
         "args": None,
-        "skippedFunctions": [],
+        "skippedFunctions": [{"name": n, "param": p} for n, p in r.skipped],
     }
 
 
