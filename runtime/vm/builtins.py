@@ -647,6 +647,15 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         raise AgencyRuntimeError(f"cannot call method `{name}` of null")
     if t is not JSObject and name == "toString":
         return to_str(obj)
+    if t is Result:
+        if obj.ok:
+            raise AgencyRuntimeError(
+                f"cannot call `.{name}()` on a Result; unwrap it first: `r.value.{name}()`"
+            )
+        origin = f" returned by `{obj.origin}`" if obj.origin else ""
+        raise AgencyRuntimeError(
+            f"cannot call `.{name}()` on a failure{origin}: {to_str(obj.error)}"
+        )
     raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
 
 

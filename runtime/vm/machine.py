@@ -814,6 +814,11 @@ class Machine:
                 return self._invoke(frame, fn.name, args, named, None, frame.pc)
             if type(fn) is BoundFunction:
                 return self._invoke_bound(frame, fn, args, named, None, frame.pc)
+        elif type(obj) is Result and name == "value" and type(obj.value) in FUNCTION_TYPES:
+            fn = obj.value  # success(f).value(x) calls f
+            if type(fn) is BoundFunction:
+                return self._invoke_bound(frame, fn, args, named, None, frame.pc)
+            return self._invoke(frame, fn.name, args, named, None, frame.pc)
         elif name in builtins.FUNCTION_METHODS and type(obj) in FUNCTION_TYPES:
             stack.append(builtins.function_method(self, obj, name, args, named))
             return False
@@ -922,7 +927,8 @@ class Machine:
                     False,
                     error=value.error,
                     checkpoint=entry_checkpoint(self, f),
-                    origin=value.origin,
+                    origin=value.origin or f.code.name,
+                    skipped=value.skipped,
                 )
         f = frames.pop()
         if f.code.modifiers and "__effect" in f.locals:  # lifecycle: journal the destructive def
