@@ -90,6 +90,12 @@ OP_NAMES = {
 # these (it refuses any other at import, and a test checks that none is missing).
 BUILTIN_NAMES = frozenset(
     {
+        "Array",
+        "Date",
+        "Error",
+        "Map",
+        "Set",
+        "URL",
         "Boolean",
         "JSON",
         "Math",

@@ -25,7 +25,16 @@ from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
-from runtime.vm.values import BoundFunction, Closure, JSArray, JSObject, Result, to_plain
+from runtime.vm.values import (
+    BoundFunction,
+    Closure,
+    JSArray,
+    JSMap,
+    JSObject,
+    JSSet,
+    Result,
+    to_plain,
+)
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
@@ -110,14 +119,16 @@ class Recorder:
         t = type(v)
         if t in _PRIMITIVE:
             return v
-        if t is JSArray or t is JSObject:
+        if t is JSArray or t is JSObject or t is JSSet or t is JSMap:
             oid = self.oid_of(v)
             if oid not in self.known:
                 self.known.add(oid)
                 if t is JSArray:
                     contents: Any = [self.enc(x, out) for x in v]
-                else:
+                elif t is JSObject:
                     contents = {k: self.enc(x, out) for k, x in v.items()}
+                else:  # a Set as its elements, a Map as its [key, value] pairs
+                    contents = [self.enc(_entry(x), out) for x in v.values()]
                 out.append((R_CONTENTS, oid, contents))
             return ("r", oid)
         if t is Result:
@@ -196,7 +207,7 @@ class Recorder:
             t = type(v)
             if t in _PRIMITIVE:
                 return v
-            if t is JSArray or t is JSObject:
+            if t is JSArray or t is JSObject or t is JSSet or t is JSMap:
                 oid = self.oid_of(v)
                 if oid not in heap:
                     heap[oid] = None
@@ -219,6 +230,9 @@ class Recorder:
         def drain() -> None:
             while pending:
                 oid, c = pending.pop()
+                if type(c) is JSSet or type(c) is JSMap:
+                    heap[oid] = [enc(_entry(x)) for x in c.values()]
+                    continue
                 heap[oid] = (
                     [enc(x) for x in c] if type(c) is JSArray else {k: enc(x) for k, x in c.items()}
                 )
@@ -414,6 +428,11 @@ class Recorder:
         m.wlog = None
         m.rec = None
         m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
+
+
+def _entry(x: Any) -> Any:
+    """One element of a Set, or a Map's (key, value) pair as a list, as the timeline keeps it."""
+    return list(x) if type(x) is tuple else x
 
 
 def _plain_data(v: Any) -> Any:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import BUILTIN_NAMES, FuncRef
 from runtime.language.files import protected_reason, read_text
+from runtime.vm import classes
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
@@ -324,6 +325,10 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "values": lambda *a: _values(None, list(a), {}),  # type: ignore[arg-type]
         "entries": lambda *a: _entries(None, list(a), {}),  # type: ignore[arg-type]
         "assign": lambda *a: _object_assign(*a),
+    },
+    "Array": {
+        "from": classes.array_from,
+        "isArray": lambda *a: bool(a) and type(a[0]) is JSArray,
     },
     "Math": {
         "floor": lambda x: math.floor(to_number(x)) if _finite(x) else to_number(x),
@@ -670,6 +675,10 @@ def get_member(obj: Any, name: str) -> Any:
             return obj.checkpoint
         if name == "success":
             return obj.ok
+        if name == "skippedFunctions":
+            return JSArray(JSObject({"name": n, "param": p}) for n, p in obj.skipped)
+        if name == "functionName":
+            return obj.origin
         return None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read property `{name}` of null")
@@ -681,6 +690,8 @@ def get_member(obj: Any, name: str) -> Any:
         return None
     if t is BoundFunction:
         return obj.name if name == "name" else None
+    if t in classes.CLASS_TYPES:
+        return classes.get_member(obj, name)
     if t is Decision:
         if name == "action" or name == "type":
             return obj.action
@@ -713,6 +724,10 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
         if name == "toString":
             return format_number(obj)
+    elif t in classes.CLASS_TYPES:
+        return classes.call_method(m, obj, name, args)
+    elif t is FuncRef and obj.name == "Date" and name == "now":
+        return classes.now_ms(m)
     elif t is FuncRef and obj.name in NAMESPACES:
         ns = NAMESPACES[obj.name]
         if name in ns:
@@ -726,6 +741,15 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         raise AgencyRuntimeError(f"cannot call method `{name}` of null")
     if t is not JSObject and name == "toString":
         return to_str(obj)
+    if t is Result:
+        if obj.ok:
+            raise AgencyRuntimeError(
+                f"cannot call `.{name}()` on a Result; unwrap it first: `r.value.{name}()`"
+            )
+        origin = f" returned by `{obj.origin}`" if obj.origin else ""
+        raise AgencyRuntimeError(
+            f"cannot call `.{name}()` on a failure{origin}: {to_str(obj.error)}"
+        )
     raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
 
 
@@ -1036,3 +1060,30 @@ def bind_call(
             raise AgencyRuntimeError(f"parameter '{key}' of '{fn.base.name}' is already bound")
         merged[key] = v
     return [], merged
+
+
+# -- JavaScript classes: `new Set(xs)` is the call `Set(xs)` (see classes.py) -------------------
+
+
+def _register_classes() -> None:
+    for name, make in classes.CONSTRUCTORS.items():
+
+        def construct(m: Machine, args: list[Any], named: dict[str, Any], make: Any = make) -> Any:
+            return make(m, args)
+
+        builtin(name)(construct)
+
+
+_register_classes()
+
+
+@builtin("Array")
+def _array_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    raise AgencyRuntimeError("Array is not a function (use Array.from or an array literal)")
+
+
+def _date_now(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return classes.now_ms(m)
+
+
+BUILTINS["Date.now"] = _date_now  # `const now = Date.now; now()`

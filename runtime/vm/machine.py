@@ -23,6 +23,7 @@ from runtime.language.syntax.ast import Span
 from runtime.vm import builtins
 from runtime.vm.builtins import get_member
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
+from runtime.vm.classes import items_of
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
 from runtime.vm.frames import (
     Decision,
@@ -40,7 +41,9 @@ from runtime.vm.values import (
     BoundFunction,
     Closure,
     JSArray,
+    JSMap,
     JSObject,
+    JSSet,
     Result,
     a_type,
     js_add,
@@ -524,6 +527,8 @@ class Machine:
                             seq, obj = JSArray(v), None
                         elif v is None:
                             seq, obj = JSArray(), None
+                        elif t is JSSet or t is JSMap:  # as JavaScript's for…of
+                            seq, obj = JSArray(items_of(v, "for")), None
                         else:
                             raise AgencyRuntimeError(f"cannot iterate over {a_type(v)}")
                         L[arg] = seq
@@ -787,6 +792,11 @@ class Machine:
             if code.kind == "node":
                 self._transition(code, args, named)
                 return True
+            if code.kind == "def" and _has_failure(args, named):
+                skipped = self._propagate(code, args, named)
+                if skipped is not None:
+                    frame.stack.append(skipped)
+                    return False
             self._push_frame(code, args, named)
             return True
         fn = self.builtins.get(name)
@@ -820,6 +830,11 @@ class Machine:
                 return self._invoke_bound(frame, fn, args, named, None, frame.pc)
             if type(fn) is Closure:
                 return self._invoke(frame, fn, args, named, None, frame.pc)
+        elif type(obj) is Result and name == "value" and type(obj.value) in FUNCTION_TYPES:
+            fn = obj.value  # success(f).value(x) calls f
+            if type(fn) is BoundFunction:
+                return self._invoke_bound(frame, fn, args, named, None, frame.pc)
+            return self._invoke(frame, fn.name, args, named, None, frame.pc)
         elif name in builtins.FUNCTION_METHODS and type(obj) in FUNCTION_TYPES:
             stack.append(builtins.function_method(self, obj, name, args, named))
             return False
@@ -849,10 +864,33 @@ class Machine:
                 raise AgencyRuntimeError(f"`{fn.base.name}` is a builtin: it cannot be preapproved")
             # (No builtin a program can name pauses, so this call never needs re-running.)
             return self._invoke(frame, fn.base.name, base_args, base_named, None, pc)
+        if code.kind == "def" and _has_failure(base_args, base_named):
+            skipped = self._propagate(code, base_args, base_named)
+            if skipped is not None:
+                frame.stack.append(skipped)
+                return False
         f = self._push_frame(code, base_args, base_named)
         if fn.preapprove:
             f.handlers.append(builtins.PREAPPROVE)
         return True
+
+    def _propagate(self, code: Code, args: list[Any], named: dict[str, Any]) -> Result | None:
+        """A failure passed for a parameter that does not accept Results skips the call: the
+        call's value is that failure, with this hop recorded (leftmost parameter first)."""
+        values = self.bind_args(code, args, named)
+        for p in code.params:
+            v = values.get(p.name)
+            items = v if p.rest and type(v) is JSArray else (v,)
+            for x in items:
+                if type(x) is Result and not x.ok and not _accepts_results(p.type, self.program):
+                    return Result(
+                        False,
+                        error=x.error,
+                        checkpoint=x.checkpoint,
+                        origin=x.origin,
+                        skipped=(*x.skipped, (code.name, p.name)),
+                    )
+        return None
 
     def bind_args(self, code: Code, args: list[Any], named: dict[str, Any]) -> dict[str, Any]:
         params = code.params
@@ -921,7 +959,8 @@ class Machine:
                     False,
                     error=value.error,
                     checkpoint=entry_checkpoint(self, f),
-                    origin=value.origin,
+                    origin=value.origin or f.code.name,
+                    skipped=value.skipped,
                 )
         f = frames.pop()
         if f.code.modifiers and "__effect" in f.locals:  # lifecycle: journal the destructive def
@@ -1058,6 +1097,31 @@ def _bind_block(
         return [*args, block], named
     named[last.name] = block
     return args, named
+
+
+def _has_failure(args: list[Any], named: dict[str, Any]) -> bool:
+    for a in args:
+        if type(a) is Result and not a.ok:
+            return True
+    return any(type(v) is Result and not v.ok for v in named.values()) if named else False
+
+
+def _accepts_results(t: Any, program: Any, depth: int = 0) -> bool:
+    """Whether a parameter declared with type `t` takes a failure as it is: `Result…`, `any`,
+    or a union holding one (an alias is looked through). Untyped parameters do not."""
+    if t is None or depth > 20:
+        return False
+    kind = type(t)
+    if kind is A.TName:
+        if t.name in ("any", "Result"):
+            return True
+        alias = program.types.get(t.name)
+        return alias is not None and _accepts_results(alias, program, depth + 1)
+    if kind is A.TGeneric:
+        return bool(t.name == "Result")
+    if kind is A.TUnion:
+        return any(_accepts_results(o, program, depth + 1) for o in t.options)
+    return False
 
 
 def _describe(exc: Exception) -> str:

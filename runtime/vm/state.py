@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.frames import Decision
-from runtime.vm.values import BoundFunction, Closure, JSArray, JSObject, Result
+from runtime.vm.values import (
+    BoundFunction,
+    Closure,
+    JSArray,
+    JSDate,
+    JSMap,
+    JSObject,
+    JSSet,
+    Result,
+    set_key,
+)
 
 if TYPE_CHECKING:
     pass
@@ -34,13 +44,18 @@ class Encoder:
         while stack:
             x = stack.pop()
             t = type(x)
-            if t is JSArray or t is JSObject:
+            if t is JSArray or t is JSObject or t is JSSet or t is JSMap:
                 k = id(x)
                 c = counts.get(k, 0)
                 counts[k] = c + 1
                 if c == 0:
                     self.keep.append(x)
-                    stack.extend(x if t is JSArray else x.values())
+                    if t is JSMap:
+                        for key, value in x.values():
+                            stack.append(key)
+                            stack.append(value)
+                    else:
+                        stack.extend(x if t is JSArray else x.values())
             elif t is Result:
                 stack.append(x.value)
                 stack.append(x.error)
@@ -59,7 +74,7 @@ class Encoder:
             if v in (math.inf, -math.inf):
                 return {"$num": "Infinity" if v > 0 else "-Infinity"}
             return v
-        if t is JSArray or t is JSObject:
+        if t is JSArray or t is JSObject or t is JSSet or t is JSMap:
             k = id(v)
             if self.counts.get(k, 1) > 1:
                 label = self.labels.get(k)
@@ -77,6 +92,8 @@ class Encoder:
                 out["checkpoint"] = self.enc(v.checkpoint)
             if v.origin is not None:
                 out["origin"] = v.origin
+            if v.skipped:
+                out["skipped"] = [list(x) for x in v.skipped]
             return out
         if t is FuncRef:
             return {"$function": v.name}
@@ -98,6 +115,8 @@ class Encoder:
             }
         if t is Decision:
             return {"$decision": v.action, "value": self.enc(v.value)}
+        if t is JSDate:
+            return {"$date": v.ms if v.ms == v.ms else "NaN"}
         if t is dict:  # internal plain data (messages): readable, `{role, content}`
             if any(str(k).startswith("$") for k in v):
                 return {"$object": [[str(k), self.enc(x)] for k, x in v.items()]}
@@ -109,6 +128,10 @@ class Encoder:
     def _contents(self, v: Any) -> Any:
         if type(v) is JSArray:
             return [self.enc(x) for x in v]
+        if type(v) is JSSet:
+            return {"$set": [self.enc(x) for x in v.values()]}
+        if type(v) is JSMap:
+            return {"$map": [[self.enc(k), self.enc(x)] for k, x in v.values()]}
         if any(k.startswith("$") for k in v):
             return {"$object": [[k, self.enc(x)] for k, x in v.items()]}
         return {k: self.enc(x) for k, x in v.items()}
@@ -131,7 +154,7 @@ class Decoder:
         if t is list:
             return JSArray(self.dec(x) for x in v)
         if t is dict:
-            if len(v) <= 4:
+            if len(v) <= 5:
                 if "$ref" in v:
                     return self._ref(str(v["$ref"]))
                 if "$num" in v:
@@ -143,11 +166,17 @@ class Decoder:
                         return Result(True, value=self.dec(v.get("value")))
                     cp = v.get("checkpoint")
                     origin = v.get("origin")
+                    skipped = v.get("skipped") or []
+                    if not isinstance(skipped, list) or not all(
+                        isinstance(x, list) and len(x) == 2 for x in skipped
+                    ):
+                        raise CheckpointFormatError("a failure's `skipped` list is malformed")
                     return Result(
                         False,
                         error=self.dec(v.get("error")),
                         checkpoint=self.dec(cp) if cp is not None else None,
                         origin=origin if isinstance(origin, str) else None,
+                        skipped=tuple((str(n), str(p)) for n, p in skipped),
                     )
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))
@@ -160,6 +189,13 @@ class Decoder:
                     return block
                 if "$partial" in v:
                     return self._partial(v)
+                if "$date" in v:
+                    ms = v["$date"]
+                    return JSDate(float(ms) if isinstance(ms, (int, float)) else math.nan)
+                if len(v) == 1 and ("$set" in v or "$map" in v):
+                    out = JSSet() if "$set" in v else JSMap()
+                    self._fill(out, v)
+                    return out
                 if "$decision" in v:
                     return Decision(str(v["$decision"]), self.dec(v.get("value")))
                 if "$object" in v and len(v) == 1:
@@ -187,6 +223,20 @@ class Decoder:
             tool.get("preapprove") is True,
         )
 
+    def _fill(self, c: JSSet | JSMap, raw: dict[str, Any]) -> None:
+        items = raw.get("$set", raw.get("$map"))
+        if not isinstance(items, list):
+            raise CheckpointFormatError("a `$set` or `$map` value is malformed")
+        for item in items:
+            if type(c) is JSSet:
+                x = self.dec(item)
+                c[set_key(x)] = x
+            else:
+                if not isinstance(item, list) or len(item) != 2:
+                    raise CheckpointFormatError("a `$map` entry is not a [key, value] pair")
+                k, x = self.dec(item[0]), self.dec(item[1])
+                c[set_key(k)] = (k, x)
+
     def _ref(self, label: str) -> Any:
         if label in self.made:
             return self.made[label]
@@ -195,6 +245,11 @@ class Decoder:
                 f"checkpoint refers to heap entry {label}, which is missing"
             )
         raw = self.raw[label]
+        if type(raw) is dict and len(raw) == 1 and ("$set" in raw or "$map" in raw):
+            c = JSSet() if "$set" in raw else JSMap()
+            self.made[label] = c
+            self._fill(c, raw)
+            return c
         if type(raw) is list:
             out: Any = JSArray()
             self.made[label] = out

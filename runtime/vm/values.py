@@ -57,9 +57,10 @@ class JSObject(dict):  # type: ignore[type-arg]
 class Result:
     """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`.
 
-    `origin` names the def a runtime error became this failure in (`functionName`)."""
+    `origin` names the def a runtime error became this failure in (`functionName`); `skipped`
+    lists the (def, parameter) pairs whose calls it skipped on its way (`skippedFunctions`)."""
 
-    __slots__ = ("ok", "value", "error", "checkpoint", "origin")
+    __slots__ = ("ok", "value", "error", "checkpoint", "origin", "skipped")
 
     def __init__(
         self,
@@ -68,12 +69,14 @@ class Result:
         error: Any = None,
         checkpoint: Any = None,
         origin: str | None = None,
+        skipped: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.ok = ok
         self.value = value
         self.error = error
         self.checkpoint = checkpoint
         self.origin = origin
+        self.skipped = skipped
 
     def __repr__(self) -> str:
         return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
@@ -147,6 +150,69 @@ class BoundFunction:
 
 
 FUNCTION_TYPES = (FuncRef, BoundFunction, Closure)
+
+
+class JSSet(dict):  # type: ignore[type-arg]
+    """An Agency `Set`: insertion-ordered, identity semantics. Maps each element's `set_key`
+    to the element. Changed only through the machine (`classes.py`), so the write log sees it."""
+
+    __slots__ = ("oid",)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+class JSMap(dict):  # type: ignore[type-arg]
+    """An Agency `Map`: maps each key's `set_key` to the pair (key, value), in insertion order."""
+
+    __slots__ = ("oid",)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+def set_key(v: Any) -> Any:
+    """A Python dict key that compares as JavaScript's SameValueZero: `true` is not `1`, NaN is
+    NaN, containers by identity."""
+    t = type(v)
+    if t is bool:
+        return ("boolean", v)
+    if t is float and v != v:
+        return ("NaN",)
+    return v
+
+
+class JSDate:
+    """An Agency `Date`: milliseconds since the epoch (NaN for an invalid date). Immutable here:
+    the setters JavaScript has are not provided."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: float) -> None:
+        self.ms = ms
+
+    def iso(self) -> str:
+        import datetime
+
+        if self.ms != self.ms:
+            raise AgencyRuntimeError("Invalid time value")
+        at = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=self.ms)
+        return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+    def __repr__(self) -> str:
+        return f"Date({self.iso() if self.ms == self.ms else 'Invalid Date'})"
+
+
 NUMBER_TYPES = (int, float)
 CONTAINERS = (JSArray, JSObject)
 
@@ -176,6 +242,12 @@ def type_name(v: Any) -> str:
         return "result"
     if t is FuncRef or t is BoundFunction or t is Closure:
         return "function"
+    if t is JSSet:
+        return "Set"
+    if t is JSMap:
+        return "Map"
+    if t is JSDate:
+        return "Date"
     return t.__name__
 
 
@@ -237,6 +309,10 @@ def to_str(v: Any) -> str:
         return "[object Object]"
     if t is Result or t is FuncRef or t is BoundFunction or t is Closure:
         return stringify(v)
+    if t is JSDate:
+        return v.iso() if v.ms == v.ms else "Invalid Date"
+    if t is JSSet or t is JSMap:
+        return f"[object {type_name(v)}]"
     return str(v)
 
 
@@ -276,6 +352,8 @@ def to_number(v: Any) -> int | float:
             return 0
         if len(v) == 1:
             return to_number(v[0])
+    if t is JSDate:
+        return num(float(v.ms)) if v.ms == v.ms else math.nan
     return math.nan
 
 
@@ -356,7 +434,7 @@ def js_eq(a: Any, b: Any) -> bool:
         return not (type(a) is float and a != a)
     ta, tb = type(a), type(b)
     if ta is tb:
-        if ta in CONTAINERS or ta is Result:
+        if ta in CONTAINERS or ta is Result or ta in (JSSet, JSMap, JSDate):
             return False
         return bool(a == b)
     if (ta is int or ta is float) and (tb is int or tb is float):
@@ -413,7 +491,7 @@ def js_pos(a: Any) -> Any:
 
 def js_typeof(a: Any) -> str:
     name = type_name(a)
-    if name in ("array", "result", "null"):
+    if name in ("array", "result", "null", "Set", "Map", "Date"):
         return "object"
     return name
 
@@ -469,6 +547,10 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
         return result_plain(v, to_plain(v.value if v.ok else v.error, _depth + 1))
     if t is FuncRef or t is BoundFunction or t is Closure:
         return None
+    if t is JSDate:  # JSON.stringify uses toJSON: the ISO text (null when invalid)
+        return v.iso() if v.ms == v.ms else None
+    if t is JSSet or t is JSMap:  # as JSON.stringify: no enumerable properties
+        return {}
     return str(v)
 
 
@@ -488,7 +570,7 @@ def result_plain(r: Result, inner: Any) -> dict[str, Any]:
         "destructiveRan": False,
         "functionName": r.origin,
         "args": None,
-        "skippedFunctions": [],
+        "skippedFunctions": [{"name": n, "param": p} for n, p in r.skipped],
     }
 
 

@@ -184,6 +184,9 @@ def _run(source: str, path: str, parse_with: Callable[[Parser], T]) -> T:
             sys.setrecursionlimit(limit)
 
 
+_CLASSES = frozenset({"Set", "Map", "Date", "URL", "Error"})
+
+
 class Parser:
     """One parse of one token list. Use `parse`/`parse_expression` from `runtime.language.syntax`."""
 
@@ -1175,6 +1178,8 @@ class Parser:
                 operand = self.expr_after(tok, _PREFIX_OPERAND)
                 return ast.Unary("typeof", operand, self.span_from(tok.span))
             self.fail(f"expected an expression, got the keyword `{text}`", tok.span)
+        if text == "new" and self.peek_after().kind == NAME:
+            return self.new_instance()
         if text in ("interrupt", "raise"):
             raised = self.raise_form(tok)
             if raised is not None:
@@ -1243,6 +1248,22 @@ class Parser:
             args.append(ast.Arg(ast.Literal(effect, start.span), name="__effect"))
         callee = ast.Name("interrupt", start.span)
         return ast.Call(callee, tuple(args), self.span_from(start.span))
+
+    def new_instance(self) -> ast.Expr:
+        """`new Set(xs)`: JavaScript's built-in classes are constructed by calling them, so
+        `new C(args)` is the call `C(args)`; `new C` alone is `C()`."""
+        self.advance()  # new
+        cls = self.advance()
+        if cls.text not in _CLASSES:
+            self.fail(
+                f"`new` works with the built-in classes ({', '.join(sorted(_CLASSES))}), "
+                f"not `{cls.text}`",
+                cls.span,
+            )
+        name = ast.Name(cls.text, cls.span)
+        if self.peek().kind == "(":
+            return name
+        return ast.Call(name, (), cls.span)
 
     def conditional(self) -> ast.Conditional:
         start = self.advance()  # if
