@@ -55,7 +55,7 @@ class Case:
 
 def _collect() -> list[Case]:
     cases = []
-    for suite_path in sorted(PROGRAMS.glob("*.test.json")):
+    for suite_path in sorted(PROGRAMS.rglob("*.test.json")):
         suite = json.loads(suite_path.read_text(encoding="utf-8"))
         name = suite_path.name.removesuffix(".test.json")
         source = suite_path.parent / (suite.get("sourceFile") or f"{name}.agency")

@@ -498,10 +498,10 @@ class Parser:
         if tok.kind != STRING:
             if (
                 tok.kind == NAME
-                and tok.text in ("nodes", "tools")
+                and tok.text in ("nodes", "tools", "node", "test")
                 and self.peek_after().kind == "{"
             ):
-                self.advance()  # Agency's `import nodes { … }` / `import tools { … }`
+                self.advance()  # `import nodes|tools|node|test { … }`
             if self.at("{"):
                 opener = self.advance()
                 names = [t for t in self.comma_list(opener, self.import_name)]
