@@ -162,6 +162,8 @@ STD_HOST_NAMES = frozenset(
         "__shell_which",
         "__skills_commands",
         "__skills_expand",
+        "__syntax_diff",
+        "__syntax_patch",
         "__system_cwd",
         "__system_env",
         "__system_notify",
@@ -169,6 +171,7 @@ STD_HOST_NAMES = frozenset(
         "__thread_append",
         "__thread_messages",
         "__thread_model_costs",
+        "__thread_tool_message",
         "__thread_usage",
     }
 )

@@ -10,6 +10,7 @@ restore and saved in snapshots like `setMutable` state), moved only by `_advance
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import os
 import posixpath
 import time
@@ -20,7 +21,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.effects import observe
 from runtime.vm.llm_calls import MODEL_USAGE
-from runtime.vm.values import JSArray, JSObject, to_number, to_str
+from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
 from runtime.vm.writelog import W_SHARED
 
 if TYPE_CHECKING:
@@ -280,3 +281,95 @@ def _skills_expand(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
                 return body.replace("$ARGUMENTS", raw)
             return f"{body}\n\nARGUMENTS: {raw}" if raw else body
     return msg
+
+
+# -- std::syntax ---------------------------------------------------------------------------------
+
+
+def _lines_of(text: str, ignore_ws: bool) -> tuple[list[str], list[str]]:
+    lines = text.split("\n")
+    return lines, [" ".join(x.split()) for x in lines] if ignore_ws else lines
+
+
+@builtin("__syntax_patch")
+def _syntax_patch(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    old, new = _s(arg(args, named, 0, "oldText", "")), _s(arg(args, named, 1, "newText", ""))
+    name = _s(arg(args, named, 2, "filename", ""))
+    context = int(to_number(arg(args, named, 3, "context", 3)))
+    ignore_ws = bool(arg(args, named, 4, "ignoreWhitespace", False))
+    new_name = _s(arg(args, named, 5, "newFilename", "") or "") or name
+    a, a_key = _lines_of(old, ignore_ws)
+    b, b_key = _lines_of(new, ignore_ws)
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, a_key, b_key, autojunk=False)
+    for group in matcher.get_grouped_opcodes(max(context, 0)):
+        if not out:
+            out += [f"--- a/{name}", f"+++ b/{new_name}"]
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@")
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out += [" " + line for line in a[x1:x2]]
+                continue
+            out += ["-" + line for line in a[x1:x2]]
+            out += ["+" + line for line in b[y1:y2]]
+    return "\n".join(out) + "\n" if out else ""
+
+
+def _range(start: int, stop: int) -> str:
+    """A unified-diff hunk range: 1-based start and length ("start" alone for length 1)."""
+    length = stop - start
+    first = start + 1 if length else start
+    return f"{first}" if length == 1 else f"{first},{length}"
+
+
+@builtin("__syntax_diff")
+def _syntax_diff(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    old, new = _s(arg(args, named, 0, "oldText", "")), _s(arg(args, named, 1, "newText", ""))
+    context = int(to_number(arg(args, named, 2, "context", -1)))
+    color = bool(arg(args, named, 3, "color", False))
+    old_label, new_label = (
+        _s(arg(args, named, 4, "oldLabel", "")),
+        _s(arg(args, named, 5, "newLabel", "")),
+    )
+    ignore_ws = bool(arg(args, named, 6, "ignoreWhitespace", False))
+    a, a_key = _lines_of(old, ignore_ws)
+    b, b_key = _lines_of(new, ignore_ws)
+    red, green, plain = ("\x1b[31m", "\x1b[32m", "\x1b[0m") if color else ("", "", "")
+    out: list[str] = []
+    if old_label or new_label:
+        out += [f"--- {old_label}", f"+++ {new_label}"]
+    matcher = difflib.SequenceMatcher(None, a_key, b_key, autojunk=False)
+    groups: list[list[tuple[str, int, int, int, int]]]
+    if context < 0:
+        groups = [list(matcher.get_opcodes())]
+    else:
+        groups = list(matcher.get_grouped_opcodes(context))
+    for n, group in enumerate(groups):
+        if n:
+            out.append("...")
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out += ["  " + line for line in a[x1:x2]]
+                continue
+            out += [f"{red}- {line}{plain}" for line in a[x1:x2]]
+            out += [f"{green}+ {line}{plain}" for line in b[y1:y2]]
+    return "\n".join(out)
+
+
+@builtin("__thread_tool_message")
+def _thread_tool_message(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A tool call the assistant made and its result, appended to the active thread (nothing
+    runs): the model sees them as if it had called the tool."""
+    name = _s(arg(args, named, 0, "name", ""))
+    call_args = to_plain(arg(args, named, 1, "args"))
+    result = arg(args, named, 2, "result", "")
+    thread = m.active_thread()
+    call_id = f"call_{len(m.threads.get(thread, []))}"
+    call = {"id": call_id, "name": name, "args": call_args if isinstance(call_args, dict) else {}}
+    m.append_message(thread, {"role": "assistant", "content": "", "tool_calls": [call]})
+    content = result if type(result) is str else stringify(result)
+    m.append_message(
+        thread, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+    )
+    return None
