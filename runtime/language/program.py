@@ -165,6 +165,46 @@ def _yield_to_user(
     return out
 
 
+def _module_functions(program: A.Program, item: A.Import) -> list[str]:
+    """The functions an `.agency` or `std::` module defines (for `import * as ns`)."""
+    target, _ = _resolve(program, item)
+    if target is None:
+        return []
+    try:
+        if item.module.startswith(STD_PREFIX):
+            tree = _parse_std(str(target))[0]
+        else:
+            tree = parse(target.read_text(encoding="utf-8"), str(target))
+    except OSError:
+        return []
+    return [i.name for i in tree.items if type(i) is A.FuncDecl]
+
+
+def bind_import_names(program: A.Program) -> A.Program:
+    """`import { a as b }` and `import * as ns` from an Agency module: module constants
+    `const b = a` and `const ns = {f: f, …}` (the module's functions), declared first."""
+    decls: list[A.TopLevel] = []
+    for item in program.items:
+        if type(item) is not A.Import:
+            continue
+        if not item.module.endswith(".agency") and not item.module.startswith(STD_PREFIX):
+            continue
+        for name, alias in item.aliases:
+            target = A.PBind(alias, item.span)
+            decls.append(A.VarDecl("const", target, None, A.Name(name, item.span), item.span))
+        if item.namespace:
+            fields = tuple(
+                A.ObjectEntry(f, A.Name(f, item.span), item.span)
+                for f in _module_functions(program, item)
+            )
+            target = A.PBind(item.namespace, item.span)
+            value = A.ObjectLit(fields, item.span)
+            decls.append(A.VarDecl("const", target, None, value, item.span))
+    if not decls:
+        return program
+    return dataclasses.replace(program, items=(*decls, *program.items))
+
+
 def check_imports(program: A.Program, source: str) -> None:
     """Imports of builtins (e.g. getMutable from a .js helper) are satisfied by the builtins;
     any other import is reported as not supported, with its location."""
@@ -194,6 +234,8 @@ def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     imported = _yield_to_user(tree, gather_imports(tree, source))
     for sub, text in imported:
         check_imports(sub, text)
+    tree = bind_import_names(tree)
+    imported = [(bind_import_names(sub), text) for sub, text in imported]
     digest = source_hash(source + "".join(text for _, text in imported))
     try:
         return ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(
