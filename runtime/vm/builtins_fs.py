@@ -273,12 +273,46 @@ def _fs_glob(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if not pattern or pattern.startswith("/") or ".." in Path(pattern).parts:
         raise AgencyRuntimeError(f"glob: {pattern!r} must be a relative pattern inside the dir")
 
+    patterns = expand_braces(pattern)
+
     def act() -> JSArray:
         found = sorted(
-            p.relative_to(base).as_posix()
-            for p in base.glob(pattern)
-            if not (set(p.relative_to(base).parts) & SKIPPED_DIRS)
+            {
+                p.relative_to(base).as_posix()
+                for one in patterns
+                for p in base.glob(one)
+                if not (set(p.relative_to(base).parts) & SKIPPED_DIRS)
+            }
         )
         return JSArray(found[:limit])
 
     return observe(m, "glob", {"dir": _s(dir_), "pattern": pattern}, act)
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """`a.{ts,md}` as `a.ts` and `a.md` (nested and repeated groups too); an unbalanced brace
+    is an error."""
+    depth = 0
+    start = -1
+    for i, ch in enumerate(pattern):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth < 0:
+                break
+            if depth == 0:
+                inner, parts, level, last = pattern[start + 1 : i], [], 0, 0
+                for j, c in enumerate(inner):
+                    level += (c == "{") - (c == "}")
+                    if c == "," and level == 0:
+                        parts.append(inner[last:j])
+                        last = j + 1
+                parts.append(inner[last:])
+                head, tail = pattern[:start], pattern[i + 1 :]
+                return [x for part in parts for x in expand_braces(head + part + tail)]
+    if depth != 0:
+        raise AgencyRuntimeError(f"glob: unbalanced braces in pattern {pattern!r}")
+    return [pattern]

@@ -107,6 +107,8 @@ def _shell_bash(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 @builtin("__shell_which")
 def _shell_which(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     command = _s(arg(args, named, 0, "command", ""))
-    if not command or os.sep in command:
+    if os.sep in command or command.startswith("."):
+        raise AgencyRuntimeError(f"which: {command!r} is a path; give a command name")
+    if not command:
         return ""
     return observe(m, "which", {"command": command}, lambda: shutil.which(command) or "")
