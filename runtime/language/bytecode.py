@@ -147,6 +147,48 @@ BUILTIN_NAMES = frozenset(
     }
 )
 
+# Host functions behind the bundled `std::` modules (runtime/language/std/*.agency), registered
+# by runtime/vm/builtins_std.py, builtins_fs.py and builtins_shell.py.
+STD_HOST_NAMES = frozenset(
+    {
+        "__date_advance",
+        "__date_now",
+        "__date_today",
+        "__fs_apply_edits",
+        "__fs_copy",
+        "__fs_exists",
+        "__fs_glob",
+        "__fs_ls",
+        "__fs_mkdir",
+        "__fs_move",
+        "__fs_remove",
+        "__fs_stat",
+        "__path_basename",
+        "__path_dirname",
+        "__path_extname",
+        "__path_join",
+        "__path_relative",
+        "__path_resolve",
+        "__shell_bash",
+        "__shell_exec",
+        "__shell_which",
+        "__skills_commands",
+        "__skills_expand",
+        "__syntax_diff",
+        "__syntax_patch",
+        "__system_cwd",
+        "__system_env",
+        "__system_notify",
+        "__system_set_env",
+        "__thread_append",
+        "__thread_messages",
+        "__thread_model_costs",
+        "__thread_tool_message",
+        "__thread_usage",
+    }
+)
+BUILTIN_NAMES = BUILTIN_NAMES | STD_HOST_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to

@@ -11,6 +11,7 @@ never on the operand stack across statements, so it is captured by every snapsho
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +187,9 @@ class FunctionCompiler:
             self.emit(CONST, None)
         elif name in ("Infinity", "NaN"):
             self.emit(CONST, float("inf") if name == "Infinity" else float("nan"))
+        elif name == "__dirname":
+            # The absolute directory of the file this code is in (fixed when it is compiled).
+            self.emit(CONST, os.path.dirname(os.path.abspath(self.code.file)))
         else:
             # Unknown at compile time: resolved (or reported) when it runs.
             self.emit(LOAD_NAME, name)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,6 +16,12 @@ from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse
 
 PRELUDE_PATH = Path(__file__).with_name("prelude.agency")
+STD_DIR = Path(__file__).with_name("std")  # the `std::X` modules: std/X.agency
+STD_PREFIX = "std::"
+# Modules whose functions are always available (the prelude and builtins): importing one of
+# those names from them is allowed and binds nothing new.
+STD_ALWAYS = ("std::index", "std::array")
+_STD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 class ProgramLoadError(AgencyError):
@@ -31,50 +39,103 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+def std_path(module: str) -> Path | None:
+    """The file of standard-library module `std::X` (None when there is no such module)."""
+    name = module[len(STD_PREFIX) :]
+    if not _STD_NAME.match(name):
+        return None
+    path = STD_DIR / f"{name}.agency"
+    return path if path.is_file() else None
+
+
+def is_std_file(path: str) -> bool:
+    """Whether `path` is one of the bundled `std::` modules (they may use `__` names)."""
+    try:
+        return Path(path).resolve().is_relative_to(STD_DIR.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+@lru_cache(maxsize=64)
+def _parse_std(path: str) -> tuple[A.Program, str]:
+    text = Path(path).read_text(encoding="utf-8")
+    return parse(text, path), text
+
+
+def _exports(tree: A.Program, module: str) -> set[str]:
+    defined = {i.name for i in tree.items if isinstance(i, (A.FuncDecl, A.TypeAlias))}
+    defined |= {
+        i.target.name for i in tree.items if type(i) is A.VarDecl and type(i.target) is A.PBind
+    }
+    if module in STD_ALWAYS:
+        defined |= {i.name for i in prelude().items if type(i) is A.FuncDecl}
+        defined |= BUILTIN_NAMES
+    return defined
+
+
+def _resolve(program: A.Program, item: A.Import) -> tuple[Path | None, str]:
+    """The file an import names, and what to say when there is none."""
+    if item.module.startswith(STD_PREFIX):
+        path = std_path(item.module)
+        if path is None:
+            return None, f"there is no standard library module {item.module!r}"
+        return path.resolve(), ""
+    target = (Path(program.path).parent / item.module).resolve()
+    return target, f"cannot import {item.module!r}: no such file"
+
+
 def gather_imports(
     program: A.Program, source: str, seen: set[str] | None = None
 ) -> list[tuple[A.Program, str]]:
-    """The `.agency` files `program` imports (transitively), parsed, with their sources."""
+    """The `.agency` files `program` imports (transitively, `std::` modules included), parsed,
+    with their sources."""
     seen = seen if seen is not None else {str(Path(program.path).resolve())}
     out: list[tuple[A.Program, str]] = []
     problems = []
     for item in program.items:
-        if type(item) is not A.Import or not item.module.endswith(".agency"):
+        if type(item) is not A.Import:
             continue
-        target = (Path(program.path).parent / item.module).resolve()
+        if not item.module.endswith(".agency") and not item.module.startswith(STD_PREFIX):
+            continue
+        target, missing = _resolve(program, item)
+        if target is None:
+            problems.append(Diagnostic(missing, item.span, program.path))
+            continue
         key = str(target)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            text = read_text(target, "import", shown=item.module)
-        except OSError:
-            problems.append(
-                Diagnostic(f"cannot import {item.module!r}: no such file", item.span, program.path)
-            )
-            continue
-        except AgencyError as exc:  # a FIFO, a device, a file over the size limit
-            problems.append(
-                Diagnostic(f"cannot import {item.module!r}: {exc}", item.span, program.path)
-            )
-            continue
-        except UnicodeDecodeError:
-            problems.append(
-                Diagnostic(
-                    f"cannot import {item.module!r}: not UTF-8 text", item.span, program.path
+        tree: A.Program | None = None
+        if key not in seen:
+            seen.add(key)
+            try:
+                if item.module.startswith(STD_PREFIX):
+                    tree, text = _parse_std(key)
+                else:
+                    text = read_text(target, "import", shown=item.module)
+                    tree = parse(text, str(Path(program.path).parent / item.module))
+            except OSError:
+                problems.append(Diagnostic(missing, item.span, program.path))
+                continue
+            except AgencySyntaxError:
+                raise
+            except AgencyError as exc:  # a FIFO, a device, a file over the size limit
+                problems.append(
+                    Diagnostic(f"cannot import {item.module!r}: {exc}", item.span, program.path)
                 )
-            )
-            continue
-        tree = parse(text, str(Path(program.path).parent / item.module))
-        out.extend(gather_imports(tree, text, seen))
-        out.append((tree, text))
-        if item.names:
-            defined = {i.name for i in tree.items if isinstance(i, (A.FuncDecl, A.TypeAlias))}
-            defined |= {
-                i.target.name
-                for i in tree.items
-                if type(i) is A.VarDecl and type(i.target) is A.PBind
-            }
+                continue
+            except UnicodeDecodeError:
+                problems.append(
+                    Diagnostic(
+                        f"cannot import {item.module!r}: not UTF-8 text", item.span, program.path
+                    )
+                )
+                continue
+            out.extend(gather_imports(tree, text, seen))
+            out.append((tree, text))
+        elif item.names and item.module.startswith(STD_PREFIX):
+            tree = _parse_std(key)[0]
+        elif item.names:
+            continue  # imported twice: the first import checked the names
+        if item.names and tree is not None:
+            defined = _exports(tree, item.module)
             for name in item.names:
                 if name not in defined:
                     problems.append(
@@ -87,6 +148,78 @@ def gather_imports(
     return out
 
 
+def _yield_to_user(
+    tree: A.Program, imported: list[tuple[A.Program, str]]
+) -> list[tuple[A.Program, str]]:
+    """A std module's function that a user file also defines (without importing it from that
+    module) is left out: the user's own definition wins, as with the prelude."""
+    user = [tree] + [sub for sub, _ in imported if not is_std_file(sub.path)]
+    mine = {i.name for t in user for i in t.items if type(i) is A.FuncDecl}
+    wanted = {
+        (i.module, n)
+        for t in user
+        for i in t.items
+        if type(i) is A.Import and i.module.startswith(STD_PREFIX)
+        for n in i.names
+    }
+    out = []
+    for sub, text in imported:
+        if is_std_file(sub.path):
+            module = (
+                STD_PREFIX
+                + Path(sub.path).resolve().relative_to(STD_DIR.resolve()).with_suffix("").as_posix()
+            )
+            keep = tuple(
+                i
+                for i in sub.items
+                if type(i) is not A.FuncDecl or i.name not in mine or (module, i.name) in wanted
+            )
+            if len(keep) != len(sub.items):
+                sub = dataclasses.replace(sub, items=keep)
+        out.append((sub, text))
+    return out
+
+
+def _module_functions(program: A.Program, item: A.Import) -> list[str]:
+    """The functions an `.agency` or `std::` module defines (for `import * as ns`)."""
+    target, _ = _resolve(program, item)
+    if target is None:
+        return []
+    try:
+        if item.module.startswith(STD_PREFIX):
+            tree = _parse_std(str(target))[0]
+        else:
+            tree = parse(target.read_text(encoding="utf-8"), str(target))
+    except OSError:
+        return []
+    return [i.name for i in tree.items if type(i) is A.FuncDecl]
+
+
+def bind_import_names(program: A.Program) -> A.Program:
+    """`import { a as b }` and `import * as ns` from an Agency module: module constants
+    `const b = a` and `const ns = {f: f, …}` (the module's functions), declared first."""
+    decls: list[A.TopLevel] = []
+    for item in program.items:
+        if type(item) is not A.Import:
+            continue
+        if not item.module.endswith(".agency") and not item.module.startswith(STD_PREFIX):
+            continue
+        for name, alias in item.aliases:
+            target = A.PBind(alias, item.span)
+            decls.append(A.VarDecl("const", target, None, A.Name(name, item.span), item.span))
+        if item.namespace:
+            fields = tuple(
+                A.ObjectEntry(f, A.Name(f, item.span), item.span)
+                for f in _module_functions(program, item)
+            )
+            target = A.PBind(item.namespace, item.span)
+            value = A.ObjectLit(fields, item.span)
+            decls.append(A.VarDecl("const", target, None, value, item.span))
+    if not decls:
+        return program
+    return dataclasses.replace(program, items=(*decls, *program.items))
+
+
 def check_imports(program: A.Program, source: str) -> None:
     """Imports of builtins (e.g. getMutable from a .js helper) are satisfied by the builtins;
     any other import is reported as not supported, with its location."""
@@ -95,6 +228,8 @@ def check_imports(program: A.Program, source: str) -> None:
     for item in program.items:
         if type(item) is not A.Import or item.module.endswith(".agency"):
             continue
+        if item.module.startswith(STD_PREFIX):
+            continue  # resolved by gather_imports
         missing = [n for n in item.names if n not in BUILTIN_NAMES]
         if item.names and not missing:
             continue
@@ -111,9 +246,11 @@ def check_imports(program: A.Program, source: str) -> None:
 def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     tree = parse(source, path)
     check_imports(tree, source)
-    imported = gather_imports(tree, source)
+    imported = _yield_to_user(tree, gather_imports(tree, source))
     for sub, text in imported:
         check_imports(sub, text)
+    tree = bind_import_names(tree)
+    imported = [(bind_import_names(sub), text) for sub, text in imported]
     digest = source_hash(source + "".join(text for _, text in imported))
     try:
         return ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(

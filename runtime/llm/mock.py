@@ -22,6 +22,7 @@ from runtime.llm.base import Completion, LLMError, Message, ToolCall, ToolSpec, 
 from runtime.llm.schema import unwrap_schema
 
 ENV_MOCKS = "AGENCY_LLM_MOCKS"
+SYNTHETIC_COST = 0.000002  # USD per answer of the test provider
 _SHAPE = 'each entry must be {"return": value} or {"toolCall": {"name": ..., "args": {...}}}'
 
 
@@ -31,11 +32,16 @@ class MockModel:
     provider = "mock"
     model = "mock"
 
-    def __init__(self, entries: list[Any]) -> None:
+    def __init__(self, entries: list[Any], synthetic_usage: bool = False) -> None:
         if not isinstance(entries, list):
             raise LLMError(f"mock answers must be a JSON list; {_SHAPE}", provider="mock")
         self.entries: list[dict[str, Any]] = [_check_entry(e, i) for i, e in enumerate(entries)]
         self.position = 0
+        # The test provider (`useTestLLMProvider`): every answer costs SYNTHETIC_COST and
+        # 1 + 1 tokens, under the model name "deterministic", so cost accounting is testable.
+        self.usage = Usage(1, 1, SYNTHETIC_COST) if synthetic_usage else Usage(0, 0, 0.0)
+        if synthetic_usage:
+            self.model = "deterministic"
 
     def __repr__(self) -> str:
         return f"MockModel({len(self.entries)} entries, position={self.position})"
@@ -77,7 +83,7 @@ class MockModel:
             return Completion(
                 text=text,
                 value=value,
-                usage=Usage(0, 0, 0.0),
+                usage=self.usage,
                 model=self.model,
                 provider=self.provider,
                 raw={"mock_index": index},
@@ -93,7 +99,7 @@ class MockModel:
                 )
                 for i, c in enumerate(calls)
             ),
-            usage=Usage(0, 0, 0.0),
+            usage=self.usage,
             model=self.model,
             provider=self.provider,
             raw={"mock_index": index},

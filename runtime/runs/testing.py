@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +13,9 @@ from typing import Any
 
 from runtime.errors import AgencyError, AgencySyntaxError
 from runtime.language.program import load_program
+from runtime.llm.mock import MockModel
 from runtime.runs.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
+from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.values import from_plain, stringify
 from runtime.vm.writelog import HALTED, INTERRUPTED
 
@@ -54,6 +58,33 @@ def _canonical(expected: Any) -> str:
     return stringify(from_plain(expected))
 
 
+def _sorted_keys(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _sorted_keys(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_sorted_keys(x) for x in v]
+    return v
+
+
+def same_output(got: str, expected: Any) -> bool:
+    """Whether the result's JSON text `got` matches `expectedOutput`, as the reference runner
+    compares them: both parsed, object keys in any order. An `expectedOutput` that is not JSON
+    is compared as it is with the result's JSON text."""
+    if isinstance(expected, str):
+        try:
+            want = json.loads(expected)
+        except json.JSONDecodeError:
+            return got == expected or got == stringify(expected)
+    else:
+        want = expected
+    try:
+        have = json.loads(got)
+    except json.JSONDecodeError:
+        return False
+    norm = stringify(from_plain(_sorted_keys(want)))
+    return stringify(from_plain(_sorted_keys(have))) == norm
+
+
 def run_suite(path: Path) -> Iterator[TestOutcome]:
     label = str(path)
     try:
@@ -68,6 +99,9 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
     except OSError as exc:
         detail = f"cannot read test file: {exc.strerror or exc}"
         yield TestOutcome(label, "<suite>", False, detail=detail)
+        return
+    if isinstance(suite, dict) and "expectedCompileError" in suite and "tests" not in suite:
+        yield compile_error_suite(path, suite)
         return
     problem = suite_problem(suite)
     if problem:
@@ -84,8 +118,96 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
         hint = "" if suite.get("sourceFile") else ' (name another one with "sourceFile")'
         yield TestOutcome(label, "<suite>", False, detail=f"{exc}{hint}")
         return
+    file_skip = suite.get("skip") or (suite.get("skipOnCI") and os.environ.get("CI"))
+    unsupported = _unsupported(suite, SUITE_FIELDS, "the suite")
     for i, test in enumerate(suite["tests"]):
-        yield run_test(label, program, test, i)
+        if file_skip:
+            yield TestOutcome(label, _title(test), True, skipped=True)
+        elif unsupported:
+            yield TestOutcome(label, _title(test), False, detail=unsupported)
+        else:
+            yield run_with_retries(label, program, suite, test, i)
+
+
+# Fields of a suite and of a test case that the runner understands (the reference's set);
+# anything else fails the case with a message naming it.
+SUITE_FIELDS = frozenset(
+    {"tests", "sourceFile", "description", "skip", "skipOnCI", "skipReason", "defaultTimeoutMs"}
+)
+CASE_FIELDS = frozenset(
+    {
+        "nodeName",
+        "input",
+        "expectedOutput",
+        "evaluationCriteria",
+        "description",
+        "interruptHandlers",
+        "llmMocks",
+        "useTestLLMProvider",
+        "retry",
+        "fakeClock",
+        "timeoutMs",
+        "skip",
+        "skipReason",
+    }
+)
+# Fields we know but cannot honour: the case fails saying why.
+CANNOT = {
+    "fetchMocks": "std::http is not available, so HTTP answers cannot be mocked",
+    "argv": "std::args is not available, so extra process arguments cannot be passed",
+}
+FAKE_CLOCK_START = 1_700_000_000_000  # epoch ms the fake clock starts at
+
+
+def _unsupported(where: dict[str, Any], known: frozenset[str], what: str) -> str:
+    for key in where:
+        if key in CANNOT:
+            return f'{what} uses "{key}", which this runner cannot honour: {CANNOT[key]}'
+        if key not in known:
+            return f'{what} uses the test field "{key}", which this runner does not know'
+    return ""
+
+
+def compile_error_suite(path: Path, suite: dict[str, Any]) -> TestOutcome:
+    """A file that must not compile: it passes when loading it fails with the expected text."""
+    label = str(path)
+    want = str(suite.get("expectedCompileError"))
+    name = path.name[: -len(".test.json")] if path.name.endswith(".test.json") else path.stem
+    source = path.parent / (suite.get("sourceFile") or f"{name}.agency")
+    title = suite.get("description") or f"does not compile ({want})"
+    try:
+        load_program(source)
+    except AgencySyntaxError as exc:
+        text = exc.render()
+        if want in text:
+            return TestOutcome(label, title, True)
+        return TestOutcome(label, title, False, detail=f"expected compile error {want}, got {text}")
+    except AgencyError as exc:
+        return TestOutcome(label, title, False, detail=f"expected compile error {want}, got {exc}")
+    return TestOutcome(label, title, False, detail=f"expected compile error {want}; it compiled")
+
+
+def _title(test: Any) -> str:
+    if not isinstance(test, dict):
+        return "<test>"
+    node = test.get("nodeName", "main")
+    text = test.get("input", "") or ""
+    title = f"{node}({text})" if len(text) < 40 else f"{node}(…)"
+    return str(test.get("description") or title)
+
+
+def run_with_retries(
+    label: str, program: Any, suite: dict[str, Any], test: dict[str, Any], index: int
+) -> TestOutcome:
+    """`retry: n` runs a failing case up to n more times; the last attempt's outcome counts."""
+    retries = test.get("retry") or 0
+    attempts = 1 + (int(retries) if isinstance(retries, (int, float)) and retries > 0 else 0)
+    result = run_test(label, program, test, index, suite)
+    for _ in range(attempts - 1):
+        if result.passed:
+            break
+        result = run_test(label, program, test, index, suite)
+    return result
 
 
 _SUITE_SHAPE = (
@@ -97,7 +219,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "nodeName": (str,),
     "input": (str,),
     "description": (str,),
-    "llmMocks": (list,),
+    "llmMocks": (list, dict),
     "interruptHandlers": (list,),
 }
 
@@ -129,36 +251,88 @@ def suite_problem(suite: Any) -> str:
     return ""
 
 
-def run_test(label: str, program: Any, test: dict[str, Any], index: int) -> TestOutcome:
-    node = test.get("nodeName", "main")
-    text = test.get("input", "") or ""
-    title = f"{node}({text})" if len(text) < 40 else f"{node}(…)"
-    title = test.get("description") or title
+def _mocks(test: dict[str, Any]) -> tuple[list[Any] | None, str]:
+    """The case's scripted answers; an object of per-module queues is accepted when it holds
+    one queue (or a `"*"` queue), as there is one module queue in this runtime."""
+    mocks = test.get("llmMocks")
+    if not isinstance(mocks, dict):
+        return mocks, ""
+    if "*" in mocks and isinstance(mocks["*"], list):
+        return mocks["*"], ""
+    if len(mocks) == 1 and isinstance(next(iter(mocks.values())), list):
+        return next(iter(mocks.values())), ""
+    return None, (
+        '"llmMocks" as per-module queues is not supported with more than one queue; use one list'
+    )
+
+
+def _judged(test: dict[str, Any]) -> str:
+    for c in test.get("evaluationCriteria") or []:
+        if isinstance(c, dict) and c.get("type", "exact") != "exact":
+            return (
+                f'"evaluationCriteria" type {c.get("type")!r} needs a judge model; '
+                'this runner only compares "exact"'
+            )
+    return ""
+
+
+def run_test(
+    label: str,
+    program: Any,
+    test: dict[str, Any],
+    index: int,
+    suite: dict[str, Any] | None = None,
+) -> TestOutcome:
+    title = _title(test)
     if test.get("skip"):
         return TestOutcome(label, title, True, skipped=True)
+    problem = _unsupported(test, CASE_FIELDS, "this test") or _judged(test)
+    mocks, mock_problem = _mocks(test)
+    problem = problem or mock_problem
+    if problem:
+        return TestOutcome(label, title, False, detail=problem)
     try:
-        args, named = evaluate_input(text)
+        args, named = evaluate_input(test.get("input", "") or "")
     except AgencyError as exc:
         return TestOutcome(label, title, False, detail=f"bad input: {exc}")
     handlers = list(test.get("interruptHandlers") or [])
+    total = len(handlers)
+    mismatches: list[str] = []
 
     def answer(pending: Any) -> Any:
         if not handlers:
             return None
         h = handlers.pop(0)
-        return decision_from(h.get("action", "approve"), h.get("resolvedValue"))
+        want = h.get("expectedMessage")
+        if want is not None:
+            got = pending.get("message") if isinstance(pending, dict) else None
+            if got != want:
+                n = total - len(handlers)
+                mismatches.append(
+                    f"interrupt {n}: expected message {json.dumps(want)}, got {json.dumps(got)}"
+                )
+        value = h.get("resolvedValue") if "resolvedValue" in h else h.get("value")
+        return decision_from(h.get("action", "approve"), value)
 
+    limit = test.get("timeoutMs") or (suite or {}).get("defaultTimeoutMs")
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
-        config = RunConfig(
-            node=node, args=args, named=named, mocks=test.get("llmMocks"), root=tmp, quiet=True
-        )
-        if config.mocks is None:
+        config = RunConfig(node=node_of(test), args=args, named=named, mocks=mocks, root=tmp)
+        config.quiet = True
+        model = None
+        if test.get("useTestLLMProvider"):
+            model = MockModel(mocks or [], synthetic_usage=True)
+        elif config.mocks is None:
             config.model_spec = "sim"
         try:
-            machine = new_machine(program, config)
+            machine = new_machine(program, config, model)
+            if test.get("fakeClock"):
+                machine.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
             drive(machine, answer)
         except AgencyError as exc:
             return TestOutcome(label, title, False, detail=str(exc))
+    if mismatches:
+        return TestOutcome(label, title, False, detail="; ".join(mismatches))
     if machine.status == INTERRUPTED:
         pending = json.dumps(machine.pending, ensure_ascii=False, default=str)
         return TestOutcome(
@@ -170,8 +344,27 @@ def run_test(label: str, program: Any, test: dict[str, Any], index: int) -> Test
     if machine.status != HALTED:
         err = machine.error.render(program.source) if machine.error else machine.status
         return TestOutcome(label, title, False, detail=f"run failed: {err}")
+    if handlers:
+        used = total - len(handlers)
+        return TestOutcome(
+            label,
+            title,
+            False,
+            detail=f"expected {total} interrupts but only {used} occurred",
+        )
+    elapsed = (time.monotonic() - started) * 1000
+    if isinstance(limit, (int, float)) and limit > 0 and elapsed > limit:
+        return TestOutcome(
+            label, title, False, detail=f'took {elapsed:.0f} ms, over "timeoutMs" {limit:g}'
+        )
     got = stringify(machine.result)
-    expected = _canonical(test.get("expectedOutput"))
-    if got == expected:
+    expected = test.get("expectedOutput")
+    if same_output(got, expected):
         return TestOutcome(label, title, True)
-    return TestOutcome(label, title, False, detail=f"expected {expected}\n     got {got}")
+    return TestOutcome(
+        label, title, False, detail=f"expected {_canonical(expected)}\n     got {got}"
+    )
+
+
+def node_of(test: dict[str, Any]) -> str:
+    return str(test.get("nodeName", "main"))

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
-from runtime.language.bytecode import BUILTIN_NAMES, FuncRef
+from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
-from runtime.vm import classes
+from runtime.vm import builtins_fs, builtins_shell, builtins_std, classes  # noqa: F401  (they register)
+from runtime.vm.builtin_base import BUILTINS as BUILTINS
+from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
@@ -48,8 +50,6 @@ from runtime.vm.values import (
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
-
-Builtin = Callable[["Machine", list[Any], dict[str, Any]], Any]
 
 
 class World:
@@ -85,21 +85,6 @@ def _runtime_owned(root: Path, p: Path) -> str | None:
     if ".agency" in p.relative_to(root).parts:
         return "inside .agency/, where runs are recorded"
     return protected_reason(p)
-
-
-BUILTINS: dict[str, Builtin] = {}
-
-
-def builtin(name: str) -> Callable[[Builtin], Builtin]:
-    def deco(fn: Builtin) -> Builtin:
-        BUILTINS[name] = fn
-        if name not in BUILTIN_NAMES:
-            raise AssertionError(
-                f"builtin {name!r} is not declared in runtime.language.bytecode.BUILTIN_NAMES"
-            )
-        return fn
-
-    return deco
 
 
 def _arg(args: list[Any], named: dict[str, Any], i: int, name: str, default: Any = None) -> Any:
@@ -377,7 +362,13 @@ def _num(f: float) -> Any:
 @builtin("read")
 def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     path_arg = _arg(args, named, 0, "path")
-    path = m.world.resolve(path_arg)
+    if path_arg is None:
+        path_arg = named.get("filename")
+    dir_ = _arg(args, named, 1, "dir")
+    if dir_ is not None:  # read(filename, dir): the file inside an explicitly named directory
+        path = builtins_fs.inside(m, path_arg, dir_, changes=False, what="read")
+    else:
+        path = m.world.resolve(path_arg)
 
     def act() -> str:
         try:
@@ -391,9 +382,15 @@ def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
 @builtin("write")
 def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     path_arg = _arg(args, named, 0, "path")
-    text = to_str(_arg(args, named, 1, "text", ""))
-
-    path = m.world.resolve(path_arg)
+    if path_arg is None:
+        path_arg = named.get("filename")
+    text = to_str(_arg(args, named, 1, "text", named.get("content", "")))
+    dir_ = _arg(args, named, 2, "dir")
+    if dir_ is not None:  # write(filename, content, dir), inside the working directory
+        path = builtins_fs.inside(m, path_arg, dir_, changes=True, what="write")
+        path_arg = str(path.relative_to(m.world.root))
+    else:
+        path = m.world.resolve(path_arg)
 
     def act() -> Any:
         try:

@@ -28,7 +28,7 @@ from runtime.vm.values import (
     to_plain,
     to_str,
 )
-from runtime.vm.writelog import W_USAGE
+from runtime.vm.writelog import W_SHARED, W_USAGE
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -172,6 +172,9 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
     m.usage["output_tokens"] += usage.output_tokens
     m.usage["cost"] += cost
     m.log((W_USAGE, m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]))
+    count_model_usage(
+        m, completion.model or "unknown", usage.input_tokens, usage.output_tokens, cost
+    )
     calls = JSArray()
     value: Any = None
     failed: AgencyError | None = None
@@ -311,3 +314,25 @@ def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
         f"{to_str(tc.get('name'))} → {content[:60]}",
         {"name": to_str(tc.get("name")), "args": to_plain(tc.get("args")), "result": to_plain(out)},
     )
+
+
+MODEL_USAGE = "__modelUsage"  # m.mutable key: per-model usage, kept across restore (std::thread)
+
+
+def count_model_usage(m: Machine, model: str, inp: int, out: int, cost: float) -> None:
+    """Add one answer's usage to the per-model table `getModelCosts()` reads. The table is
+    replaced, not changed in place, so snapshots taken earlier keep their own."""
+    old = m.mutable.get(MODEL_USAGE)
+    table = JSObject()
+    if type(old) is JSObject:
+        for name, entry in old.items():
+            table[name] = JSObject(entry) if type(entry) is JSObject else entry
+    entry = table.get(model)
+    if type(entry) is not JSObject:
+        entry = JSObject({"model": model, "inputTokens": 0, "outputTokens": 0, "cost": 0})
+        table[model] = entry
+    entry["inputTokens"] = entry["inputTokens"] + inp
+    entry["outputTokens"] = entry["outputTokens"] + out
+    entry["cost"] = entry["cost"] + cost
+    m.mutable[MODEL_USAGE] = table
+    m.log((W_SHARED, "mutable:" + MODEL_USAGE, table))

@@ -644,13 +644,15 @@ class TypeAlias:
 class Import:
     """`import { a, b } from "mod"`, `import x from "mod"`, `import "mod"`.
 
-    `import * as x from "mod"` has no names and `namespace="x"`.
+    `import * as x from "mod"` has no names and `namespace="x"`. `import { a as b }` has
+    `names=("a",)` and `aliases=(("a", "b"),)`.
     """
 
     names: tuple[str, ...]
     module: str
     span: Span = _span()
     namespace: str | None = None
+    aliases: tuple[tuple[str, str], ...] = ()
 
 
 TopLevel = Union[FuncDecl, TypeAlias, Import, Stmt]

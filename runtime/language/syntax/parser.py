@@ -517,17 +517,20 @@ class Parser:
         start = self.advance().span  # import
         names: list[str] = []
         namespace = None
+        aliases: tuple[tuple[str, str], ...] = ()
         tok = self.peek()
         if tok.kind != STRING:
             if (
                 tok.kind == NAME
-                and tok.text in ("nodes", "tools")
+                and tok.text in ("nodes", "tools", "node", "test")
                 and self.peek_after().kind == "{"
             ):
-                self.advance()  # Agency's `import nodes { … }` / `import tools { … }`
+                self.advance()  # `import nodes|tools|node|test { … }`
             if self.at("{"):
                 opener = self.advance()
+                self.import_aliases: list[tuple[str, str]] = []
                 names = [t for t in self.comma_list(opener, self.import_name)]
+                aliases = tuple(self.import_aliases)
             elif self.accept("*"):
                 self.expect_word(
                     "as", f"expected `as` after `import *`, got {describe(self.peek())}"
@@ -541,7 +544,7 @@ class Parser:
             self.fail(f"expected the module path as a string, got {describe(tok)}", tok.span)
         self.advance()
         module = _string_text(tok)
-        return ast.Import(tuple(names), module, self.span_from(start), namespace)
+        return ast.Import(tuple(names), module, self.span_from(start), namespace, aliases)
 
     def import_name(self) -> str:
         tok = self.peek()
@@ -550,7 +553,8 @@ class Parser:
         self.advance()
         if self.at_word("as"):
             self.advance()
-            self.expect_name("a name")
+            alias = self.expect_name("a name")
+            self.import_aliases.append((tok.text, alias.text))
         return tok.text
 
     # ----------------------------------------------------------------------------------------

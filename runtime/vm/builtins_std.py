@@ -1,0 +1,375 @@
+"""Provides the host functions behind the small `std::` modules: `std::path`, `std::date`,
+`std::system` and `std::thread` (runtime/language/std/*.agency call them).
+
+Whatever reads the outside world (the clock, the environment) goes through `observe`, so a
+replayed or resumed run is served the recorded value instead of reading it again. Under a test
+with `"fakeClock": true` the clock is the process-wide mutable entry `FAKE_CLOCK` (kept across
+restore and saved in snapshots like `setMutable` state), moved only by `_advanceTime`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import os
+import posixpath
+import time
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from runtime.errors import AgencyRuntimeError
+from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.effects import observe
+from runtime.vm.llm_calls import MODEL_USAGE
+from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
+from runtime.vm.writelog import W_SHARED
+
+if TYPE_CHECKING:
+    from runtime.vm.machine import Machine
+
+FAKE_CLOCK = "__fakeClock"  # m.mutable key holding the fake clock's epoch milliseconds
+
+
+def _s(v: Any) -> str:
+    return v if type(v) is str else to_str(v)
+
+
+# -- std::path -----------------------------------------------------------------------------------
+
+
+def _strip_trailing(p: str) -> str:
+    stripped = p.rstrip("/")
+    return stripped or ("/" if p.startswith("/") else stripped)
+
+
+@builtin("__path_join")
+def _path_join(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    parts = [_s(p) for p in args if _s(p)]
+    return posixpath.normpath("/".join(parts)) if parts else "."
+
+
+@builtin("__path_resolve")
+def _path_resolve(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    out = str(m.world.root)
+    for p in (_s(a) for a in args):
+        if p:
+            out = posixpath.join(out, p)
+    return posixpath.normpath(out)
+
+
+@builtin("__path_basename")
+def _path_basename(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    p = _strip_trailing(_s(arg(args, named, 0, "p", "")))
+    ext = _s(arg(args, named, 1, "ext", "") or "")
+    base = "" if p == "/" else p.rsplit("/", 1)[-1]
+    if ext and base.endswith(ext) and base != ext:
+        base = base[: -len(ext)]
+    return base
+
+
+@builtin("__path_dirname")
+def _path_dirname(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    p = _strip_trailing(_s(arg(args, named, 0, "p", "")))
+    if "/" not in p:
+        return "."
+    head = p.rsplit("/", 1)[0]
+    return head or "/"
+
+
+@builtin("__path_extname")
+def _path_extname(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    base = _strip_trailing(_s(arg(args, named, 0, "p", ""))).rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    return base[dot:] if dot > 0 else ""
+
+
+@builtin("__path_relative")
+def _path_relative(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    root = str(m.world.root)
+    a = posixpath.normpath(posixpath.join(root, _s(arg(args, named, 0, "from", ""))))
+    b = posixpath.normpath(posixpath.join(root, _s(arg(args, named, 1, "to", ""))))
+    rel = posixpath.relpath(b, a)
+    return "" if rel == "." else rel
+
+
+# -- std::date -----------------------------------------------------------------------------------
+
+
+def now_ms(m: Machine) -> Any:
+    """The current instant in epoch milliseconds (the fake clock's, under a fake clock)."""
+    if FAKE_CLOCK in m.mutable:
+        return m.mutable[FAKE_CLOCK]
+    return observe(m, "clock", {}, lambda: int(time.time() * 1000))
+
+
+@builtin("__date_now")
+def _date_now(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return now_ms(m)
+
+
+@builtin("__date_advance")
+def _date_advance(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    if FAKE_CLOCK not in m.mutable:
+        raise AgencyRuntimeError(
+            '_advanceTime needs a fake clock: run the test with "fakeClock": true'
+        )
+    ms = to_number(arg(args, named, 0, "ms", 0))
+    value = m.mutable[FAKE_CLOCK] + ms
+    value = int(value) if float(value).is_integer() else value
+    m.mutable[FAKE_CLOCK] = value
+    m.log((W_SHARED, "mutable:" + FAKE_CLOCK, value))
+    return None
+
+
+@builtin("__date_today")
+def _date_today(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    zone = _s(arg(args, named, 0, "timezone", "") or "")
+    offset = to_number(arg(args, named, 1, "days", 0))
+    try:
+        tz = ZoneInfo(zone) if zone else None
+    except (ZoneInfoNotFoundError, ValueError):
+        raise AgencyRuntimeError(f"unknown timezone {zone!r}") from None
+    instant = _dt.datetime.fromtimestamp(now_ms(m) / 1000, tz=tz)
+    if tz is None:
+        instant = instant.astimezone()
+    return (instant + _dt.timedelta(days=offset)).date().isoformat()
+
+
+# -- std::system ---------------------------------------------------------------------------------
+
+
+@builtin("__system_env")
+def _system_env(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    name = _s(arg(args, named, 0, "name", ""))
+    return observe(m, "env", {"name": name}, lambda: os.environ.get(name))
+
+
+@builtin("__system_set_env")
+def _system_set_env(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    name = _s(arg(args, named, 0, "name", ""))
+    value = _s(arg(args, named, 1, "value", ""))
+    if not name or "=" in name or "\0" in name or "\0" in value:
+        raise AgencyRuntimeError(f"setEnv: {name!r} is not a valid environment variable name")
+    os.environ[name] = value
+    return None
+
+
+@builtin("__system_cwd")
+def _system_cwd(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    return str(m.world.root)
+
+
+@builtin("__system_notify")
+def _system_notify(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    title = _s(arg(args, named, 0, "title", ""))
+    message = _s(arg(args, named, 1, "message", ""))
+    m.print(f"[notification] {title}: {message}")
+    return True
+
+
+# -- std::thread ---------------------------------------------------------------------------------
+
+
+@builtin("__thread_usage")
+def _thread_usage(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    u = m.usage
+    tokens = u["input_tokens"] + u["output_tokens"]
+    return JSObject(
+        {
+            "cost": u["cost"],
+            "tokens": tokens,
+            "inputTokens": u["input_tokens"],
+            "outputTokens": u["output_tokens"],
+        }
+    )
+
+
+@builtin("__thread_messages")
+def _thread_messages(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    """The messages of the active thread, as {role, content} objects."""
+    thread = m.active_thread()
+    return JSArray(
+        JSObject({"role": msg.get("role"), "content": msg.get("content")})
+        for msg in m.threads.get(thread, [])
+    )
+
+
+@builtin("__thread_append")
+def _thread_append(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    role = _s(arg(args, named, 0, "role", "user"))
+    content = arg(args, named, 1, "content", "")
+    if role not in ("user", "system", "assistant"):
+        raise AgencyRuntimeError(f"a message role must be user, system or assistant, not {role}")
+    m.append_message(m.active_thread(), {"role": role, "content": _s(content)})
+    return None
+
+
+@builtin("__thread_model_costs")
+def _thread_model_costs(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    """One {model, inputTokens, outputTokens, cost} per model called, costliest first."""
+    table = m.mutable.get(MODEL_USAGE)
+    entries = [JSObject(e) for e in table.values()] if type(table) is JSObject else []
+    entries.sort(key=lambda e: -e["cost"])
+    return JSArray(entries)
+
+
+# -- std::skills ---------------------------------------------------------------------------------
+
+
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    """A markdown file's `---` front matter (simple `key: value` lines) and its body, with
+    exactly one trailing newline removed. Front matter that is never closed leaves no body."""
+    if not (text.startswith("---\n") or text.startswith("---\r\n") or text == "---"):
+        return {}, text[:-1] if text.endswith("\n") else text
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") == "---":
+            fields: dict[str, str] = {}
+            for line in lines[1:i]:
+                key, sep, value = line.partition(":")
+                if sep and key.strip():
+                    fields[key.strip()] = value.strip().strip("\"'")
+            body = "".join(lines[i + 1 :])
+            return fields, body[:-1] if body.endswith("\n") else body
+    return {}, ""
+
+
+@builtin("__skills_commands")
+def _skills_commands(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The slash commands in a directory of markdown files: [{name, description, argHint,
+    body}], by file name; [] when the directory does not exist."""
+    dir_ = _s(arg(args, named, 0, "dir", ""))
+    base = (m.world.root / dir_).resolve() if dir_ else m.world.root
+
+    def act() -> JSArray:
+        out = JSArray()
+        if not base.is_dir():
+            return out
+        for path in sorted(base.glob("*.md")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            fields, body = _front_matter(text)
+            entry = {
+                "name": path.stem,
+                "description": fields.get("description", ""),
+                "argHint": fields.get("argument-hint", ""),
+                "body": body,
+            }
+            out.append(JSObject(entry))
+        return out
+
+    return observe(m, "commandsDir", {"dir": dir_}, act)
+
+
+@builtin("__skills_expand")
+def _skills_expand(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """`/name args` expanded with the command `name`'s body ($ARGUMENTS replaced by args, or
+    args appended when the body has no $ARGUMENTS); any other message unchanged."""
+    msg = _s(arg(args, named, 0, "msg", ""))
+    commands = arg(args, named, 1, "commands") or JSArray()
+    text = msg.strip()
+    if not text.startswith("/"):
+        return msg
+    head, _, rest = text[1:].replace("\t", " ").replace("\n", " ").partition(" ")
+    raw = text[1 + len(head) :].strip()
+    for cmd in commands if type(commands) is JSArray else []:
+        if type(cmd) is JSObject and cmd.get("name") == head:
+            body = _s(cmd.get("body") or "")
+            if "$ARGUMENTS" in body:
+                return body.replace("$ARGUMENTS", raw)
+            return f"{body}\n\nARGUMENTS: {raw}" if raw else body
+    return msg
+
+
+# -- std::syntax ---------------------------------------------------------------------------------
+
+
+def _lines_of(text: str, ignore_ws: bool) -> tuple[list[str], list[str]]:
+    lines = text.split("\n")
+    return lines, [" ".join(x.split()) for x in lines] if ignore_ws else lines
+
+
+@builtin("__syntax_patch")
+def _syntax_patch(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    old, new = _s(arg(args, named, 0, "oldText", "")), _s(arg(args, named, 1, "newText", ""))
+    name = _s(arg(args, named, 2, "filename", ""))
+    context = int(to_number(arg(args, named, 3, "context", 3)))
+    ignore_ws = bool(arg(args, named, 4, "ignoreWhitespace", False))
+    new_name = _s(arg(args, named, 5, "newFilename", "") or "") or name
+    a, a_key = _lines_of(old, ignore_ws)
+    b, b_key = _lines_of(new, ignore_ws)
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, a_key, b_key, autojunk=False)
+    for group in matcher.get_grouped_opcodes(max(context, 0)):
+        if not out:
+            out += [f"--- a/{name}", f"+++ b/{new_name}"]
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@")
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out += [" " + line for line in a[x1:x2]]
+                continue
+            out += ["-" + line for line in a[x1:x2]]
+            out += ["+" + line for line in b[y1:y2]]
+    return "\n".join(out) + "\n" if out else ""
+
+
+def _range(start: int, stop: int) -> str:
+    """A unified-diff hunk range: 1-based start and length ("start" alone for length 1)."""
+    length = stop - start
+    first = start + 1 if length else start
+    return f"{first}" if length == 1 else f"{first},{length}"
+
+
+@builtin("__syntax_diff")
+def _syntax_diff(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    old, new = _s(arg(args, named, 0, "oldText", "")), _s(arg(args, named, 1, "newText", ""))
+    context = int(to_number(arg(args, named, 2, "context", -1)))
+    color = bool(arg(args, named, 3, "color", False))
+    old_label, new_label = (
+        _s(arg(args, named, 4, "oldLabel", "")),
+        _s(arg(args, named, 5, "newLabel", "")),
+    )
+    ignore_ws = bool(arg(args, named, 6, "ignoreWhitespace", False))
+    a, a_key = _lines_of(old, ignore_ws)
+    b, b_key = _lines_of(new, ignore_ws)
+    red, green, plain = ("\x1b[31m", "\x1b[32m", "\x1b[0m") if color else ("", "", "")
+    out: list[str] = []
+    if old_label or new_label:
+        out += [f"--- {old_label}", f"+++ {new_label}"]
+    matcher = difflib.SequenceMatcher(None, a_key, b_key, autojunk=False)
+    groups: list[list[tuple[str, int, int, int, int]]]
+    if context < 0:
+        groups = [list(matcher.get_opcodes())]
+    else:
+        groups = list(matcher.get_grouped_opcodes(context))
+    for n, group in enumerate(groups):
+        if n:
+            out.append("...")
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out += ["  " + line for line in a[x1:x2]]
+                continue
+            out += [f"{red}- {line}{plain}" for line in a[x1:x2]]
+            out += [f"{green}+ {line}{plain}" for line in b[y1:y2]]
+    return "\n".join(out)
+
+
+@builtin("__thread_tool_message")
+def _thread_tool_message(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A tool call the assistant made and its result, appended to the active thread (nothing
+    runs): the model sees them as if it had called the tool."""
+    name = _s(arg(args, named, 0, "name", ""))
+    call_args = to_plain(arg(args, named, 1, "args"))
+    result = arg(args, named, 2, "result", "")
+    thread = m.active_thread()
+    call_id = f"call_{len(m.threads.get(thread, []))}"
+    call = {"id": call_id, "name": name, "args": call_args if isinstance(call_args, dict) else {}}
+    m.append_message(thread, {"role": "assistant", "content": "", "tool_calls": [call]})
+    content = result if type(result) is str else stringify(result)
+    m.append_message(
+        thread, {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+    )
+    return None
