@@ -118,3 +118,21 @@ def test_build_app_default_budget() -> None:
     app = build_app(str(FOREVER), config=config(None), record=False)
     assert isinstance(app, DebuggerApp) and app._stopper is not None
     assert app._stopper.max_steps == DEFAULT_MAX_STEPS
+
+
+def test_a_run_stopped_by_its_budget_resumes_to_its_end(tmp_path) -> None:  # noqa: ANN001
+    source = tmp_path / "count.agency"
+    source.write_text(
+        'node main() {\n  let i = 0\n  while (i < 100) {\n    i++\n  }\n  print("done", i)\n}\n',
+        encoding="utf-8",
+    )
+    db = str(tmp_path / "runs.db")
+    stopped = CliRunner().invoke(cli, ["run", str(source), "--max-steps", "50", "--db", db])
+    assert stopped.exit_code == 130 and "done" not in stopped.output
+    store = SQLiteStore(db)
+    run = store.latest_run()
+    store.close()
+    assert run is not None
+    resumed = CliRunner().invoke(cli, ["resume", run.id, "--db", db])
+    assert resumed.exit_code == 0, resumed.output
+    assert "done 100" in resumed.output
