@@ -153,20 +153,7 @@ class ProgramCompiler:
             self._check_reserved(names, d.span, file)
         fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
         fc.consts = constants(d.body)
-        for p in d.params:
-            if p.default is not None:
-                fc.emit(LOAD_LOCAL, p.name)
-                skip = fc.emit(JUMP_IF_NOT_NULL_KEEP, None)
-                fc.emit(POP)
-                fc.expr(p.default)
-                fc.emit(STORE_LOCAL, p.name)
-                end = fc.emit(JUMP, None)
-                fc.patch(skip)
-                fc.emit(POP)
-                fc.patch(end)
-        fc.block(d.body, "")
-        fc.emit(CONST, None)
-        fc.emit(RETURN)
+        _body_with_defaults(fc, d.params, d.body)
         return code
 
     def _check_reserved(self, names: set[str], span: A.Span, file: str) -> None:
@@ -243,19 +230,25 @@ class ProgramCompiler:
         fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
         fc.outer |= set(fc.renames.values())
         fc.consts = constants(b.body)
-        for p in b.params:
-            if p.default is not None:
-                fc.emit(LOAD_LOCAL, p.name)
-                skip = fc.emit(JUMP_IF_NOT_NULL_KEEP, None)
-                fc.emit(POP)
-                fc.expr(p.default)
-                fc.emit(STORE_LOCAL, p.name)
-                end = fc.emit(JUMP, None)
-                fc.patch(skip)
-                fc.emit(POP)
-                fc.patch(end)
-        fc.block(b.body, "")
-        fc.emit(CONST, None)
-        fc.emit(RETURN)
+        _body_with_defaults(fc, b.params, b.body)
         self.functions[name] = code
         return name
+
+
+def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:
+    """A function's (or block's) code: each parameter left null takes its default, then the
+    body, then `return null` for a body that falls off its end."""
+    for p in params:
+        if p.default is not None:
+            fc.emit(LOAD_LOCAL, p.name)
+            skip = fc.emit(JUMP_IF_NOT_NULL_KEEP, None)
+            fc.emit(POP)
+            fc.expr(p.default)
+            fc.emit(STORE_LOCAL, p.name)
+            end = fc.emit(JUMP, None)
+            fc.patch(skip)
+            fc.emit(POP)
+            fc.patch(end)
+    fc.block(body, "")
+    fc.emit(CONST, None)
+    fc.emit(RETURN)
