@@ -24,6 +24,7 @@ from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
 from debugger.commands import COMMANDS, parse_command, parse_literal
+from debugger.inspect_commands import InspectCommands
 from debugger.session import EditPrompt, Move, Session, SessionError
 from debugger.widgets.branch_screen import BranchScreen
 from debugger.widgets.call_stack import CallStack
@@ -38,6 +39,7 @@ from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
 from debugger.widgets.timeline_bar import TimelineBar
 from debugger.widgets.variables_panel import VariablesPanel
+from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
 from runtime.runs.stopping import Stopper
 
@@ -51,11 +53,20 @@ SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 
 # Actions of priority bindings: they give way to a text field or a dialog that has focus.
 PRIORITY_ACTIONS = frozenset(
-    {"first_step", "last_step", "goto", "search", "command", "write_checkpoint", "open_checkpoint"}
+    {
+        "first_step",
+        "last_step",
+        "goto",
+        "search",
+        "command",
+        "print",
+        "write_checkpoint",
+        "open_checkpoint",
+    }
 )
 
 
-class DebuggerApp(App[None]):
+class DebuggerApp(InspectCommands, App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
 
     CSS_PATH = "app.tcss"
@@ -123,6 +134,7 @@ class DebuggerApp(App[None]):
             id="search_previous",
         ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
+        Binding("p", "print", "Print an expression", show=False, priority=True, id="print"),
         Binding(
             "colon",
             "command",
@@ -185,6 +197,7 @@ class DebuggerApp(App[None]):
             yield SourceView(id="source")
             with Vertical(id="side"):
                 yield VariablesPanel(id="variables")
+                yield WatchesPanel(id="watches")
                 yield CallStack(id="stack")
         yield TimelineBar(id="timeline")
         with Horizontal(id="bottom"):
@@ -200,6 +213,8 @@ class DebuggerApp(App[None]):
         self.source_view = self.query_one(SourceView)
         self.variables = self.query_one(VariablesPanel)
         self.stack = self.query_one(CallStack)
+        self.watches = self.query_one(WatchesPanel)
+        self.watches.border_title = "watches"
         self.timeline_bar = self.query_one(TimelineBar)
         self.messages = self.query_one(MessagesPanel)
         self.output = self.query_one(OutputPanel)
@@ -307,6 +322,7 @@ class DebuggerApp(App[None]):
             shown.outcome,
         )
         self.stack.show(state.frames, s.frame_index())
+        self.watches.show([(w.stops, line) for w, line in s.watch_lines()])
         self.messages.show(
             state.active_thread, s.thread_messages(), edits.messages if edits is not None else {}
         )
@@ -537,6 +553,10 @@ class DebuggerApp(App[None]):
         if self._can_act():
             self._prompt("command")
 
+    def action_print(self) -> None:
+        if self._can_act():
+            self._prompt("command", "print ")
+
     def action_write_checkpoint(self) -> None:
         if self._can_act():
             assert self.session is not None
@@ -763,11 +783,12 @@ class DebuggerApp(App[None]):
         if not self._can_act():
             return
         try:
-            line, at, on = self.session.break_command(rest)  # type: ignore[union-attr]
+            said = self.session.break_spec(rest)  # type: ignore[union-attr]
         except SessionError as exc:
             self._fail(exc)
             return
-        self._breakpoint_toggled(line, at, on)
+        self.notify(said)
+        self._refresh_view()
 
     def cmd_restore(self, rest: str) -> None:
         self.action_restore()

@@ -117,7 +117,12 @@ def parse_set_command(text: str) -> tuple[str, list[str | int], Any]:
 COMMANDS: dict[str, tuple[str, str]] = {
     "set": ("set NAME = VALUE", "stage an edit (x, obj.a[0], globals.x, messages[i], answer)"),
     "goto": ("goto STEP", "go to a step (also g STEP, +N, -N, N%, end)"),
-    "break": ("break LINE", "toggle a breakpoint on a line (also b LINE)"),
+    "break": (
+        "break LINE [hit N] [if COND] | break llm|tool [NAME]|interrupt|answer TEXT",
+        "toggle a breakpoint on a line (also b LINE), stopping only when COND holds or at the "
+        "Nth arrival; or stop c and C on an event",
+    ),
+    "breaks": ("breaks", "list the breakpoints"),
     "restore": ("restore", "restore from this step with the staged edits"),
     "discard": ("discard", "drop the edits staged at this step"),
     "write": ("write PATH", "save this step as a checkpoint file (also w PATH)"),
@@ -125,13 +130,28 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "branch": ("branch ID", "switch to another branch"),
     "search": ("search TEXT", "next step whose output, messages or names match"),
     "why": ("why NAME", "go to the step that last wrote NAME"),
+    "print": ("print EXPR", "the value of an expression at this step, nothing run (also p)"),
+    "trace": ("trace EXPR", "every step where an expression's value changes; enter goes there"),
+    "watch": ("watch EXPR", "show an expression's value at every step in the watches panel"),
+    "watchpoint": ("watchpoint EXPR", "a watch that c and C stop on where its value changes"),
+    "unwatch": ("unwatch N|EXPR|all", "remove a watch"),
+    "diff": ("diff A [B] | diff branch N", "what differs between two steps, or two branches"),
     "frame": ("frame N", "select frame N of the call stack (0 innermost)"),
     "approve": ("approve [VALUE]", "approve the waiting interrupt and run on"),
     "reject": ("reject [REASON]", "reject the waiting interrupt and run on"),
     "resolve": ("resolve VALUE", "answer the waiting interrupt with a value"),
     "quit": ("quit", "leave the debugger (also q)"),
 }
-ALIASES = {"g": "goto", "b": "break", "w": "write", "q": "quit", "s": "set", "o": "open"}
+ALIASES = {
+    "g": "goto",
+    "b": "break",
+    "w": "write",
+    "q": "quit",
+    "s": "set",
+    "o": "open",
+    "p": "print",
+    "wp": "watchpoint",
+}
 
 
 def parse_command(text: str) -> tuple[str, str] | None:

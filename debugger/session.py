@@ -26,8 +26,12 @@ from typing import Any, Protocol
 
 from debugger.commands import parse_literal, parse_set_command
 from debugger.declarations import typed_names
+from debugger.diff import DiffLine, diff_branches, diff_states
 from debugger.errors import SessionError
+from debugger.expressions import Expression, compile_expression, scope_of, show
 from debugger.formatting import describe_value, json_type
+from debugger.stops import EventBreak, LineBreak, parse_break
+from debugger.watches import Watch, changes, next_change
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.record.views import BranchInfo, Change, Event, FrameView, Location, StateView
@@ -223,6 +227,10 @@ def _recorded(timeline: Any, step: int) -> bool:
 # -- the session ----------------------------------------------------------------------------------
 
 
+class ScanCancelled(Exception):
+    """A scan's `cancelled()` said stop part-way (the cursor stays where it was)."""
+
+
 class Session:
     """A cursor over a timeline plus everything a person sets while debugging.
 
@@ -241,6 +249,10 @@ class Session:
         self.timeline = timeline
         self.recording = recording
         self.breakpoints: set[tuple[str, int]] = set()
+        self.conditions: dict[tuple[str, int], LineBreak] = {}  # a breakpoint's if / hit
+        self.event_breaks: list[EventBreak] = []
+        self.watches: list[Watch] = []
+        self._line_hits: dict[tuple[str, int], list[int]] = {}
         self.frame: int | None = None  # None: the innermost user frame
         self.edits: Edits | None = None
         self.last_search = ""
@@ -272,6 +284,7 @@ class Session:
             self._event_steps.clear()
             self._search_hits.clear()
             self._llm_calls.clear()
+            self._line_hits.clear()
         return n
 
     @property
@@ -479,7 +492,11 @@ class Session:
             if self.timeline.depth_at(j) <= depth:
                 return self.goto(j)
             # inside the call: a breakpoint or `debugger()` there stops `n`, as in gdb and pdb
-            if self.breakpoints and self._at_breakpoint(j):
+            try:
+                at = bool(self.breakpoints) and self._at_breakpoint(j, cancelled)
+            except ScanCancelled:
+                return Move(self.step, "cancelled")
+            if at:
                 return self.goto(j, f"breakpoint at line {self._line(j)}")
             if j in stops:
                 return self.goto(j, "debugger() in the call")
@@ -536,12 +553,41 @@ class Session:
                     # stop on the statement itself, as gdb and pdb do.
                     step -= 1
                 stops.append((step, f"{kind}: {ev.summary}" if ev.summary else kind))
+        for brk in self.event_breaks:
+            for ev in self.events(brk.event_kind):
+                if brk.matches(ev.kind, ev.summary, ev.data):
+                    stops.append((ev.step, f"break {brk.describe()}: {ev.summary}"))
         stops.sort()
         return stops
 
-    def _at_breakpoint(self, step: int) -> bool:
+    def _at_breakpoint(self, step: int, cancelled: Cancelled | None = None) -> bool:
         loc = self.timeline.location_at(step)
-        return loc is not None and (loc.file, loc.line) in self.breakpoints
+        if loc is None or (loc.file, loc.line) not in self.breakpoints:
+            return False
+        extra = self.conditions.get((loc.file, loc.line))
+        if extra is None:
+            return True
+        if extra.hit is not None:
+            hits = self._hits(loc.file, loc.line, cancelled)
+            if bisect.bisect_right(hits, step) != extra.hit:
+                return False
+        return extra.holds(self.timeline.state_at(step))
+
+    def _hits(self, file: str, line: int, cancelled: Cancelled | None = None) -> list[int]:
+        """The steps of this branch at `file:line`, in order (one pass, cached; raises
+        ScanCancelled when `cancelled()` says so part-way)."""
+        self.length  # noqa: B018 - a grown recording drops the cache
+        key = (file, line)
+        if key not in self._line_hits:
+            hits = []
+            for j in range(self.first, self.last + 1):
+                if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
+                    raise ScanCancelled
+                loc = self.timeline.location_at(j)
+                if loc is not None and loc.line == line and loc.file == file:
+                    hits.append(j)
+            self._line_hits[key] = hits
+        return self._line_hits[key]
 
     def continue_forward(
         self, cancelled: Cancelled | None = None, progress: Progress | None = None
@@ -552,6 +598,9 @@ class Session:
         i = bisect.bisect_right(stops, (self.step, "\uffff"))
         limit, reason = stops[i] if i < len(stops) else (self.last, "end of the run")
         limit = min(limit, self.last)
+        limit, reason = self._watchpoint_before(limit, reason, False, cancelled)
+        if cancelled is not None and cancelled():
+            return Move(self.step, "cancelled")
         hit = self._scan_breakpoints(range(self.step + 1, limit + 1), cancelled, progress)
         if hit is not None:
             return hit
@@ -565,10 +614,29 @@ class Session:
         i = bisect.bisect_left(stops, (self.step, "")) - 1
         limit, reason = stops[i] if i >= 0 else (self.first, "start of the run")
         limit = max(limit, self.first)
+        limit, reason = self._watchpoint_before(limit, reason, True, cancelled)
+        if cancelled is not None and cancelled():
+            return Move(self.step, "cancelled")
         hit = self._scan_breakpoints(range(self.step - 1, limit - 1, -1), cancelled, progress)
         if hit is not None:
             return hit
         return self.goto(limit, reason)
+
+    def _watchpoint_before(
+        self, limit: int, reason: str, backwards: bool, cancelled: Cancelled | None
+    ) -> tuple[int, str]:
+        """The nearest watchpoint change between the cursor and `limit` (and why), else
+        `limit` and `reason` as they were."""
+        for watch in self.watches:
+            if not watch.stops:
+                continue
+            found = next_change(
+                watch, self.timeline, self.step, self.first, self.last, backwards, cancelled, limit
+            )
+            if found is not None and (found > limit if backwards else found < limit):
+                value = watch.describe(self.timeline.state_at(found))
+                limit, reason = found, f"watchpoint: {value}"
+        return limit, reason
 
     def _scan_breakpoints(
         self, steps: range, cancelled: Cancelled | None, progress: Progress | None
@@ -577,7 +645,11 @@ class Session:
         if not self.breakpoints:
             return None
         for n, j in enumerate(steps):
-            if self._at_breakpoint(j):
+            try:
+                at = self._at_breakpoint(j, cancelled)
+            except ScanCancelled:
+                return Move(self.step, "cancelled")
+            if at:
                 return self.goto(j, f"breakpoint at line {self._line(j)}")
             if n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
                 if progress is not None:
@@ -733,6 +805,7 @@ class Session:
         key = (file, line)
         if key in self.breakpoints:
             self.breakpoints.discard(key)
+            self.conditions.pop(key, None)
             return line, False
         lines = self.statement_lines(file)
         if lines is not None and line not in lines:
@@ -761,6 +834,124 @@ class Session:
             raise SessionError(f"line {line} is outside {path}")
         at, on = self.toggle_breakpoint(line, path)
         return line, at, on
+
+    def break_spec(self, text: str) -> str:
+        """`:break …` with a condition, a hit count or an event (plain lines toggle, as
+        `break_command`): set it, or clear an event breakpoint given again. Says what it did."""
+        spec = parse_break(text)
+        if isinstance(spec, EventBreak):
+            if spec in self.event_breaks:
+                self.event_breaks.remove(spec)
+                return f"no longer stopping on {spec.describe()}"
+            self.event_breaks.append(spec)
+            return f"c and C stop on {spec.describe()}"
+        if spec.condition is None and spec.hit is None:
+            line, at, on = self.break_command(str(spec.line))
+            moved = f" (line {line} has no statement)" if at != line else ""
+            return f"breakpoint {'set' if on else 'cleared'} at line {at}{moved}"
+        loc = self.shown_location()
+        path = loc.file if loc is not None else self.source_path
+        at, _ = self.toggle_breakpoint(spec.line, path)
+        if (path, at) not in self.breakpoints:  # it was set: toggling cleared it; set it again
+            self.toggle_breakpoint(at, path)
+        self.conditions[(path, at)] = LineBreak(at, spec.condition, spec.hit)
+        return f"breakpoint at {self.conditions[(path, at)].describe()}"
+
+    def breakpoints_described(self) -> list[str]:
+        """Every breakpoint, as `:breaks` lists them."""
+        out = []
+        for file, line in sorted(self.breakpoints):
+            extra = self.conditions.get((file, line))
+            out.append(f"{file}:{extra.describe() if extra else f'line {line}'}")
+        out += [f"on {brk.describe()}" for brk in self.event_breaks]
+        return out
+
+    # -- watches and expressions -----------------------------------------------------------------
+
+    def _watch_function(self, expression: Expression) -> str | None:
+        """The function a new watch reads: the selected frame's when a frame was chosen, else
+        the innermost one that has the names it reads (None: wherever they are visible)."""
+        state = self.state()
+        frames = state.frames
+        if self.frame is not None and 0 <= self.frame < len(frames):
+            return frames[self.frame].scope
+        for f in reversed(frames):
+            if f.kind != "prelude" and expression.resolves(f, state.globals):
+                return f.scope
+        return None
+
+    def add_watch(self, text: str, stops: bool = False) -> Watch:
+        """Watch an expression (read in the selected frame's function); a watchpoint also
+        stops `c` and `C` where its value changes. The same text again replaces it."""
+        expression = compile_expression(text)
+        watch = Watch(expression, self._watch_function(expression), stops)
+        self.watches = [w for w in self.watches if w.text != watch.text] + [watch]
+        return watch
+
+    def remove_watch(self, text: str) -> int:
+        """`:unwatch N` (1-based, as listed), `:unwatch EXPR` or `:unwatch all`: how many went."""
+        text = text.strip()
+        before = len(self.watches)
+        if text == "all":
+            self.watches = []
+        elif text.isdigit() and 1 <= int(text) <= before:
+            del self.watches[int(text) - 1]
+        else:
+            self.watches = [w for w in self.watches if w.text != text]
+        if len(self.watches) == before:
+            raise SessionError(f"no watch `{text}` (give its number, its text or all)")
+        return before - len(self.watches)
+
+    def watch_lines(self) -> list[tuple[Watch, str]]:
+        """Each watch with what it reads at the cursor."""
+        state = self.state()
+        return [(w, w.describe(state)) for w in self.watches]
+
+    def print_expression(self, text: str) -> str:
+        """`:print EXPR`: its value at the cursor, in the selected frame (nothing runs)."""
+        expr = compile_expression(text)
+        state = self.state()
+        frames = state.frames
+        frame = self.frame_index() if frames else None
+        scope = scope_of(state, frame) if frames else dict(state.globals)
+        return f"{expr.text} = {show(expr.evaluate(scope), 400)}"
+
+    def trace(self, text: str, cancelled: Cancelled | None = None) -> list[tuple[int, str]]:
+        """`:trace EXPR`: every step of this branch where its value changes, with the value."""
+        expression = compile_expression(text)
+        watch = Watch(expression, self._watch_function(expression))
+        found = changes(watch, self.timeline, self.first, self.last, cancelled)
+        return [(step, show(value, 120)) for step, value in found]
+
+    def diff(self, text: str) -> tuple[str, list[DiffLine]]:
+        """`:diff A B` (two steps of this branch; `:diff B` from the cursor) or `:diff branch
+        N`: a title and the differences."""
+        words = text.split()
+        if len(words) == 2 and words[0] == "branch":
+            try:
+                other = int(words[1])
+            except ValueError:
+                raise SessionError(f"not a branch number: `{words[1]}`") from None
+            if other not in {b.id for b in self.branches()}:
+                raise SessionError(f"there is no branch {other}")
+            if other == self.branch:
+                raise SessionError("that is the branch on screen: give another")
+            lines = diff_branches(
+                self.timeline, self.timeline.switch(other), self.diverge(self.branch, other)
+            )
+            return f"branch {self.branch} → branch {other}", lines
+        if len(words) not in (1, 2):
+            raise SessionError("usage: :diff STEP [STEP]  or  :diff branch N")
+        a, b = (
+            (self.step, self.parse_step(words[0]))
+            if len(words) == 1
+            else (
+                self.parse_step(words[0]),
+                self.parse_step(words[1]),
+            )
+        )
+        states = self.timeline.state_at(a), self.timeline.state_at(b)
+        return f"step {a} → step {b}", diff_states(*states)
 
     def breakpoint_lines(self, file: str | None = None) -> set[int]:
         file = file or self.source_path

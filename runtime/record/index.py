@@ -57,6 +57,7 @@ class WriteIndex:
         self.frame_starts: list[list[int]] = []  # per depth: steps a frame began at
         self.frame_ids: list[list[int]] = []  # per depth: the frame ids, parallel
         self.names: dict[str, list[int]] = {}  # any written name -> steps
+        self.params: dict[str, list[int]] = {}  # parameter name -> steps of calls binding it
         self.texts: list[tuple[int, str]] = []  # (step, lower-case output or message)
         self.restores: list[int] = []
         self.length = 0
@@ -145,6 +146,7 @@ class WriteIndex:
                     fid = push(step)
                     for name in e[4]:
                         binds.setdefault((fid, name), []).append(step)
+                        idx.params.setdefault(name, []).append(step)
                 elif code == R_POP_FRAME:
                     if stack:
                         stack.pop()

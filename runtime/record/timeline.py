@@ -7,6 +7,7 @@ views makes going back and forth free. Nothing here re-executes the program or c
 
 from __future__ import annotations
 
+import bisect
 import json
 import marshal
 from collections import OrderedDict
@@ -551,6 +552,38 @@ class Timeline:
                 return r
             before = r - 1
 
+    def next_write(
+        self, name: str, after: int, frame: int | None = None, scope: str | None = None
+    ) -> int | None:
+        """The earliest step after `after` that may change the value variable `name` holds at
+        `after` (the mirror of `last_write`, for searching forwards): assigns that variable,
+        changes in place a list or object reachable from it, or replaces the state (a
+        `restore()`, a fork's edits). `frame` and `scope` as for `last_write`; None when the
+        variable is not visible at `after` or nothing later touches it."""
+        if not 0 <= after < len(self) - 1:
+            return None
+        idx = self.index()
+        raw = self._materialise(after)
+        depth: int | None = _raw_depth(len(raw.frames), frame)
+        if scope == "globals" or depth is None or not 0 <= depth < len(raw.frames):
+            depth = None
+        elif name not in raw.frames[depth][3]:
+            depth = None
+        if depth is not None:
+            value = raw.frames[depth][3][name]
+            fid = idx.frame_at(depth, after)
+            binds = idx.binds.get((fid, name)) if fid is not None else None
+        elif name in raw.globals or name in raw.shared:
+            value = raw.globals.get(name, raw.shared.get(name))
+            binds = idx.globals.get(name)
+        else:
+            return None
+        candidates = [_first_after(binds, after), _first_after(idx.restores, after)]
+        candidates += [_first_after(idx.objects.get(oid), after) for oid in raw.reachable(value)]
+        candidates += [k for k in self.lineage_edits() if k > after]
+        found = [c for c in candidates if c is not None]
+        return min(found) if found else None
+
     def _written(self, idx: WriteIndex, name: str, depth: int | None, before: int) -> int | None:
         """The last assignment of the variable at or before `before`, or change in place of
         a container it holds there."""
@@ -667,6 +700,13 @@ class Timeline:
 
 
 _MISSING = object()
+
+
+def _first_after(steps: list[int] | None, step: int) -> int | None:
+    if not steps:
+        return None
+    i = bisect.bisect_right(steps, step)
+    return steps[i] if i < len(steps) else None
 
 
 def _edits(edits: dict[str, Any], kinds: tuple[str, ...], name: str) -> bool:

@@ -1,0 +1,257 @@
+"""Provides watches: expressions read at every step the cursor visits, and the searches over the
+record that watchpoints (`c`/`C` stop where a watched value changes) and `:trace` (every change
+of an expression, from the first step on) make.
+
+A watch reads its expression in the frame of the function it was set in (the innermost frame of
+that function at each step, so a call into a helper does not hide `main`'s `total`), then in the
+globals. Where that function is not on the stack, or a name is not bound yet, the watch is out
+of scope and shows so; a step changes a watch when the watch is in scope there and its value
+differs from the step before (a value coming into scope counts: it was just written).
+
+Finding the next change does not read every step: a value can only change at a step that wrote
+one of the names it reads (assigned it, changed a list or object it holds in place, restored
+it), which the timeline's `last_write` and `next_write` answer from its write index, so the
+search walks from write to write. Each candidate is checked by reading the expression at it and
+at the step before. Only where the watch is out of scope (between two calls of a helper,
+before its names are bound) does the search look at steps one by one.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from debugger.errors import SessionError
+from debugger.expressions import Expression, NotInScope, compile_expression, scope_of, show
+
+__all__ = ["OUT_OF_SCOPE", "Watch", "changes", "next_change"]
+
+Cancelled = Callable[[], bool]
+Progress = Callable[[int, int], None]
+
+
+class _OutOfScope:
+    def __repr__(self) -> str:
+        return "OUT_OF_SCOPE"
+
+
+OUT_OF_SCOPE: Any = _OutOfScope()
+
+
+@dataclass
+class Watch:
+    """An expression to show at every step; a watchpoint (`stops`) also stops `c` and `C`."""
+
+    expression: Expression
+    function: str | None  # the function whose frame it reads; None: the innermost that has
+    # the names it reads
+    stops: bool = False
+
+    @classmethod
+    def parse(cls, text: str, function: str | None, stops: bool = False) -> Watch:
+        return cls(compile_expression(text), function, stops)
+
+    @property
+    def text(self) -> str:
+        return self.expression.text
+
+    def frame_index(self, state: Any) -> int | None:
+        """Index into `state.frames` of the frame this watch reads; None when its function is
+        not on the stack (the innermost frame when the watch has no function)."""
+        frames = state.frames
+        for i in range(len(frames) - 1, -1, -1):
+            if self.function is None and self.expression.resolves(frames[i], state.globals):
+                return i
+            if frames[i].scope == self.function:
+                return i
+        return len(frames) - 1 if frames and self.function is None else None
+
+    def value(self, state: Any) -> Any:
+        """The expression's value at `state`, OUT_OF_SCOPE when a name it reads is not
+        visible; a SessionError when it cannot be read there (`null.x`, a wrong operand)."""
+        frame = self.frame_index(state)
+        if frame is None and (self.function is not None or not state.globals):
+            return OUT_OF_SCOPE
+        try:
+            return self.expression.evaluate(
+                scope_of(state, frame) if frame is not None else dict(state.globals)
+            )
+        except NotInScope:
+            return OUT_OF_SCOPE
+
+    def describe(self, state: Any) -> str:
+        """`expr = value` as the watches panel shows it."""
+        try:
+            value = self.value(state)
+        except SessionError as exc:
+            return f"{self.text}: {exc}"
+        if value is OUT_OF_SCOPE:
+            return f"{self.text}: not in scope"
+        return f"{self.text} = {show(value)}"
+
+
+def _read(watch: Watch, timeline: Any, step: int) -> Any:
+    try:
+        return watch.value(timeline.state_at(step))
+    except SessionError:
+        return OUT_OF_SCOPE  # unreadable here: no value to compare
+
+
+def _changed_at(watch: Watch, timeline: Any, step: int, first: int) -> bool:
+    """Whether `step` changes the watch: in scope there and different from the step before."""
+    now = _read(watch, timeline, step)
+    if now is OUT_OF_SCOPE:
+        return False
+    if step <= first:
+        return True
+    before = _read(watch, timeline, step - 1)
+    return before is OUT_OF_SCOPE or before != now or type(before) is not type(now)
+
+
+def _nearest_write(watch: Watch, timeline: Any, step: int, backwards: bool) -> int | None:
+    """The nearest step at or before `step` (after it, forwards) that wrote a name the watch
+    reads, in the frame the watch reads at `step`, or a global of that name."""
+    state = timeline.state_at(step)
+    frame = watch.frame_index(state)
+    find = timeline.last_write if backwards else timeline.next_write
+    index = None if backwards else timeline.index()
+    best: int | None = None
+    for name in watch.expression.names:
+        try:
+            found = (
+                find(name, step, frame) if frame is not None else find(name, step, None, "globals")
+            )
+        except (KeyError, IndexError, ValueError):
+            found = None
+        if index is not None:  # a later assignment or call binding it, in any frame
+            for steps in (index.names.get(name), index.params.get(name)):
+                i = bisect.bisect_right(steps or [], step)
+                if steps and i < len(steps) and (found is None or steps[i] < found):
+                    found = steps[i]
+        if found is not None and (best is None or (found > best if backwards else found < best)):
+            best = found
+    return best
+
+
+def _next_call(
+    watch: Watch, timeline: Any, after: int, last: int, cancelled: Cancelled | None
+) -> int | None:
+    """The next step after `after` that runs in the watch's function (where a new call of it
+    may bind the names again), found from step locations alone."""
+    for n, step in enumerate(range(after + 1, last + 1)):
+        if cancelled is not None and n % 4096 == 4095 and cancelled():
+            return None
+        loc = timeline.location_at(step)
+        if loc is not None and loc.scope == watch.function:
+            return step
+    return None
+
+
+def _indexed(timeline: Any) -> bool:
+    return callable(getattr(timeline, "next_write", None)) and callable(
+        getattr(timeline, "index", None)
+    )
+
+
+def next_change(
+    watch: Watch,
+    timeline: Any,
+    start: int,
+    first: int,
+    last: int,
+    backwards: bool = False,
+    cancelled: Cancelled | None = None,
+    until: int | None = None,
+) -> int | None:
+    """The nearest step after `start` (before it, `backwards`) that changes the watch, in the
+    run `first..last`, looking no further than `until`; None when there is none."""
+    if backwards:
+        bound = first if until is None else max(first, until)
+    else:
+        bound = last if until is None else min(last, until)
+    if not _indexed(timeline):
+        return _scan(watch, timeline, start, bound, first, backwards, cancelled)
+    search = _back if backwards else _forward
+    return search(watch, timeline, start, bound, first, cancelled)
+
+
+def _back(
+    watch: Watch, timeline: Any, start: int, bound: int, first: int, cancelled: Cancelled | None
+) -> int | None:
+    cur = start - 1
+    while cur >= bound:
+        if cancelled is not None and cancelled():
+            return None
+        if _read(watch, timeline, cur) is OUT_OF_SCOPE:
+            # between calls of the watch's function, or before a name it reads is bound:
+            # no write of this frame to follow back, so step by step
+            if _changed_at(watch, timeline, cur, first):
+                return cur
+            cur -= 1
+            continue
+        step = _nearest_write(watch, timeline, cur, backwards=True)
+        if step is None or step < bound:
+            return None
+        if _changed_at(watch, timeline, step, first):
+            return step
+        cur = step - 1
+    return None
+
+
+def _forward(
+    watch: Watch, timeline: Any, start: int, bound: int, first: int, cancelled: Cancelled | None
+) -> int | None:
+    cur = start
+    while cur < bound:
+        if cancelled is not None and cancelled():
+            return None
+        step = _nearest_write(watch, timeline, cur, backwards=False)
+        if step is None and watch.function is not None:
+            step = _next_call(watch, timeline, cur, bound, cancelled)
+        if step is None or step > bound:
+            return None
+        if _changed_at(watch, timeline, step, first):
+            return step
+        cur = step
+    return None
+
+
+def _scan(
+    watch: Watch,
+    timeline: Any,
+    start: int,
+    bound: int,
+    first: int,
+    backwards: bool,
+    cancelled: Cancelled | None,
+) -> int | None:
+    """Step by step, for timelines without a write index."""
+    steps = range(start - 1, bound - 1, -1) if backwards else range(start + 1, bound + 1)
+    for n, step in enumerate(steps):
+        if cancelled is not None and n % 1024 == 1023 and cancelled():
+            return None
+        if _changed_at(watch, timeline, step, first):
+            return step
+    return None
+
+
+def changes(
+    watch: Watch,
+    timeline: Any,
+    first: int,
+    last: int,
+    cancelled: Cancelled | None = None,
+    limit: int = 10_000,
+) -> Iterator[tuple[int, Any]]:
+    """Every step of `first..last` where the watch changes, with its new value (`:trace`),
+    at most `limit` of them."""
+    step: int | None = first if _changed_at(watch, timeline, first, first) else None
+    if step is None:
+        step = next_change(watch, timeline, first, first, last, cancelled=cancelled)
+    count = 0
+    while step is not None and count < limit:
+        yield step, _read(watch, timeline, step)
+        count += 1
+        step = next_change(watch, timeline, step, first, last, cancelled=cancelled)

@@ -1,0 +1,280 @@
+"""Watches, watchpoints, `:print`, `:trace`, conditional / hit-count / event breakpoints and
+`:diff`, on real recorded runs with lists and objects changed in place, helper calls and a
+`restore()`."""
+
+from __future__ import annotations
+
+import pytest
+
+from debugger import watches as W
+from debugger.expressions import NotInScope, compile_expression
+from debugger.session import Session, SessionError
+from tests.debugger.conftest import PROGRAMS, make_session
+
+WATCHED = PROGRAMS / "watched.agency"
+MUTATIONS = PROGRAMS / "mutations.agency"
+
+
+@pytest.fixture
+def watched() -> Session:
+    return make_session(WATCHED, PROGRAMS / "watched.mocks.json")
+
+
+def brute_changes(watch: W.Watch, session: Session) -> list[int]:
+    """Every step that changes the watch, read step by step (what the index must agree with)."""
+    t = session.timeline
+    return [k for k in range(session.first, session.last + 1) if W._changed_at(watch, t, k, 0)]
+
+
+# -- expressions -----------------------------------------------------------------------------
+
+
+def test_expressions_read_values_without_running_anything() -> None:
+    scope = {"x": 3, "items": [1, 2, 3], "o": {"a": {"b": [5]}}, "name": "bob", "n": None}
+    cases = {
+        "x + 1": 4,
+        "items.length > 2 && x == 3": True,
+        "o.a.b[0] * 2": 10,
+        "items.includes(2)": True,
+        "`hi ${name}`": "hi bob",
+        "x / 2": 1.5,
+        "keys(o)": ["a"],
+        "name.toUpperCase()": "BOB",
+        "o?.z?.q": None,
+        "n ?? 'none'": "none",
+        "x > 2 ? 'big' : 'small'": "big",
+        "items.slice(1).join('-')": "2-3",
+    }
+    for text, expected in cases.items():
+        assert compile_expression(text).evaluate(scope) == expected, text
+    with pytest.raises(NotInScope):
+        compile_expression("missing + 1").evaluate(scope)
+    with pytest.raises(SessionError, match="would run code"):
+        compile_expression("helper(1)").evaluate(scope)
+    with pytest.raises(SessionError, match="not an expression: expected an expression"):
+        compile_expression("x ==")
+    with pytest.raises(SessionError, match="cannot read .a of null"):
+        compile_expression("n.a").evaluate(scope)
+
+
+# -- watches and watchpoints -----------------------------------------------------------------
+
+WATCHES = [
+    ("items", "main"),
+    ("score", "main"),
+    ("z", "main"),
+    ("rounds", None),
+    ("tries", None),
+    ("total", "bump"),
+    ("list", "bump"),
+    ("by * 10 + total", "bump"),
+    ("items.length", "main"),
+    ("i * 2 > 5", "main"),
+]
+
+
+@pytest.mark.parametrize(("text", "function"), WATCHES)
+def test_watch_changes_agree_with_reading_every_step(
+    watched: Session, text: str, function: str | None
+) -> None:
+    watch = W.Watch.parse(text, function)
+    expected = brute_changes(watch, watched)
+    assert expected, "each watch changes somewhere in this run"
+    found = [step for step, _ in W.changes(watch, watched.timeline, watched.first, watched.last)]
+    assert found == expected
+    for start in range(watched.first, watched.last + 1):
+        after = next((k for k in expected if k > start), None)
+        before = next((k for k in reversed(expected) if k < start), None)
+        t = watched.timeline
+        assert W.next_change(watch, t, start, watched.first, watched.last) == after
+        assert W.next_change(watch, t, start, watched.first, watched.last, True) == before
+
+
+def test_in_place_changes_and_restore_are_changes(watched: Session) -> None:
+    items = W.Watch.parse("items", "main")
+    values = [v for _, v in W.changes(items, watched.timeline, watched.first, watched.last)]
+    assert values[0] == [1, 2] and values[-1] == [1, 2, 3, 12, 54, 288]  # push() in bump()
+    z = W.Watch.parse("z", "main")
+    steps = [s for s, _ in W.changes(z, watched.timeline, watched.first, watched.last)]
+    restores = [e.step for e in watched.events("restore")]
+    assert steps[-1] in restores  # restore(cp, {locals: {z: 7}}) is where z became 7
+
+
+def test_watchpoints_stop_continue_both_ways(watched: Session) -> None:
+    watched.goto(watched.first)
+    watched.add_watch("score", stops=True)
+    seen = []
+    while True:
+        move = watched.continue_forward()
+        if move.reason.startswith("watchpoint"):
+            seen.append(watched.state().frames[-1].locals["score"])
+        else:
+            break
+    assert seen == [0, 3, 15, 69, 357]
+    assert watched.step == watched.last
+    back = watched.reverse_continue()
+    assert back.reason == "watchpoint: score = 357"
+    assert watched.reverse_continue().reason == "watchpoint: score = 69"
+
+
+def test_watch_panel_lines_and_removal(watched: Session) -> None:
+    watched.goto(watched.first + 2)
+    watched.add_watch("score + 1")
+    watched.add_watch("rounds", stops=True)
+    assert [line for _, line in watched.watch_lines()] == [
+        "score + 1: not in scope",
+        "rounds = 0",
+    ]
+    watched.goto(watched.last - 1)
+    assert [line for _, line in watched.watch_lines()] == ["score + 1 = 358", "rounds = 4"]
+    assert watched.remove_watch("1") == 1
+    assert watched.remove_watch("all") == 1
+    with pytest.raises(SessionError, match="no watch"):
+        watched.remove_watch("nothing")
+
+
+def test_print_reads_the_selected_frame(watched: Session) -> None:
+    step = next(
+        s
+        for s in range(watched.last)
+        if watched.timeline.state_at(s).frames[-1:]
+        and watched.timeline.state_at(s).frames[-1].scope == "bump"
+        and "total" in watched.timeline.state_at(s).frames[-1].locals
+    )
+    watched.goto(step)
+    assert watched.print_expression("list.length") == "list.length = 2"
+    watched.select_frame(0)  # main, the caller
+    assert watched.print_expression("items.length") == "items.length = 2"
+    with pytest.raises(SessionError, match="not in scope"):
+        watched.print_expression("list")
+
+
+def test_trace_lists_every_change(watched: Session) -> None:
+    watched.goto(watched.last - 1)
+    watched.select_frame(len(watched.state().frames) - 1)
+    assert [v for _, v in watched.trace("score")] == ["0", "3", "15", "69", "357"]
+    with pytest.raises(SessionError, match="not an expression"):
+        watched.trace("score +")
+
+
+# -- breakpoints with conditions, hit counts and events ---------------------------------------
+
+
+def lines_of(session: Session, text: str) -> int:
+    return next(n for n, line in enumerate(session.source_text().splitlines(), 1) if text in line)
+
+
+def test_conditional_and_hit_count_breakpoints(watched: Session) -> None:
+    line = lines_of(watched, "rounds = rounds + 1")
+    watched.goto(watched.first)
+    assert "if i > 2" in watched.break_spec(f"{line} if i > 2")
+    watched.continue_forward()
+    assert watched.state().frames[-1].locals["i"] == 3
+    watched.continue_forward()
+    assert watched.state().frames[-1].locals["i"] == 4
+    watched.break_spec(str(line))  # a plain toggle clears it, condition and all
+    assert watched.breakpoints_described() == []
+    watched.break_spec(f"{line} hit 2")
+    watched.goto(watched.first)
+    watched.continue_forward()
+    assert watched.state().frames[-1].locals["i"] == 2
+    assert watched.continue_forward().step == watched.last
+    with pytest.raises(SessionError, match="usage: :break LINE"):
+        watched.break_spec("twelve")
+    with pytest.raises(SessionError, match="hit count starts at 1"):
+        watched.break_spec(f"{line} hit 0")
+
+
+def test_event_breakpoints(watched: Session) -> None:
+    llm_step = watched.events("llm")[0].step
+    watched.goto(watched.first)
+    assert watched.break_spec("llm") == "c and C stop on llm"
+    move = watched.continue_forward()
+    assert move.step == llm_step and move.reason.startswith("break llm")
+    watched.break_spec("llm")  # given again: cleared
+    watched.goto(watched.first)
+    watched.break_spec("answer YES")
+    assert watched.continue_forward().step == llm_step
+    watched.break_spec("answer YES")
+    watched.break_spec("answer maybe")
+    watched.goto(watched.first)
+    assert watched.continue_forward().step == watched.last
+    with pytest.raises(SessionError, match="usage: :break answer TEXT"):
+        watched.break_spec("answer")
+
+
+# -- diff ------------------------------------------------------------------------------------
+
+
+def test_diff_two_steps(watched: Session) -> None:
+    first_score = next(
+        s
+        for s, _ in W.changes(W.Watch.parse("score", "main"), watched.timeline, 0, watched.last)
+        if s > 10
+    )
+    title, lines = watched.diff(f"{first_score - 1} {first_score}")
+    assert title == f"step {first_score - 1} → step {first_score}"
+    assert [line.text() for line in lines if line.what == "main.score"] == ["main.score: 0  →  3"]
+    _, none = watched.diff(f"{first_score} {first_score}")
+    assert none == []
+    with pytest.raises(SessionError, match="outside the run"):
+        watched.diff("0 99999")
+
+
+def test_diff_two_branches(calls: Session) -> None:
+    calls.goto(7)  # the LLM call
+    calls.edit_llm_answer(9)
+    calls.restore()
+    title, lines = calls.diff("branch 0")
+    assert title == f"branch {calls.branch} → branch 0"
+    texts = [line.text() for line in lines]
+    assert texts[0].startswith("diverge: at step")
+    assert "result: 10  →  5" in texts
+    assert "output: + counter is 5" in texts
+    assert 'message 1: assistant: "9"  →  assistant: "4"' in texts
+    with pytest.raises(SessionError, match="no branch 7"):
+        calls.diff("branch 7")
+
+
+# -- in the app ------------------------------------------------------------------------------
+
+
+async def test_watches_in_the_app(watched: Session) -> None:
+    from debugger.app import DebuggerApp
+    from debugger.widgets.list_screen import ListScreen
+    from debugger.widgets.watches_panel import WatchesPanel
+    from tests.debugger.conftest import SIZE, settle
+    from tests.debugger.test_app import prompt, watch_errors
+
+    app = DebuggerApp(watched)
+    async with app.run_test(size=SIZE) as pilot:
+        errors = watch_errors(app)
+        await settle(pilot)
+        panel = app.query_one(WatchesPanel)
+        assert not panel.display  # hidden while nothing is watched
+        await prompt(pilot, "colon", "watchpoint score")
+        assert panel.display and panel.option_count == 1
+        await pilot.press("c")
+        await settle(pilot)
+        assert app.session.message == "watchpoint: score = 0"
+        assert "score = 0" in str(panel.get_option_at_index(0).prompt)
+        # p opens the command line ready for an expression
+        await pilot.press("p")
+        assert app.query_one("#command-input").value == "print "
+        app.query_one("#command-input").value = "print score + 1"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any("score + 1 = 1" in str(n.message) for n in app._notifications)
+        # :trace lists the changes; enter goes to the highlighted one
+        await prompt(pilot, "colon", "trace score")
+        assert isinstance(app.screen, ListScreen)
+        assert len(app.screen.rows) == 5
+        await pilot.press("down", "down", "enter")
+        await settle(pilot)
+        assert app.session.state().frames[-1].locals["score"] == 15
+        await prompt(pilot, "colon", "diff 0")
+        assert isinstance(app.screen, ListScreen)
+        await pilot.press("escape")
+        await prompt(pilot, "colon", "unwatch all")
+        assert not panel.display
+        assert errors == []
