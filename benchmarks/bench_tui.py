@@ -1,5 +1,6 @@
 """Measures the debugger TUI on a 1,000,000-step recorded run: opening it, keypress to
-updated screen while scrubbing, and search (`/`) and last writer (`y`) to updated screen.
+updated screen while scrubbing, and search (`/`), last writer (`y`) and a watchpoint's reverse
+continue (`C`) to updated screen.
 
     python benchmarks/bench_tui.py [--steps 1000000] [--keys 400]
 
@@ -49,7 +50,7 @@ node main() {{
 
 BUDGET_MS = 50.0
 OPEN_BUDGET_S = 2.0
-QUERY_BUDGET_MS = 1000.0  # search and last writer, p95
+QUERY_BUDGET_MS = 1000.0  # search, last writer and watchpoint reverse-continue, p95
 
 
 def record(folder: Path, steps: int) -> tuple[Path, int]:
@@ -147,6 +148,15 @@ async def measure(db: Path, length: int, keys: int) -> tuple[float, list[float],
                 await act(app, lambda name=name: app._indexed(lambda: s.why(name, "locals")))
             )
         queries["last writer"] = whys
+        # a watchpoint on a list changed in place every 100,000 iterations: C walks back
+        # from write to write (the index), not step by step
+        s.add_watch("log.length", stops=True)
+        reverse = []
+        for _ in range(12):
+            s.goto(rng.randrange(length // 2, length - 2))
+            reverse.append(await act(app, app.action_reverse_continue))
+            assert s.message.startswith("watchpoint"), s.message
+        queries["watchpoint reverse-continue"] = reverse
     return opened, latencies, pilot_each
 
 
