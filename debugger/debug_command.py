@@ -30,7 +30,7 @@ def build_app(
     a checkpoint of another source, a missing file) raise AgencyError here, so the command
     prints them and exits non-zero without a traceback."""
     from debugger.app import DebuggerApp
-    from debugger.session import checkpoint_session, record_session, trace_session
+    from debugger.opening import checkpoint_session, record_session, trace_session
     from runtime.errors import AgencyError
     from runtime.runs.stopping import Stopper
 

@@ -30,7 +30,7 @@ SIZE = (120, 36)
 
 def new_app():  # noqa: ANN201 - DebuggerApp
     from debugger.app import DebuggerApp
-    from debugger.session import record_session
+    from debugger.opening import record_session
     from runtime.language.program import load_program
     from runtime.llm.mock import load_mocks
     from runtime.runs.runner import RunConfig

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from debugger.session import Session, record_session
+from debugger.opening import record_session
+from debugger.session import Session
 from runtime.language.program import load_program
 from runtime.llm.mock import load_mocks
 from runtime.runs.runner import RunConfig

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from debugger.debug_command import checkpoint_source
-from debugger.session import checkpoint_session
+from debugger.opening import checkpoint_session
 from runtime.errors import AgencyError
 from runtime.language.program import load_program
 from runtime.llm.registry import resolve_model

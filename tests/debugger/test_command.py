@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from debugger.cli import cli
 from debugger.debug_command import build_app
-from debugger.session import record_session
+from debugger.opening import record_session
 from runtime.record.sqlite_store import SQLiteStore
 from tests.debugger.conftest import (
     CALLS,

@@ -21,7 +21,8 @@ def session() -> Session:
 
 def test_session_imports_no_textual() -> None:
     code = (
-        "import sys, debugger.session, debugger.commands, debugger.formatting, debugger.lexer\n"
+        "import sys, debugger.session, debugger.opening, debugger.commands, debugger.formatting\n"
+        "import debugger.lexer, debugger.watches, debugger.diff, debugger.stops\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
         "assert not bad, bad\n"
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from debugger.session import Session, SessionError, checkpoint_session
+from debugger.opening import checkpoint_session
+from debugger.session import Session, SessionError
 from runtime.errors import CheckpointFormatError
 from runtime.language.program import load_program
 from tests.debugger.conftest import CALLS, DICE, ROOT, config

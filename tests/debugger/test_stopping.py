@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from debugger.app import DebuggerApp
 from debugger.cli import cli
 from debugger.debug_command import DEFAULT_MAX_STEPS, build_app
-from debugger.session import record_session
+from debugger.opening import record_session
 from debugger.widgets.status_line import StatusLine
 from runtime.language.program import load_program
 from runtime.record.sqlite_store import SQLiteStore

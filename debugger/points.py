@@ -1,0 +1,203 @@
+"""Provides `Points`, the part of a `Session` that says where to stop and what to read there:
+line breakpoints (with a condition or a hit count), event breakpoints, watches and watchpoints,
+`:print`, `:trace` and `:diff`. Parsing is `debugger.stops` and `debugger.expressions`; finding
+changes is `debugger.watches`; comparing is `debugger.diff`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from debugger.diff import DiffLine, diff_branches, diff_states
+from debugger.errors import SessionError
+from debugger.expressions import Expression, compile_expression, scope_of, show
+from debugger.shapes import Cancelled
+from debugger.stops import EventBreak, LineBreak, parse_break
+from debugger.watches import Watch, changes
+
+__all__ = ["Points"]
+
+
+class Points:
+    """Breakpoints, watches and expressions of a session (mixed into `Session`)."""
+
+    breakpoints: set[tuple[str, int]]
+    conditions: dict[tuple[str, int], LineBreak]
+    event_breaks: list[EventBreak]
+    watches: list[Watch]
+
+    # Kept by `Session` (these mixins are its parts, split by concern).
+    timeline: Any
+    step: int
+    frame: int | None
+    message: str
+
+    # -- breakpoints -------------------------------------------------------------------------------
+
+    def statement_lines(self, file: str | None = None) -> set[int] | None:
+        """Lines of `file` where a step can start (None when the timeline does not say)."""
+        file = file or self.source_path
+        locations = getattr(self.timeline, "locations", None)
+        if not locations:
+            return None
+        return {loc.line for loc in locations if loc.file == file}
+
+    def toggle_breakpoint(self, line: int, file: str | None = None) -> tuple[int, bool]:
+        """Set or clear a breakpoint. A line where no statement starts moves to the next one
+        that has one (as gdb does). Returns the line and whether a breakpoint is now set."""
+        file = file or self.source_path
+        line = int(line)
+        key = (file, line)
+        if key in self.breakpoints:
+            self.breakpoints.discard(key)
+            self.conditions.pop(key, None)
+            return line, False
+        lines = self.statement_lines(file)
+        if lines is not None and line not in lines:
+            later = [n for n in lines if n > line]
+            if not later:
+                raise SessionError(f"no statement starts on or after line {line}")
+            line = min(later)
+            key = (file, line)
+            if key in self.breakpoints:
+                return line, True
+        self.breakpoints.add(key)
+        return line, True
+
+    def break_command(self, text: str) -> tuple[int, int, bool]:
+        """`:break LINE` in the file on screen: toggle it. Returns (line asked, line it landed
+        on, whether a breakpoint is now set)."""
+        try:
+            line = int(text)
+        except ValueError:
+            raise SessionError(
+                f"usage: :break LINE (a line number, not `{text.strip()}`)"
+            ) from None
+        loc = self.shown_location()
+        path = loc.file if loc is not None else self.source_path
+        if not 1 <= line <= max(len(self.source_text(path).splitlines()), 1):
+            raise SessionError(f"line {line} is outside {path}")
+        at, on = self.toggle_breakpoint(line, path)
+        return line, at, on
+
+    def break_spec(self, text: str) -> str:
+        """`:break …` with a condition, a hit count or an event (plain lines toggle, as
+        `break_command`): set it, or clear an event breakpoint given again. Says what it did."""
+        spec = parse_break(text)
+        if isinstance(spec, EventBreak):
+            if spec in self.event_breaks:
+                self.event_breaks.remove(spec)
+                return f"no longer stopping on {spec.describe()}"
+            self.event_breaks.append(spec)
+            return f"c and C stop on {spec.describe()}"
+        if spec.condition is None and spec.hit is None:
+            line, at, on = self.break_command(str(spec.line))
+            moved = f" (line {line} has no statement)" if at != line else ""
+            return f"breakpoint {'set' if on else 'cleared'} at line {at}{moved}"
+        loc = self.shown_location()
+        path = loc.file if loc is not None else self.source_path
+        at, _ = self.toggle_breakpoint(spec.line, path)
+        if (path, at) not in self.breakpoints:  # it was set: toggling cleared it; set it again
+            self.toggle_breakpoint(at, path)
+        self.conditions[(path, at)] = LineBreak(at, spec.condition, spec.hit)
+        return f"breakpoint at {self.conditions[(path, at)].describe()}"
+
+    def breakpoints_described(self) -> list[str]:
+        """Every breakpoint, as `:breaks` lists them."""
+        out = []
+        for file, line in sorted(self.breakpoints):
+            extra = self.conditions.get((file, line))
+            out.append(f"{file}:{extra.describe() if extra else f'line {line}'}")
+        out += [f"on {brk.describe()}" for brk in self.event_breaks]
+        return out
+
+    # -- watches and expressions -----------------------------------------------------------------
+
+    def _watch_function(self, expression: Expression) -> str | None:
+        """The function a new watch reads: the selected frame's when a frame was chosen, else
+        the innermost one that has the names it reads (None: wherever they are visible)."""
+        state = self.state()
+        frames = state.frames
+        if self.frame is not None and 0 <= self.frame < len(frames):
+            return frames[self.frame].scope
+        for f in reversed(frames):
+            if f.kind != "prelude" and expression.resolves(f, state.globals):
+                return f.scope
+        return None
+
+    def add_watch(self, text: str, stops: bool = False) -> Watch:
+        """Watch an expression (read in the selected frame's function); a watchpoint also
+        stops `c` and `C` where its value changes. The same text again replaces it."""
+        expression = compile_expression(text)
+        watch = Watch(expression, self._watch_function(expression), stops)
+        self.watches = [w for w in self.watches if w.text != watch.text] + [watch]
+        return watch
+
+    def remove_watch(self, text: str) -> int:
+        """`:unwatch N` (1-based, as listed), `:unwatch EXPR` or `:unwatch all`: how many went."""
+        text = text.strip()
+        before = len(self.watches)
+        if text == "all":
+            self.watches = []
+        elif text.isdigit() and 1 <= int(text) <= before:
+            del self.watches[int(text) - 1]
+        else:
+            self.watches = [w for w in self.watches if w.text != text]
+        if len(self.watches) == before:
+            raise SessionError(f"no watch `{text}` (give its number, its text or all)")
+        return before - len(self.watches)
+
+    def watch_lines(self) -> list[tuple[Watch, str]]:
+        """Each watch with what it reads at the cursor."""
+        state = self.state()
+        return [(w, w.describe(state)) for w in self.watches]
+
+    def print_expression(self, text: str) -> str:
+        """`:print EXPR`: its value at the cursor, in the selected frame (nothing runs)."""
+        expr = compile_expression(text)
+        state = self.state()
+        frames = state.frames
+        frame = self.frame_index() if frames else None
+        scope = scope_of(state, frame) if frames else dict(state.globals)
+        return f"{expr.text} = {show(expr.evaluate(scope), 400)}"
+
+    def trace(self, text: str, cancelled: Cancelled | None = None) -> list[tuple[int, str]]:
+        """`:trace EXPR`: every step of this branch where its value changes, with the value."""
+        expression = compile_expression(text)
+        watch = Watch(expression, self._watch_function(expression))
+        found = changes(watch, self.timeline, self.first, self.last, cancelled)
+        return [(step, show(value, 120)) for step, value in found]
+
+    def diff(self, text: str) -> tuple[str, list[DiffLine]]:
+        """`:diff A B` (two steps of this branch; `:diff B` from the cursor) or `:diff branch
+        N`: a title and the differences."""
+        words = text.split()
+        if len(words) == 2 and words[0] == "branch":
+            try:
+                other = int(words[1])
+            except ValueError:
+                raise SessionError(f"not a branch number: `{words[1]}`") from None
+            if other not in {b.id for b in self.branches()}:
+                raise SessionError(f"there is no branch {other}")
+            if other == self.branch:
+                raise SessionError("that is the branch on screen: give another")
+            lines = diff_branches(
+                self.timeline, self.timeline.switch(other), self.diverge(self.branch, other)
+            )
+            return f"branch {self.branch} → branch {other}", lines
+        if len(words) not in (1, 2):
+            raise SessionError("usage: :diff STEP [STEP]  or  :diff branch N")
+        a, b = (
+            (self.step, self.parse_step(words[0]))
+            if len(words) == 1
+            else (
+                self.parse_step(words[0]),
+                self.parse_step(words[1]),
+            )
+        )
+        states = self.timeline.state_at(a), self.timeline.state_at(b)
+        return f"step {a} → step {b}", diff_states(*states)
+
+    def breakpoint_lines(self, file: str | None = None) -> set[int]:
+        file = file or self.source_path
+        return {line for f, line in self.breakpoints if f == file}
