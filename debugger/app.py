@@ -23,8 +23,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
-from debugger.commands import COMMANDS, parse_command, parse_literal
-from debugger.inspect_commands import InspectCommands
+from debugger.app_commands import Commands
+from debugger.commands import COMMANDS, parse_literal
 from debugger.session import EditPrompt, Move, Session, SessionError
 from debugger.widgets.branch_screen import BranchScreen
 from debugger.widgets.call_stack import CallStack
@@ -66,7 +66,7 @@ PRIORITY_ACTIONS = frozenset(
 )
 
 
-class DebuggerApp(InspectCommands, App[None]):
+class DebuggerApp(Commands, App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
 
     CSS_PATH = "app.tcss"
@@ -392,7 +392,7 @@ class DebuggerApp(InspectCommands, App[None]):
             fn()
         except SessionError as exc:
             self._fail(exc)
-            self.session.message = ""  # type: ignore[union-attr] - why the last move stopped is stale now
+            self.session.message = ""  # type: ignore[union-attr]  # the last move's reason is stale
         self._refresh_view()
 
     def action_step_forward(self) -> None:
@@ -745,158 +745,6 @@ class DebuggerApp(InspectCommands, App[None]):
         if branch is None or self.session is None or branch == self.session.branch:
             return
         self.cmd_branch(str(branch))
-
-    # -- the command line ----------------------------------------------------------------------
-
-    def run_command(self, text: str) -> None:
-        """Run one `:` command line (also the entry point for scripts and tests)."""
-        try:
-            parsed = parse_command(text)
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        if parsed is not None:
-            name, rest = parsed
-            getattr(self, f"cmd_{name}")(rest)
-
-    def cmd_set(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        assert self.session is not None
-        self._stage(self.session.set_command, rest)
-
-    def cmd_goto(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        s = self.session
-        assert s is not None
-        try:
-            target = s.parse_step(rest)
-        except SessionError as exc:
-            self._fail(exc)
-            s.message = ""  # the reason the last move gave no longer describes the screen
-            self._refresh_view()
-            return
-        self._move(lambda: s.goto(target, f"went to step {target}"))
-
-    def cmd_break(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        try:
-            said = self.session.break_spec(rest)  # type: ignore[union-attr]
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        self.notify(said)
-        self._refresh_view()
-
-    def cmd_restore(self, rest: str) -> None:
-        self.action_restore()
-
-    def cmd_discard(self, rest: str) -> None:
-        if self._can_act():
-            count = self.session.discard_edits()  # type: ignore[union-attr]
-            self.notify(f"{count} staged edit{'s' if count != 1 else ''} dropped")
-            self._refresh_view()
-
-    def cmd_write(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        assert self.session is not None
-        try:
-            path = self.session.save_checkpoint(rest.strip())
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        except Exception as exc:  # noqa: BLE001 - the runtime failing to rebuild the step
-            self._fail(f"cannot save step {self.session.step}: {exc}")
-            return
-        self.notify(f"saved step {self.session.step} to {path}")
-
-    def cmd_open(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        path = rest.strip()
-        if not path:
-            self._fail("give the checkpoint file to open")
-            return
-        if not Path(path).is_file():
-            self._fail(f"{path}: no such checkpoint file")
-            return
-        self._begin(f"opening {path}")
-        self._open_checkpoint_worker(path)
-
-    @work(thread=True, exclusive=True, group="work")
-    def _open_checkpoint_worker(self, path: str) -> None:
-        assert self.session is not None
-        try:
-            self.session.open_checkpoint(path, self._step_progress)
-        except SessionError as exc:
-            self._from_thread(self._work_failed, exc)
-            return
-        self._from_thread(self._work_done, f"opened {path}")
-
-    def cmd_branch(self, rest: str) -> None:
-        if not self._can_act():
-            return
-        try:
-            branch = int(rest)
-        except ValueError:
-            self._fail(f"not a branch id: `{rest}`")
-            return
-        self._move(lambda: self.session.switch_branch(branch))  # type: ignore[union-attr]
-        self._events_key = ()
-
-    def cmd_search(self, rest: str) -> None:
-        if self._can_act():
-            self._search(rest or None, backwards=False)
-
-    def _search(self, text: str | None, backwards: bool) -> None:
-        s = self.session
-        assert s is not None
-        self._indexed(lambda: s.search_next(text, backwards))
-
-    def cmd_why(self, rest: str) -> None:
-        name = rest.strip()
-        self._move(lambda: self.session.why(name))  # type: ignore[union-attr]
-
-    def cmd_frame(self, rest: str) -> None:
-        self._move(lambda: self.session.frame_command(rest))  # type: ignore[union-attr]
-
-    def cmd_approve(self, rest: str) -> None:
-        self._answer("approve", rest)
-
-    def cmd_reject(self, rest: str) -> None:
-        self._answer("reject", rest)
-
-    def cmd_resolve(self, rest: str) -> None:
-        self._answer("resolve", rest)
-
-    def _answer(self, action: str, rest: str) -> None:
-        if not self._can_act():
-            return
-        assert self.session is not None
-        try:
-            value = self.session.interrupt_answer(action, rest)
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        self._stopper = Stopper(self.session.max_steps)
-        self._begin(f"{action} and run on", cancellable=True)
-        self._answer_worker(action, value, self._stopper)
-
-    @work(thread=True, exclusive=True, group="work")
-    def _answer_worker(self, action: str, value: Any, stopper: Stopper) -> None:
-        assert self.session is not None
-        try:
-            self.session.answer_interrupt(action, value, self._step_progress, stopper)
-        except SessionError as exc:
-            self._from_thread(self._work_failed, exc)
-            return
-        self._from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
-
-    def cmd_quit(self, rest: str) -> None:
-        self.exit()
 
     # -- the command palette ---------------------------------------------------------------------
 

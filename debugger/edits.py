@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debugger.commands import parse_set_command
 from debugger.declarations import typed_names
@@ -116,6 +116,10 @@ def _set_path(value: Any, path: list[str | int], new: Any) -> Any:
 
 class Editing:
     """Staging edits and restoring from them (mixed into `Session`)."""
+
+    if TYPE_CHECKING:  # the rest of the session (moving, reading) as `Session` defines it
+
+        def __getattr__(self, name: str) -> Any: ...
 
     edits: Edits | None
     recording: Any

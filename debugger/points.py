@@ -6,7 +6,7 @@ changes is `debugger.watches`; comparing is `debugger.diff`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debugger.diff import DiffLine, diff_branches, diff_states
 from debugger.errors import SessionError
@@ -20,6 +20,10 @@ __all__ = ["Points"]
 
 class Points:
     """Breakpoints, watches and expressions of a session (mixed into `Session`)."""
+
+    if TYPE_CHECKING:  # the rest of the session (moving, reading) as `Session` defines it
+
+        def __getattr__(self, name: str) -> Any: ...
 
     breakpoints: set[tuple[str, int]]
     conditions: dict[tuple[str, int], LineBreak]
