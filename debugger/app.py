@@ -38,6 +38,7 @@ from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
 from debugger.widgets.timeline_bar import TimelineBar
+from debugger.widgets.value_screen import ValueScreen
 from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
@@ -134,6 +135,9 @@ class DebuggerApp(Commands, App[None]):
             id="search_previous",
         ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
+        Binding("z", "zoom", "Zoom a value full-screen", show=False, id="zoom"),
+        Binding("t", "next_thread", "Next message thread", show=False, id="next_thread"),
+        Binding("T", "prev_thread", "Previous message thread", show=False, id="prev_thread"),
         Binding("p", "print", "Print an expression", show=False, priority=True, id="print"),
         Binding(
             "colon",
@@ -324,7 +328,9 @@ class DebuggerApp(Commands, App[None]):
         self.stack.show(state.frames, s.frame_index())
         self.watches.show([(w.stops, line) for w, line in s.watch_lines()])
         self.messages.show(
-            state.active_thread, s.thread_messages(), edits.messages if edits is not None else {}
+            s.shown_thread(),
+            state.threads.get(s.shown_thread(), ()),
+            edits.messages if edits is not None and s.shown_thread() == state.active_thread else {},
         )
         self.output.show(state.output)
         self.llm.show(
@@ -592,6 +598,43 @@ class DebuggerApp(Commands, App[None]):
             self._fail("select a variable in the variables panel first")
             return
         self._indexed(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
+
+    def action_next_thread(self) -> None:
+        self._thread(1)
+
+    def action_prev_thread(self) -> None:
+        self._thread(-1)
+
+    def _thread(self, delta: int) -> None:
+        if not self._can_act():
+            return
+        try:
+            thread = self.session.cycle_thread(delta)  # type: ignore[union-attr]
+        except SessionError as exc:
+            self._fail(exc)
+            return
+        active = self.session.state().active_thread  # type: ignore[union-attr]
+        self.notify(f"messages of thread {thread}" + (" (active)" if thread == active else ""))
+        self._refresh_view()
+
+    def action_zoom(self) -> None:
+        """The selected variable (or a part of it) full-screen, to read, copy or save."""
+        if not self._can_act():
+            return
+        s = self.session
+        assert s is not None
+        ref = self.variables.selected
+        if ref is None:
+            self._fail("select a variable in the variables panel first")
+            return
+        value = ref.value
+        if ref.kind in ("args", "locals", "globals") and not ref.path:
+            try:
+                value = s.current_value(ref.kind, ref.name)
+            except (SessionError, KeyError):
+                pass
+        save_as = f"{Path(s.source_path).stem or 'value'}.step{s.step}.{ref.name}.json"
+        self.push_screen(ValueScreen(f"{ref.label} at step {s.step}", value, save_as))
 
     def _indexed(self, fn: Callable[[], object]) -> None:
         """Run `fn` (a move that needs the run's write index) now when the index is built or

@@ -123,6 +123,7 @@ class Editing:
 
     edits: Edits | None
     recording: Any
+    thread: str | None
 
     # Kept by `Session` (these mixins are its parts, split by concern).
     timeline: Any
@@ -253,11 +254,39 @@ class Editing:
         return table.get((scope, name))
 
     def thread_messages(self) -> tuple[Any, ...]:
+        """The messages of the active thread (what an edit changes)."""
         state = self.state()
         return state.threads.get(state.active_thread, ())
 
+    def shown_thread(self) -> str:
+        """The thread the messages panel shows: the one chosen with `t`, while it exists, else
+        the active one."""
+        state = self.state()
+        chosen = self.thread
+        return chosen if chosen is not None and chosen in state.threads else state.active_thread
+
+    def cycle_thread(self, delta: int = 1) -> str:
+        """Show the next (or previous) message thread of this step; returns its id."""
+        state = self.state()
+        ids = sorted(state.threads, key=lambda t: (len(t), t))
+        if len(ids) < 2:
+            raise SessionError("this step has only one message thread")
+        current = self.shown_thread()
+        i = ids.index(current) if current in ids else 0
+        self.thread = ids[(i + delta) % len(ids)]
+        return self.thread
+
+    def _editing_the_active_thread(self) -> None:
+        state = self.state()
+        if self.shown_thread() != state.active_thread:
+            raise SessionError(
+                f"thread {self.shown_thread()} is on screen, but only the active thread "
+                f"({state.active_thread}) can be edited: t switches back"
+            )
+
     def edit_message(self, index: int, text: Any) -> str:
         """Stage a new text for message `index` of the active thread; returns what was staged."""
+        self._editing_the_active_thread()
         messages = self.thread_messages()
         if not 0 <= index < len(messages):
             raise SessionError(f"there is no message {index} in the active thread at this step")

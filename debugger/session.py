@@ -115,6 +115,7 @@ class Session(Points, Editing):
         self.conditions: dict[tuple[str, int], LineBreak] = {}  # a breakpoint's if / hit
         self.event_breaks: list[EventBreak] = []
         self.watches: list[Watch] = []
+        self.thread: str | None = None  # the message thread chosen with `t` (None: the active)
         self._line_hits: dict[tuple[str, int], list[int]] = {}
         self.frame: int | None = None  # None: the innermost user frame
         self.edits: Edits | None = None

@@ -13,6 +13,16 @@ from textual.widgets import Static
 
 from debugger.widgets.timeline_bar import legend
 
+# What a click does where (the widgets' own handlers; listed here so `?` teaches them too).
+MOUSE = [
+    ("click a line number", "toggle a breakpoint on that line"),
+    ("click or drag the timeline", "go to that step"),
+    ("click a frame", "select it: variables and source follow"),
+    ("click a variable", "select it (then e edits, y why, z zoom)"),
+    ("click a message", "select it (then e edits it)"),
+    ("scroll wheel", "scroll the panel under the pointer"),
+]
+
 
 class HelpScreen(ModalScreen[None]):
     """The full list of keys and commands."""
@@ -47,6 +57,9 @@ class HelpScreen(ModalScreen[None]):
         lines.append(("\nCommands (type : first)\n", "bold $text-accent"))
         for usage, description in self.commands:
             lines += [(f"  {usage:<26}", "bold"), description + "\n"]
+        lines.append(("\nMouse\n", "bold $text-accent"))
+        for where, what in MOUSE:
+            lines += [(f"  {where:<26}", "bold"), what + "\n"]
         lines.append(("\nTimeline markers\n", "bold $text-accent"))
         with VerticalScroll():
             yield Static(Content.assemble(*lines) + Content("  ") + legend(), id="help-text")

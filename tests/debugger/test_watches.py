@@ -278,3 +278,53 @@ async def test_watches_in_the_app(watched: Session) -> None:
         await prompt(pilot, "colon", "unwatch all")
         assert not panel.display
         assert errors == []
+
+
+# -- threads and zoom ------------------------------------------------------------------------
+
+
+async def test_t_shows_each_message_thread_and_z_zooms_a_value(tmp_path) -> None:
+    import json
+
+    from debugger.app import DebuggerApp
+    from debugger.widgets.messages_panel import MessagesPanel
+    from debugger.widgets.value_screen import ValueScreen
+    from tests.debugger.conftest import ROOT, SIZE, settle
+    from tests.debugger.test_app import select_variable, watch_errors
+
+    mocks = tmp_path / "threads.mocks.json"
+    mocks.write_text(json.dumps([{"return": "one"}, {"return": "two"}, {"return": "three"}]))
+    session = make_session(ROOT / "tests/programs/threads/basic.agency", mocks)
+    session.goto(session.last - 1)
+    threads = sorted(session.state().threads)
+    assert len(threads) >= 2
+    app = DebuggerApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        errors = watch_errors(app)
+        await settle(pilot)
+        panel = app.query_one(MessagesPanel)
+        shown = {panel.border_title}
+        for _ in threads:
+            await pilot.press("t")
+            await settle(pilot)
+            shown.add(panel.border_title)
+        assert len(shown) == len(threads)  # each thread had its turn, then back
+        with pytest.raises(SessionError, match="only the active thread"):
+            while session.shown_thread() == session.state().active_thread:
+                session.cycle_thread()
+            session.edit_message(0, "changed")
+        select_variable(app, "out")
+        await pilot.press("z")
+        await settle(pilot)
+        assert isinstance(app.screen, ValueScreen)
+        assert json.loads(app.screen.text) == session.state().frames[-1].locals["out"]
+        await pilot.press("s")
+        await settle(pilot)
+        saved = list(ROOT.glob("basic.step*.out.json"))
+        try:
+            assert saved and json.loads(saved[0].read_text()) == json.loads(app.screen.text)
+        finally:
+            for path in saved:
+                path.unlink()
+        await pilot.press("escape")
+        assert errors == []
