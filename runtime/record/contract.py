@@ -257,9 +257,12 @@ class RunStore(Protocol):
         """
         ...
 
-    def prune(self, older_than: timedelta, keep: Collection[str] = ()) -> int:
-        """Delete runs not updated for `older_than`, except the runs in `keep`; return how many
-        went.
+    def prune(
+        self, older_than: timedelta, keep: Collection[str] = (), keep_failed: bool = False
+    ) -> int:
+        """Delete runs not updated for `older_than`, except the runs in `keep`, runs a process
+        holds (`claim_run`) and, with `keep_failed`, failed runs; return how many went. One
+        transaction: a run is either deleted whole or left whole.
 
         Finished, failed and interrupted runs go when their `updated_at` is older than the cutoff.
         A run still marked "running" whose `updated_at` is older than the cutoff is one whose

@@ -194,13 +194,19 @@ class MemoryStore:
             del self._runs[resolved]
             self._effects = {k: e for k, e in self._effects.items() if e["run_id"] != resolved}
 
-    def prune(self, older_than: timedelta, keep: Collection[str] = ()) -> int:
+    def prune(
+        self, older_than: timedelta, keep: Collection[str] = (), keep_failed: bool = False
+    ) -> int:
         with self._lock:
             self._open()
             cutoff = format_ts(self._now() - older_than)
-            kept = set(keep)
+            kept = set(keep) | set(self._owners)
             doomed = [
-                i for i, r in self._runs.items() if r.row["updated_at"] < cutoff and i not in kept
+                i
+                for i, r in self._runs.items()
+                if r.row["updated_at"] < cutoff
+                and i not in kept
+                and not (keep_failed and r.row["status"] == "failed")
             ]
             for run_id in doomed:
                 self.delete_run(run_id)
