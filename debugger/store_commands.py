@@ -135,6 +135,7 @@ def register(cli: click.Group) -> None:
     cli.add_command(prune)
     cli.add_command(resume)
     cli.add_command(replay)
+    cli.add_command(copy)
 
 
 @click.command(context_settings=CONTEXT)
@@ -621,3 +622,42 @@ def _progress_bar(from_step: int = 0) -> Any:
         progress.update(task["id"], completed=min(step, total))
 
     return update
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("run_refs", nargs=-1, metavar="[RUN]...")
+@click.option("--from", "source", required=True, metavar="STORE", help="Store to copy from.")
+@click.option("--to", "target", required=True, metavar="STORE", help="Store to copy into.")
+def copy(run_refs: tuple[str, ...], source: str, target: str) -> None:
+    """Copy runs from one store to another (default: every run), under the same ids.
+
+    A STORE is a SQLite file or a postgresql://user@host/db URL. Runs already in the target
+    are left alone; a copy cut short is done again.
+
+    \b
+    Example:
+      agency copy --from .agency/runs.db --to postgresql://me@db.internal/agency
+    """
+    from runtime.record.copy import copy_run
+    from runtime.record.stores import describe, open_run_store, store_location
+
+    src_location = store_location(source)
+    if isinstance(src_location, Path) and not src_location.is_file():
+        raise UsageError(f"{source}: no run store here")
+    if describe(src_location) == describe(store_location(target)):
+        raise UsageError("--from and --to name the same store")
+    with open_run_store(src_location, read_only=True) as src, open_run_store(target) as dst:
+        runs = [find_run(src, ref) for ref in run_refs] or src.list_runs(10**9)[::-1]
+        copied = skipped = steps = 0
+        for run in runs:
+            n = copy_run(src, dst, run.id)
+            if n is None:
+                skipped += 1
+            else:
+                copied += 1
+                steps += n
+    tail = f"; {skipped} already there" if skipped else ""
+    click.echo(
+        f"copied {copied} run{'s' if copied != 1 else ''} ({steps} steps) to "
+        f"{describe(store_location(target))}{tail}"
+    )

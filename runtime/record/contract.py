@@ -235,6 +235,12 @@ class RunStore(Protocol):
         """
         ...
 
+    def put_run(self, record: RunRecord) -> None:
+        """Store a run's row exactly as `record` gives it (id, timestamps, status, step count),
+        for a copy from another store (`copy.copy_run`): a new run gets branch 0, a run already
+        here gets its row overwritten (what was recorded for it stays). Durable on return."""
+        ...
+
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run with this id or unique id prefix (like git), None if there is none.
 

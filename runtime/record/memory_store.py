@@ -37,6 +37,7 @@ from runtime.record.rows import (
     lineage_segments,
     llm_call_from_row,
     new_run_id,
+    row_of_run,
     run_from_row,
     run_row,
     run_update_columns,
@@ -164,6 +165,27 @@ class MemoryStore:
             self._open()
             columns = run_update_columns(fields, self._now())
             self._run(run_id).row.update(columns)
+
+    def put_run(self, record: RunRecord) -> None:
+        row = row_of_run(record)
+        with self._lock:
+            self._open()
+            run = self._runs.get(record.id)
+            if run is not None:
+                run.row.update(row)
+                return
+            run = self._runs[record.id] = _MemRun(row)
+            run.branches[0] = _MemBranch(
+                {
+                    "run_id": record.id,
+                    "branch": 0,
+                    "parent_branch": None,
+                    "fork_step": None,
+                    "edits_json": "{}",
+                    "created_at": row["created_at"],
+                    "length": 0,
+                }
+            )
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._lock:

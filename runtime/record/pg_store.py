@@ -80,6 +80,22 @@ class PostgresDialect(Dialect):
     def is_disconnect(self, exc: BaseException, conn: Any) -> bool:
         return isinstance(exc, psycopg.OperationalError) and bool(conn.broken or conn.closed)
 
+    def transaction_id(self, conn: Any) -> Any:
+        return conn.execute("SELECT txid_current()").fetchone()[0]
+
+    def committed(self, conn: Any, transaction: Any) -> bool:
+        try:
+            row = conn.execute("SELECT txid_status(%s)", (transaction,)).fetchone()
+        except psycopg.OperationalError:
+            raise  # the server is gone again: reconnect, then ask again
+        except psycopg.Error:
+            # "transaction ID ... is in the future": the server crashed before the id reached
+            # its log, so the transaction cannot have committed.
+            conn.rollback()
+            return False
+        conn.rollback()
+        return bool(row is not None and row[0] == "committed")
+
 
 POSTGRES = PostgresDialect()
 

@@ -195,6 +195,27 @@ def run_row(run_id: str, meta: RunMeta, now: datetime) -> dict[str, Any]:
     }
 
 
+def row_of_run(record: RunRecord) -> dict[str, Any]:
+    """The row of the runs table that `run_from_row` reads back as `record`."""
+    check_status(record.status)
+    return {
+        "id": record.id,
+        "source_path": record.source_path,
+        "source_sha256": record.source_sha256,
+        "node": record.node,
+        "args_json": dumps(record.args, "run args"),
+        "config_json": dumps(record.config, "run config"),
+        "status": record.status,
+        "created_at": format_ts(record.created_at),
+        "updated_at": format_ts(record.updated_at),
+        "finished_at": None if record.finished_at is None else format_ts(record.finished_at),
+        "step_count": record.step_count,
+        "result_json": dumps(record.result, "run result"),
+        "error": record.error,
+        "meta_json": dumps(record.meta, "run meta"),
+    }
+
+
 def effect_from_row(row: Any) -> EffectRecord:
     return EffectRecord(
         key=row["key"],

@@ -48,6 +48,7 @@ from runtime.record.store import (
     loads,
     new_run_id,
     prefix_upper_bound,
+    row_of_run,
     run_from_row,
     run_row,
     run_update_columns,
@@ -267,6 +268,29 @@ class SQLStore:
                 raise StoreError(f"update_run: no run {run_id!r} in {self.where}")
 
         self._enqueue(Op(None, fn=update))
+
+    def put_run(self, record: RunRecord) -> None:
+        row = row_of_run(record)
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c != "id")
+
+        def put(conn: Connection) -> None:
+            self._exec(
+                conn,
+                f"INSERT INTO runs ({columns}) VALUES ({marks})"
+                f" ON CONFLICT (id) DO UPDATE SET {updates}",
+                tuple(row.values()),
+            )
+            self._exec(
+                conn,
+                "INSERT INTO branches (run_id, branch, parent_branch, fork_step, edits_json,"
+                " created_at, length) VALUES (?, 0, NULL, NULL, '{}', ?, 0)"
+                " ON CONFLICT (run_id, branch) DO NOTHING",
+                (record.id, row["created_at"]),
+            )
+
+        self._call(put)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._reading() as conn:

@@ -67,6 +67,14 @@ class Dialect:
         """Whether `exc` means the connection is gone (and a new one may succeed)."""
         return False
 
+    def transaction_id(self, conn: Connection) -> Any:
+        """An id of the open transaction by which `committed` can tell, after the connection
+        dropped, whether it committed (the COMMIT may have been lost on the way back)."""
+        return None
+
+    def committed(self, conn: Connection, transaction: Any) -> bool:
+        return False
+
 
 class WriteResult:
     """Where a synchronous write leaves its result or its error for the waiting caller."""
@@ -122,6 +130,7 @@ class Writer:
         self._urgent = 0  # commit without waiting up to this sequence number
         self._closing = False
         self._errors: list[BaseException] = []
+        self._transaction: Any = None  # the group's transaction id, where the database has one
         self._thread = threading.Thread(target=self._main, name="agency-store-writer", daemon=True)
         self._thread.start()
 
@@ -216,12 +225,18 @@ class Writer:
                 self._cond.notify_all()
 
     def _commit(self, ops: list[Op]) -> None:
+        pending = None  # the group's last transaction, whose COMMIT may have gone through
         while True:
+            self._transaction = None
             try:
+                if pending is not None and self._dialect.committed(self._conn, pending):
+                    return  # the server committed the group; only its answer was lost
                 self._commit_group(ops)
                 return
             except Exception as exc:
                 self._rollback()
+                if self._transaction is not None:
+                    pending = self._transaction
                 if not self._reconnected(exc):
                     break
         # Something in the group failed: redo it one write at a time, each in a savepoint,
@@ -232,6 +247,7 @@ class Writer:
         conn = self._conn
         sql_of = self._dialect.sql
         self._dialect.begin(conn)
+        self._transaction = self._dialect.transaction_id(conn)
         # Runs of the same statement go to executemany: its loop runs in C, which keeps this
         # thread's hold on the GIL (and so its cost to the interpreter) short.
         for sql, run in itertools.groupby(ops, key=lambda op: op.sql):

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -92,33 +93,60 @@ class Cluster:
         cmd = [str(self.bindir / tool), *args]
         if self.user:
             cmd = ["runuser", "-u", self.user, "--", *cmd]
-        subprocess.run(cmd, check=True, capture_output=True, cwd=self.dir)
+        done = subprocess.run(cmd, capture_output=True, cwd=self.dir)
+        if done.returncode:
+            log = self.dir / "log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"{tool} failed: {done.stderr.decode()[-2000:]}\n{tail}")
 
     def start(self) -> None:
-        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir}"
-        log = str(self.dir / "log")
-        self._run("pg_ctl", "-D", str(self.data), "-l", log, "-w", "-o", options, "start")
+        """Start the server as this process's child (so a killed server is reaped here) and wait
+        for its "ready to accept connections" line."""
+        cmd = [
+            str(self.bindir / "postgres"),
+            "-D",
+            str(self.data),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.dir),
+        ]
+        if self.user:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, cwd=self.dir)
+        assert self.proc.stderr is not None
+        seen = []
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace")
+            seen.append(line)
+            if "ready to accept connections" in line:
+                break
+        else:
+            raise RuntimeError("the PostgreSQL server did not start:\n" + "".join(seen[-20:]))
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # drain the log
 
     def pid(self) -> int:
         return int((self.data / "postmaster.pid").read_text().split()[0])
 
     def kill(self) -> None:
-        """SIGKILL the server (postmaster); its backends go with it."""
+        """SIGKILL the server (postmaster) and its backends, and wait until they are gone."""
         import signal
 
         pid = self.pid()
-        os.kill(pid, signal.SIGKILL)
-        for child in _children(pid):
+        doomed = [pid, *_children(pid)]
+        for victim in doomed:
             try:
-                os.kill(child, signal.SIGKILL)
+                os.kill(victim, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        self.proc.wait()  # runuser reaps the postmaster, then ends
 
     def stop(self) -> None:
-        try:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-        except subprocess.CalledProcessError:
-            pass
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            self.kill()
 
     def remove(self) -> None:
         self.stop()
