@@ -239,12 +239,14 @@ class SQLStore:
         def insert(conn: Connection) -> str:
             for _ in range(8):
                 row["id"] = new_run_id()
-                inserted = self._exec(
+                # RETURNING, not rowcount: a fetch is what waits for the answer in a pipeline.
+                inserted = self._one(
                     conn,
-                    f"INSERT INTO runs ({columns}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING",
+                    f"INSERT INTO runs ({columns}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING"
+                    " RETURNING id",
                     tuple(row.values()),
-                ).rowcount
-                if inserted != 1:
+                )
+                if inserted is None:
                     continue  # another process took the id in the same millisecond
                 self._exec(
                     conn,
@@ -260,11 +262,11 @@ class SQLStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         columns = run_update_columns(fields, self._clock())
-        sql = f"UPDATE runs SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?"
+        sql = f"UPDATE runs SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ? RETURNING id"
         params = (*columns.values(), run_id)
 
         def update(conn: Connection) -> None:
-            if self._exec(conn, sql, params).rowcount == 0:
+            if self._one(conn, sql, params) is None:
                 raise StoreError(f"update_run: no run {run_id!r} in {self.where}")
 
         self._enqueue(Op(None, fn=update))

@@ -59,6 +59,10 @@ class Dialect:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
 
+    def group(self, conn: Connection) -> contextlib.AbstractContextManager[Any]:
+        """Around a group's statements (a pipeline, where the driver has one)."""
+        return contextlib.nullcontext()
+
     def rows(self, conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """The rows of a query as mappings from column name to value."""
         raise NotImplementedError
@@ -250,15 +254,16 @@ class Writer:
         self._transaction = self._dialect.transaction_id(conn)
         # Runs of the same statement go to executemany: its loop runs in C, which keeps this
         # thread's hold on the GIL (and so its cost to the interpreter) short.
-        for sql, run in itertools.groupby(ops, key=lambda op: op.sql):
-            if sql is None:
-                for op in run:
-                    self._apply(op)
-            else:
-                conn.cursor().executemany(
-                    sql_of(sql), [op.params for op in run if op.params is not None]
-                )
-        self._grow([op for op in ops if op.grows is not None])
+        with self._dialect.group(conn):
+            for sql, run in itertools.groupby(ops, key=lambda op: op.sql):
+                if sql is None:
+                    for op in run:
+                        self._apply(op)
+                else:
+                    conn.cursor().executemany(
+                        sql_of(sql), [op.params for op in run if op.params is not None]
+                    )
+            self._grow([op for op in ops if op.grows is not None])
         self._dialect.commit(conn)
 
     def _reconnected(self, exc: BaseException) -> bool:
