@@ -391,10 +391,10 @@ def run(
     from pathlib import Path
 
     from runtime.llm.registry import config_of
-    from runtime.record.sqlite_store import SQLiteStore, default_db_path
+    from runtime.record.stores import open_run_store
     from runtime.runs.recording import run_recorded
 
-    store = SQLiteStore(db or default_db_path())
+    store = open_run_store(db)
     run_config = dict(config_of(model))
     run_config["seed"] = seed
     if config.mocks is not None:

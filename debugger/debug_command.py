@@ -35,15 +35,16 @@ def build_app(
     from runtime.runs.stopping import Stopper
 
     if trace is not None or (run_id is not None and checkpoint is None):
-        from runtime.record.sqlite_store import SQLiteStore, default_db_path
+        from runtime.record.stores import describe, open_run_store, store_location
 
-        path = trace or db or str(default_db_path())
-        if not Path(path).is_file():
+        location = store_location(trace or db)
+        path = describe(location)
+        if isinstance(location, Path) and not location.is_file():
             raise AgencyError(f"{path}: no such run store")
         try:
-            store = SQLiteStore(path)
+            store = open_run_store(location)
         except AgencyError:  # a read-only store or directory: it can still be read (no restore)
-            store = SQLiteStore(path, read_only=True)
+            store = open_run_store(location, read_only=True)
         record = store.get_run(run_id) if run_id is not None else store.latest_run()
         if record is None:
             what = f"no run {run_id!r}" if run_id is not None else "no runs"
@@ -62,9 +63,9 @@ def build_app(
     program = load_program(file)
     store = None  # in memory
     if record:
-        from runtime.record.sqlite_store import SQLiteStore, default_db_path
+        from runtime.record.stores import open_run_store
 
-        store = SQLiteStore(db or default_db_path())
+        store = open_run_store(db)
     if checkpoint is not None:
         from runtime.vm.checkpoints import load_file
 

@@ -22,7 +22,8 @@ def db_option(fn: Any) -> Any:
     return click.option(
         "--db",
         type=click.Path(dir_okay=False),
-        help="Run store (default .agency/runs.db, or AGENCY_DB).",
+        help="Run store: a SQLite file or a postgresql://user@host/db URL (default "
+        ".agency/runs.db, or AGENCY_DB).",
     )(fn)
 
 
@@ -30,10 +31,17 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
     """The run store of --db / AGENCY_DB / .agency/runs.db. `read_only` (runs, show, export):
     opened for reading only, so a read-only store or directory can be read; runs whose process
     died are still marked interrupted first when the store can be written."""
-    from runtime.record.sqlite_store import SQLiteStore, default_db_path
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.record.stores import open_run_store, store_location
     from runtime.runs.processes import process_alive, reap_dead_runs
 
-    path = Path(db) if db else default_db_path()
+    location = store_location(db)
+    if isinstance(location, str):  # a database server: there is nothing to look at beforehand
+        store = open_run_store(location, read_only=read_only)
+        if not read_only:
+            reap_dead_runs(store)
+        return store
+    path = location
     if must_exist and not path.exists():
         raise UsageError(
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
@@ -127,6 +135,7 @@ def register(cli: click.Group) -> None:
     cli.add_command(prune)
     cli.add_command(resume)
     cli.add_command(replay)
+    cli.add_command(copy)
 
 
 @click.command(context_settings=CONTEXT)
@@ -263,7 +272,10 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
 
     run_ref, step = parse_ref(ref)
     target = Path(output)
-    refuse_target(target, Path(db) if db else default_store_path())
+    from runtime.record.stores import store_location
+
+    location = store_location(db)  # a database server has no file here to protect
+    refuse_target(target, location if isinstance(location, Path) else default_store_path())
     store = open_store(db, read_only=True)
     run = find_run(store, run_ref)
     tl = Timeline.open(store, run.id, branch)
@@ -338,13 +350,18 @@ def parse_age(text: str) -> timedelta:
     required=True,
     help="Delete runs last updated longer ago than this (30m, 12h, 7d, 2w).",
 )
+@click.option("--keep-failed", is_flag=True, help="Keep failed runs, however old.")
 @db_option
-def prune(older_than: str, db: str | None) -> None:
+def prune(older_than: str, db: str | None, keep_failed: bool) -> None:
     """Delete old runs from the store (recorded runs do not expire by themselves).
 
+    One transaction: each run goes whole or stays whole. A run being recorded, resumed or
+    replayed (by any process, on any machine sharing the store) is never deleted.
+
     \b
-    Example:
+    Examples:
       agency prune --older-than 7d
+      agency prune --older-than 7d --keep-failed
     """
     from runtime.runs.processes import process_alive
 
@@ -356,7 +373,7 @@ def prune(older_than: str, db: str | None) -> None:
         and isinstance((run.meta or {}).get("process"), dict)
         and process_alive(run.meta["process"]) is True
     ]
-    n = store.prune(parse_age(older_than), keep=live)
+    n = store.prune(parse_age(older_than), keep=live, keep_failed=keep_failed)
     click.echo(f"deleted {n} run{'s' if n != 1 else ''}")
 
 
@@ -605,3 +622,42 @@ def _progress_bar(from_step: int = 0) -> Any:
         progress.update(task["id"], completed=min(step, total))
 
     return update
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("run_refs", nargs=-1, metavar="[RUN]...")
+@click.option("--from", "source", required=True, metavar="STORE", help="Store to copy from.")
+@click.option("--to", "target", required=True, metavar="STORE", help="Store to copy into.")
+def copy(run_refs: tuple[str, ...], source: str, target: str) -> None:
+    """Copy runs from one store to another (default: every run), under the same ids.
+
+    A STORE is a SQLite file or a postgresql://user@host/db URL. Runs already in the target
+    are left alone; a copy cut short is done again.
+
+    \b
+    Example:
+      agency copy --from .agency/runs.db --to postgresql://me@db.internal/agency
+    """
+    from runtime.record.copy import copy_run
+    from runtime.record.stores import describe, open_run_store, store_location
+
+    src_location = store_location(source)
+    if isinstance(src_location, Path) and not src_location.is_file():
+        raise UsageError(f"{source}: no run store here")
+    if describe(src_location) == describe(store_location(target)):
+        raise UsageError("--from and --to name the same store")
+    with open_run_store(src_location, read_only=True) as src, open_run_store(target) as dst:
+        runs = [find_run(src, ref) for ref in run_refs] or src.list_runs(10**9)[::-1]
+        copied = skipped = steps = 0
+        for run in runs:
+            n = copy_run(src, dst, run.id)
+            if n is None:
+                skipped += 1
+            else:
+                copied += 1
+                steps += n
+    tail = f"; {skipped} already there" if skipped else ""
+    click.echo(
+        f"copied {copied} run{'s' if copied != 1 else ''} ({steps} steps) to "
+        f"{describe(store_location(target))}{tail}"
+    )

@@ -26,8 +26,9 @@ from runtime.errors import AgencyError, UsageError
 from runtime.language.program import load_program
 from runtime.llm.mock import load_mocks
 from runtime.llm.registry import config_of
-from runtime.record.sqlite_store import SQLiteStore, default_db_path
+from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import MemoryStore, RunRecord, RunStore
+from runtime.record.stores import is_url, open_run_store
 from runtime.record.views import Event, StateView
 from runtime.runs import fork as runs_fork
 from runtime.runs.fork import apply_edits
@@ -280,17 +281,23 @@ class Store:
 
 
 def open_store(url: str | Path | None = None) -> Store:
-    """The run store at `url`: a SQLite file path (or `sqlite:///path`), `":memory:"` for one in
-    memory, or None for `AGENCY_DB`, else `.agency/runs.db` under the working directory."""
+    """The run store at `url`: a SQLite file path (or `sqlite:///path`), a PostgreSQL URL
+    (`postgresql://user@host/db`), `":memory:"` for one in memory, or None for `AGENCY_DB`, else
+    `.agency/runs.db` under the working directory."""
     if url is None:
-        return Store(SQLiteStore(default_db_path()))
+        return Store(open_run_store(None))
     text = str(url)
     if text == ":memory:":
         return Store(MemoryStore())
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") - 1 :]
+    elif is_url(text):
+        return Store(open_run_store(text))
     elif "://" in text:
-        raise UsageError(f"unsupported store URL {text!r}: give a SQLite file path or :memory:")
+        raise UsageError(
+            f"unsupported store URL {text!r}: give a SQLite file path, a postgresql:// URL or "
+            ":memory:"
+        )
     return Store(SQLiteStore(text))
 
 

@@ -41,6 +41,7 @@ LAZY = {
     ("runtime.llm", "runtime.llm.anthropic"),
     ("runtime.llm.registry", "runtime.llm.openai"),
     ("runtime.llm.registry", "runtime.llm.anthropic"),
+    ("runtime.record.stores", "runtime.record.pg_store"),  # psycopg: only for a PostgreSQL URL
 }
 
 

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from runtime.record.store import StoreError
+from runtime.record.contract import StoreError
 
 __all__ = [
     "APPLICATION_ID",

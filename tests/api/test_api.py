@@ -75,7 +75,9 @@ def test_resume_an_interrupted_run_and_replay_it(work: Path) -> None:
 
 def test_errors_are_agency_errors() -> None:
     with pytest.raises(UsageError):
-        open_store("postgresql://nobody@nowhere/db")
+        open_store("mysql://nobody@nowhere/db")
+    with pytest.raises(AgencyError, match="cannot open run store postgresql://nobody@nowhere/db"):
+        open_store("postgresql://nobody:secret@nowhere/db")  # the password is never shown
     with pytest.raises(AgencyError):
         Checkpoint.load("/nonexistent/cp.json")
     with pytest.raises(AttributeError):

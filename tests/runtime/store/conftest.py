@@ -1,4 +1,5 @@
-"""Fixtures for the run store tests: both stores, a clock the test moves by hand."""
+"""Fixtures for the run store tests: every store (memory, SQLite, PostgreSQL), a clock the test
+moves by hand."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_helpers import fresh_schema
 
 from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import MemoryStore, RunStore
@@ -18,9 +20,15 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[RunStore]:
     s: RunStore
+    if request.param == "postgres":
+        from runtime.record.pg_store import PostgresStore
+
+        with fresh_schema() as url, PostgresStore(url, clock=clock) as pg:
+            yield pg
+        return
     if request.param == "memory":
         s = MemoryStore(clock=clock)
     else:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pg_helpers import fresh_schema
 
 from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import (
@@ -158,6 +159,14 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteSto
         yield store
 
 
+@pytest.fixture(scope="module")
+def postgres_store() -> Iterator[RunStore]:
+    from runtime.record.pg_store import PostgresStore
+
+    with fresh_schema() as url, PostgresStore(url) as store:
+        yield store
+
+
 layouts = st.lists(
     st.tuples(
         st.integers(0, 30),  # where it forks: this many steps before its parent's end
@@ -181,7 +190,22 @@ def test_lineage_reads_cover_each_step_once(
     use_sqlite: bool,
 ) -> None:
     """Branch i forks from branch i - 1; reads are made on the last branch."""
-    store: RunStore = sqlite_store if use_sqlite else _memory
+    check_lineage_reads(sqlite_store if use_sqlite else _memory, layout, a, width)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(layout=layouts, a=st.integers(-2, 70), width=st.integers(0, 70))
+def test_lineage_reads_cover_each_step_once_on_postgres(
+    postgres_store: RunStore, layout: list[tuple[int, list[int], set[int]]], a: int, width: int
+) -> None:
+    check_lineage_reads(postgres_store, layout, a, width)
+
+
+def check_lineage_reads(
+    store: RunStore, layout: list[tuple[int, list[int], set[int]]], a: int, width: int
+) -> None:
     run_id = store.create_run(meta())
     visible: list[tuple[int, int]] = []  # (step, branch) of keyframes in the lineage so far
     end = 0  # step count of the lineage so far

@@ -354,3 +354,22 @@ def test_values_must_be_json(store: RunStore) -> None:
     run_id = store.create_run(meta())
     with pytest.raises(TypeError, match="event data"):
         store.add_event(run_id, 0, 1, "tool", "t", {"x": object()})
+
+
+def test_prune_keeps_failed_runs_and_held_runs_when_asked(
+    store: RunStore, clock: FakeClock
+) -> None:
+    done = store.create_run(meta())
+    store.update_run(done, status="finished")
+    failed = store.create_run(meta())
+    store.update_run(failed, status="failed")
+    held = store.create_run(meta())
+    store.update_run(held, status="interrupted")
+    owner = {"pid": 1, "host": "elsewhere", "started": 1.0}
+    assert store.claim_run(held, owner) is None  # a resume is continuing it right now
+    clock.advance(days=10)
+    assert store.prune(timedelta(days=5), keep_failed=True) == 1
+    assert {r.id for r in store.list_runs()} == {failed, held}
+    store.release_run(held, owner)
+    assert store.prune(timedelta(days=5)) == 2
+    assert store.list_runs() == []

@@ -1,0 +1,448 @@
+"""Provides the run store contract: the `RunStore` protocol, the records it reads and writes,
+and `StoreError`. Implementations: `MemoryStore` (`memory_store.py`), `SQLiteStore`
+(`sqlite_store.py`) and `PostgresStore` (`pg_store.py`); `runtime.record.store` re-exports all
+of it.
+
+A run store keeps, per run: its metadata, its branches, the recorder's encoded step batches and
+keyframes, timeline events, LLM calls and the effect journal. Step batches and keyframes are
+opaque bytes: a store never decodes them.
+
+Steps are numbered per branch from the fork point. Branch 0 is the main line and starts at step
+0; a branch forked after step k of its parent has its first own step k+1. A branch's history (its
+*lineage*) is its parent's history up to step k followed by its own steps, so every read that
+takes a branch walks the lineage: the branch itself supplies steps from k on, its parent supplies
+steps up to k, and so on up to branch 0. Both sides own step k: the parent recorded the step, the
+child may record what happened to it there (the edit, a "branch" event, a keyframe of the edited
+state), and the child's records of step k come after the parent's.
+
+Values that are not blobs (run arguments, config, event data, LLM requests and answers, effect
+results, edits) are JSON-like Python values; the store keeps them as JSON text, so what comes back
+is a copy, with tuples turned into lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, NamedTuple, Protocol, Self
+
+from runtime.errors import AgencyError
+
+__all__ = [
+    "EFFECT_STATUSES",
+    "EVENT_KINDS",
+    "MAX_STEP",
+    "RUN_STATUSES",
+    "TERMINAL_STATUSES",
+    "UPDATABLE_RUN_FIELDS",
+    "Batch",
+    "Blob",
+    "BranchRecord",
+    "EffectRecord",
+    "EventRecord",
+    "Keyframe",
+    "LLMCallRecord",
+    "RunMeta",
+    "RunRecord",
+    "RunStore",
+    "Segment",
+    "StoreError",
+]
+
+RUN_STATUSES = frozenset({"running", "finished", "failed", "interrupted"})
+TERMINAL_STATUSES = frozenset({"finished", "failed", "interrupted"})
+EVENT_KINDS = frozenset(
+    {"llm", "tool", "checkpoint", "restore", "interrupt", "error", "debugger", "effect", "branch"}
+)
+EFFECT_STATUSES = frozenset({"applied", "failed"})
+MAX_STEP = 2**62  # "no upper bound" in step ranges; fits a SQLite INTEGER
+
+# Fields `update_run` may change; step_count and updated_at are kept by the store itself.
+UPDATABLE_RUN_FIELDS = frozenset(
+    {
+        "status",
+        "result",
+        "error",
+        "finished_at",
+        "node",
+        "args",
+        "config",
+        "meta",
+        "source_path",
+        "source_sha256",
+    }
+)
+
+
+class StoreError(AgencyError):
+    """A run store that cannot be used: unreadable, foreign, too new, corrupt, or a failed write.
+
+    The message is one line and names the file when there is one.
+    """
+
+    exit_code = 2  # like CheckpointFormatError: the file given cannot be used
+
+
+# --- records -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunMeta:
+    """What is known about a run when it starts; `create_run` gives it an id and timestamps."""
+
+    source_path: str
+    source_sha256: str
+    node: str = "main"
+    args: Any = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One stored run. `step_count` is branch 0's (highest recorded step + 1)."""
+
+    id: str
+    source_path: str
+    source_sha256: str
+    node: str
+    args: Any
+    config: dict[str, Any]
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    step_count: int
+    result: Any
+    error: str | None
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class BranchRecord:
+    """One branch of a run. Branch 0 has no parent and no fork step.
+
+    `length` is the branch's step count along its lineage (highest recorded step + 1, and at
+    least `fork_step + 1` for a fork).
+    """
+
+    run_id: str
+    branch: int
+    parent_branch: int | None
+    fork_step: int | None
+    edits: dict[str, Any]
+    created_at: datetime
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """A timeline marker; `branch` is the branch that recorded it (a lineage may mix several)."""
+
+    run_id: str
+    branch: int
+    step: int
+    kind: str
+    summary: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCallRecord:
+    """One model call: the request as sent, the answer as received, usage and timing."""
+
+    run_id: str
+    branch: int
+    step: int
+    provider: str
+    model: str
+    request: Any
+    response: Any
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    latency_ms: float
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    """One entry of the effect journal, keyed `run:branch:step:call`."""
+
+    key: str
+    run_id: str
+    branch: int
+    step: int
+    kind: str
+    status: str
+    args: Any
+    result: Any
+    created_at: datetime
+
+
+Blob = bytes | bytearray | memoryview  # what the store accepts; it always gives back bytes
+
+
+class Batch(NamedTuple):
+    """An encoded batch of consecutive steps `first_step..last_step` recorded on `branch`."""
+
+    branch: int
+    first_step: int
+    last_step: int
+    blob: bytes
+
+
+class Keyframe(NamedTuple):
+    """An encoded full state at `step`, recorded on `branch`."""
+
+    branch: int
+    step: int
+    blob: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """The part of a lineage one branch supplies: steps `lo..hi` (both inclusive)."""
+
+    branch: int
+    lo: int
+    hi: int
+
+
+# --- the interface ---------------------------------------------------------------------------
+
+
+class RunStore(Protocol):
+    """Where recorded runs live. Implementations: `MemoryStore`, `SQLiteStore`.
+
+    Writes may be queued (see `flush`); reads always see every write made before them through
+    the same store object. Errors are `StoreError`, except programming errors (a bad argument:
+    `ValueError`/`TypeError`).
+    """
+
+    def create_run(self, meta: RunMeta) -> str:
+        """Store a new run with branch 0 and return its id (`new_run_id()`); durable on return."""
+        ...
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Change some of a run's fields (`UPDATABLE_RUN_FIELDS`); `updated_at` becomes now.
+
+        Setting a terminal status sets `finished_at` too unless it is given. May be queued; an
+        unknown run id is reported by a later call.
+        """
+        ...
+
+    def put_run(self, record: RunRecord) -> None:
+        """Store a run's row exactly as `record` gives it (id, timestamps, status, step count),
+        for a copy from another store (`copy.copy_run`): a new run gets branch 0, a run already
+        here gets its row overwritten (what was recorded for it stays). Durable on return."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run with this id or unique id prefix (like git), None if there is none.
+
+        An ambiguous prefix raises `StoreError` naming some of the candidates.
+        """
+        ...
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """The `limit` most recently created runs, newest first."""
+        ...
+
+    def latest_run(self) -> RunRecord | None:
+        """The most recently created run, None if the store is empty."""
+        ...
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete a run (id or unique prefix) and everything recorded for it; durable on return.
+
+        An unknown run raises `StoreError`.
+        """
+        ...
+
+    def prune(
+        self, older_than: timedelta, keep: Collection[str] = (), keep_failed: bool = False
+    ) -> int:
+        """Delete runs not updated for `older_than`, except the runs in `keep`, runs a process
+        holds (`claim_run`) and, with `keep_failed`, failed runs; return how many went. One
+        transaction: a run is either deleted whole or left whole.
+
+        Finished, failed and interrupted runs go when their `updated_at` is older than the cutoff.
+        A run still marked "running" whose `updated_at` is older than the cutoff is one whose
+        process died without saying so (a live recording bumps `updated_at` with every commit);
+        it counts as interrupted and goes too. `keep` holds the runs known to be recorded right
+        now (a live process waiting on a slow model commits nothing for a while).
+        """
+        ...
+
+    def append_batch(
+        self, run_id: str, branch: int, first_step: int, last_step: int, blob: Blob
+    ) -> None:
+        """Append the encoded batch of steps `first_step..last_step` of `branch`. May be queued.
+
+        Batches of one branch are consecutive and never overlap; the recorder appends them in
+        order. Durable at the next `flush` (or within ~50 ms for `SQLiteStore`).
+        """
+        ...
+
+    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
+        """Store the encoded full state at `step` of `branch` (replacing one already there)."""
+        ...
+
+    def keyframe_at_or_before(self, run_id: str, branch: int, step: int) -> Keyframe | None:
+        """The latest keyframe at or before `step` in the branch's lineage, None if none.
+
+        Searches the branch itself, then its parent up to the fork step, and so on; a child's
+        keyframe at its fork step (the edited state) wins over the parent's at the same step.
+        """
+        ...
+
+    def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
+        """The batches covering steps `a..b` (inclusive) along the branch's lineage, in order.
+
+        That is: the ancestors' batches up to their fork steps, then the branch's own. Batches
+        are returned whole, so the first may start before `a`, the last may end after `b`, and a
+        parent's batch that straddles a fork step holds steps after it that are not part of this
+        lineage: the reader skips a batch's steps beyond its segment (`lineage`).
+        """
+        ...
+
+    def lineage(self, run_id: str, branch: int) -> list[Segment]:
+        """Which branch supplies which steps of this branch's history, branch 0 first."""
+        ...
+
+    def step_count(self, run_id: str, branch: int = 0) -> int:
+        """Highest recorded step along the branch's lineage + 1 (0 when nothing is recorded)."""
+        ...
+
+    def add_event(
+        self,
+        run_id: str,
+        branch: int,
+        step: int,
+        kind: str,
+        summary: str,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a timeline marker (`EVENT_KINDS` lists the kinds the debugger draws). May be
+        queued."""
+        ...
+
+    def events(
+        self,
+        run_id: str,
+        branch: int = 0,
+        kind: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> list[EventRecord]:
+        """The markers along the branch's lineage, by step then recording order, optionally of
+        one kind and within steps `start..end` (inclusive)."""
+        ...
+
+    def add_llm_call(
+        self,
+        run_id: str,
+        branch: int,
+        step: int,
+        *,
+        provider: str,
+        model: str,
+        request: Any,
+        response: Any,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost: float = 0.0,
+        latency_ms: float = 0.0,
+    ) -> None:
+        """Record one model call made at `step`. May be queued: call `flush` after it so the
+        answer is durable before the program goes on."""
+        ...
+
+    def llm_calls(self, run_id: str, branch: int | None = None) -> list[LLMCallRecord]:
+        """The run's model calls in recording order, or those along one branch's lineage."""
+        ...
+
+    def put_effect(
+        self,
+        key: str,
+        *,
+        run_id: str,
+        branch: int,
+        step: int,
+        kind: str,
+        status: str,
+        args: Any,
+        result: Any,
+    ) -> None:
+        """Record (or update) an effect journal entry; committed before it returns."""
+        ...
+
+    def get_effect(self, key: str) -> EffectRecord | None:
+        """The journal entry with this key, None if the effect never ran."""
+        ...
+
+    def effects(self, run_id: str, branch: int | None = None) -> list[EffectRecord]:
+        """The run's effect journal in recording order, or the entries along a branch's lineage."""
+        ...
+
+    def create_branch(
+        self, run_id: str, parent_branch: int, fork_step: int, edits: dict[str, Any] | None = None
+    ) -> int:
+        """Fork `parent_branch` after `fork_step` and return the new branch's id (the run's next
+        one); durable on return."""
+        ...
+
+    def branches(self, run_id: str) -> list[BranchRecord]:
+        """The run's branches by id, branch 0 first."""
+        ...
+
+    def truncate_after(self, run_id: str, branch: int, step: int) -> None:
+        """Drop what `branch` itself recorded after `step`: batches starting after it, keyframes,
+        events and LLM calls. The effect journal is kept (resume relies on it). Durable on
+        return."""
+        ...
+
+    def claim_run(
+        self,
+        run_id: str,
+        owner: dict[str, Any],
+        may_take: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any] | None:
+        """Make `owner` (a process: pid, host, start time) the one that continues `run_id`.
+
+        Compare-and-set in one transaction: with no owner, or `owner` itself, or an owner for
+        which `may_take(holder)` is true (a dead process), the claim is taken and None is
+        returned; otherwise nothing changes and the holder is returned. Durable on return. An
+        unknown run raises `StoreError`.
+        """
+        ...
+
+    def release_run(self, run_id: str, owner: dict[str, Any]) -> None:
+        """Give up `owner`'s claim on `run_id` (nothing if another owner holds it now, or the
+        run is gone). Durable on return."""
+        ...
+
+    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+        """The process that holds `run_id` (see `claim_run`), None if none does."""
+        ...
+
+    def flush(self) -> None:
+        """Block until every queued write is committed; raise if one of them failed."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the store; later calls raise `StoreError`. Closing twice is fine."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

@@ -1,0 +1,270 @@
+"""Provides what the run stores share besides the contract: run ids, timestamps, JSON
+encoding, argument checks, lineages, and the rows of the SQL schema (one dict per row, the
+column names of `migrations.py`) turned into records and back. `MemoryStore` keeps its data in
+the same rows, so every store validates and round-trips values the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from runtime.record.contract import (
+    MAX_STEP,
+    RUN_STATUSES,
+    TERMINAL_STATUSES,
+    UPDATABLE_RUN_FIELDS,
+    Blob,
+    BranchRecord,
+    EffectRecord,
+    LLMCallRecord,
+    RunMeta,
+    RunRecord,
+    Segment,
+    StoreError,
+)
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, in ASCII order: sorts right
+_id_lock = threading.Lock()
+_last_id_ms = 0
+
+
+def new_run_id() -> str:
+    """A new run id: "r", 9 base32 digits of milliseconds since 1970, 3 random base32 digits.
+
+    Ids sort by creation time and strictly increase within a process; the random tail keeps
+    runs started in the same millisecond by different processes apart.
+    """
+    global _last_id_ms
+    with _id_lock:
+        ms = max(time.time_ns() // 1_000_000, _last_id_ms + 1)
+        _last_id_ms = ms
+    tail = int.from_bytes(os.urandom(2), "big") % 32**3
+    return "r" + _base32(ms, 9) + _base32(tail, 3)
+
+
+def _base32(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, digit = divmod(number, 32)
+        digits.append(_ALPHABET[digit])
+    return "".join(reversed(digits))
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_ts(moment: datetime) -> str:
+    """Timestamps are stored as fixed-width ISO 8601 UTC text, so text order is time order."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def dumps(value: Any, what: str) -> str:
+    """JSON text for a stored value, encoded by the caller so a bad value fails at the call."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def as_blob(blob: Blob) -> bytes:
+    return blob if type(blob) is bytes else bytes(blob)
+
+
+def check_status(status: str) -> None:
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status must be one of {sorted(RUN_STATUSES)}, not {status!r}")
+
+
+def check_step_range(first_step: int, last_step: int) -> None:
+    if last_step < first_step:
+        raise ValueError(f"batch ends ({last_step}) before it starts ({first_step})")
+
+
+def lineage_segments(
+    run_id: str, branch: int, parents: dict[int, tuple[int | None, int | None]]
+) -> list[Segment]:
+    """The lineage of `branch` from `parents` (branch -> (parent, fork_step)), branch 0 first.
+
+    Raises `StoreError` for an unknown branch or a cycle (a damaged store).
+    """
+    chain: list[tuple[int, int | None]] = []  # (branch, fork_step), from `branch` upwards
+    seen: set[int] = set()
+    current: int | None = branch
+    while current is not None:
+        if current not in parents:
+            if current == branch:
+                raise StoreError(f"run {run_id} has no branch {branch}")
+            raise StoreError(f"run {run_id}: branch {current} (an ancestor) is missing")
+        if current in seen:
+            raise StoreError(f"run {run_id}: branch {branch} has a cycle in its ancestry")
+        seen.add(current)
+        parent, fork = parents[current]
+        chain.append((current, fork))
+        current = parent
+    segments: list[Segment] = []
+    hi = MAX_STEP
+    for b, fork in chain:
+        lo = fork if fork is not None else 0
+        if lo <= hi:  # an ancestor forked before this branch's own fork supplies nothing
+            segments.append(Segment(b, lo, hi))
+        hi = min(hi, lo)
+    segments.reverse()
+    return segments
+
+
+def run_update_columns(fields: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """Column values for `update_run(**fields)`: validated and encoded, with updated_at."""
+    unknown = set(fields) - UPDATABLE_RUN_FIELDS
+    if unknown:
+        raise TypeError(
+            f"update_run cannot set {', '.join(sorted(unknown))}; "
+            f"it sets {', '.join(sorted(UPDATABLE_RUN_FIELDS))}"
+        )
+    columns: dict[str, Any] = {"updated_at": format_ts(now)}
+    for name, value in fields.items():
+        if name == "status":
+            check_status(value)
+            columns["status"] = value
+            if value in TERMINAL_STATUSES and "finished_at" not in fields:
+                columns["finished_at"] = format_ts(now)
+        elif name == "finished_at":
+            columns["finished_at"] = None if value is None else format_ts(value)
+        elif name in ("args", "config", "meta", "result"):
+            columns[f"{name}_json"] = dumps(value, f"run {name}")
+        else:
+            columns[name] = value
+    return columns
+
+
+def run_from_row(row: Any) -> RunRecord:
+    """A `RunRecord` from a row of the runs table (a dict or a `sqlite3.Row`)."""
+    finished = row["finished_at"]
+    return RunRecord(
+        id=row["id"],
+        source_path=row["source_path"],
+        source_sha256=row["source_sha256"],
+        node=row["node"],
+        args=loads(row["args_json"]),
+        config=loads(row["config_json"]),
+        status=row["status"],
+        created_at=parse_ts(row["created_at"]),
+        updated_at=parse_ts(row["updated_at"]),
+        finished_at=None if finished is None else parse_ts(finished),
+        step_count=row["step_count"],
+        result=loads(row["result_json"]),
+        error=row["error"],
+        meta=loads(row["meta_json"]),
+    )
+
+
+def run_row(run_id: str, meta: RunMeta, now: datetime) -> dict[str, Any]:
+    """A row of the runs table for a new run."""
+    check_status(meta.status)
+    stamp = format_ts(now)
+    return {
+        "id": run_id,
+        "source_path": meta.source_path,
+        "source_sha256": meta.source_sha256,
+        "node": meta.node,
+        "args_json": dumps(meta.args, "run args"),
+        "config_json": dumps(meta.config, "run config"),
+        "status": meta.status,
+        "created_at": stamp,
+        "updated_at": stamp,
+        "finished_at": stamp if meta.status in TERMINAL_STATUSES else None,
+        "step_count": 0,
+        "result_json": None,
+        "error": None,
+        "meta_json": dumps(meta.meta, "run meta"),
+    }
+
+
+def row_of_run(record: RunRecord) -> dict[str, Any]:
+    """The row of the runs table that `run_from_row` reads back as `record`."""
+    check_status(record.status)
+    return {
+        "id": record.id,
+        "source_path": record.source_path,
+        "source_sha256": record.source_sha256,
+        "node": record.node,
+        "args_json": dumps(record.args, "run args"),
+        "config_json": dumps(record.config, "run config"),
+        "status": record.status,
+        "created_at": format_ts(record.created_at),
+        "updated_at": format_ts(record.updated_at),
+        "finished_at": None if record.finished_at is None else format_ts(record.finished_at),
+        "step_count": record.step_count,
+        "result_json": dumps(record.result, "run result"),
+        "error": record.error,
+        "meta_json": dumps(record.meta, "run meta"),
+    }
+
+
+def effect_from_row(row: Any) -> EffectRecord:
+    return EffectRecord(
+        key=row["key"],
+        run_id=row["run_id"],
+        branch=row["branch"],
+        step=row["step"],
+        kind=row["kind"],
+        status=row["status"],
+        args=loads(row["args_json"]),
+        result=loads(row["result_json"]),
+        created_at=parse_ts(row["created_at"]),
+    )
+
+
+def llm_call_from_row(row: Any) -> LLMCallRecord:
+    return LLMCallRecord(
+        run_id=row["run_id"],
+        branch=row["branch"],
+        step=row["step"],
+        provider=row["provider"],
+        model=row["model"],
+        request=loads(row["request_json"]),
+        response=loads(row["response_json"]),
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cost=row["cost"],
+        latency_ms=row["latency_ms"],
+        created_at=parse_ts(row["created_at"]),
+    )
+
+
+def branch_from_row(row: Any) -> BranchRecord:
+    return BranchRecord(
+        run_id=row["run_id"],
+        branch=row["branch"],
+        parent_branch=row["parent_branch"],
+        fork_step=row["fork_step"],
+        edits=loads(row["edits_json"]),
+        created_at=parse_ts(row["created_at"]),
+        length=row["length"],
+    )
+
+
+def prefix_upper_bound(prefix: str) -> str:
+    """The smallest string above every string that starts with `prefix` (ids are ASCII)."""
+    return prefix + "\U0010ffff"
+
+
+def ambiguous_prefix(prefix: str, ids: list[str]) -> StoreError:
+    shown = ", ".join(ids[:5])
+    more = "" if len(ids) <= 5 else ", …"
+    return StoreError(f"run id prefix {prefix!r} is ambiguous: it matches {shown}{more}")
