@@ -1,7 +1,8 @@
 """agency-debugger's runtime: the Agency language, its machine, recorded runs and their stores.
 
 The public API is `runtime.api`, re-exported here: `run_program`, `open_store`, `Store`, `Run`,
-`Timeline`, `State`, `Checkpoint`, `continue_from`, `resume`, `replay`. It is loaded on first
+`Timeline`, `State`, `Checkpoint`, `continue_from`, `resume`, `replay`; and for Python agents
+`CheckpointManager` with its storages (`MemoryStorage`, `SqliteStorage`, `RunStoreStorage`). It is loaded on first
 use, so importing one inner module (say `runtime.errors`) does not load the whole runtime.
 """
 
@@ -12,9 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runtime.api import (
+        AgentCheckpoint,
         Checkpoint,
+        CheckpointConflict,
+        CheckpointManager,
+        CheckpointNotFound,
+        MemoryStorage,
         Replayed,
+        Resumed,
         Run,
+        RunStoreStorage,
+        SqliteStorage,
         State,
         Store,
         Timeline,
@@ -26,7 +35,15 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AgentCheckpoint",
     "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointManager",
+    "CheckpointNotFound",
+    "MemoryStorage",
+    "Resumed",
+    "RunStoreStorage",
+    "SqliteStorage",
     "Replayed",
     "Run",
     "State",

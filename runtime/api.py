@@ -22,6 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.agents.manager import (
+    AgentCheckpoint,
+    CheckpointConflict,
+    CheckpointManager,
+    CheckpointNotFound,
+    Resumed,
+)
+from runtime.agents.storage import MemoryStorage, RunStoreStorage, SqliteStorage
 from runtime.errors import AgencyError, UsageError
 from runtime.language.program import load_program
 from runtime.llm.mock import load_mocks
@@ -43,7 +51,15 @@ from runtime.vm.rebuild import rebuild
 from runtime.vm.values import from_plain, to_plain
 
 __all__ = [
+    "AgentCheckpoint",
     "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointManager",
+    "CheckpointNotFound",
+    "MemoryStorage",
+    "Resumed",
+    "RunStoreStorage",
+    "SqliteStorage",
     "Replayed",
     "Run",
     "State",
