@@ -2,7 +2,8 @@
 
 The public API is `runtime.api`, re-exported here: `run_program`, `open_store`, `Store`, `Run`,
 `Timeline`, `State`, `Checkpoint`, `continue_from`, `resume`, `replay`; and for Python agents
-`CheckpointManager` with its storages (`MemoryStorage`, `SqliteStorage`, `RunStoreStorage`). It is loaded on first
+`CheckpointManager` with its storages (`MemoryStorage`, `SqliteStorage`, `RunStoreStorage`),
+`record_agent` and `side_effect`. It is loaded on first
 use, so importing one inner module (say `runtime.errors`) does not load the whole runtime.
 """
 
@@ -28,10 +29,13 @@ if TYPE_CHECKING:
         Store,
         Timeline,
         continue_from,
+        current_recording,
         open_store,
+        record_agent,
         replay,
         resume,
         run_program,
+        side_effect,
     )
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "CheckpointManager",
     "CheckpointNotFound",
     "MemoryStorage",
+    "Recording",
     "Resumed",
     "RunStoreStorage",
     "SqliteStorage",
@@ -50,10 +55,13 @@ __all__ = [
     "Store",
     "Timeline",
     "continue_from",
+    "current_recording",
     "open_store",
+    "record_agent",
     "replay",
     "resume",
     "run_program",
+    "side_effect",
 ]
 
 

@@ -29,6 +29,7 @@ from runtime.agents.manager import (
     CheckpointNotFound,
     Resumed,
 )
+from runtime.agents.record import Recording, current_recording, record_agent, side_effect
 from runtime.agents.storage import MemoryStorage, RunStoreStorage, SqliteStorage
 from runtime.errors import AgencyError, UsageError
 from runtime.language.program import load_program
@@ -57,6 +58,7 @@ __all__ = [
     "CheckpointManager",
     "CheckpointNotFound",
     "MemoryStorage",
+    "Recording",
     "Resumed",
     "RunStoreStorage",
     "SqliteStorage",
@@ -66,10 +68,13 @@ __all__ = [
     "Store",
     "Timeline",
     "continue_from",
+    "current_recording",
     "open_store",
+    "record_agent",
     "replay",
     "resume",
     "run_program",
+    "side_effect",
 ]
 
 Answer = Callable[[Any], Any]

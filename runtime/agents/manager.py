@@ -369,6 +369,19 @@ class CheckpointManager:
         except RunBusy as e:
             raise CheckpointConflict(str(e)) from None
 
+    def position(self, run_id: str) -> tuple[str, int, int]:
+        """(run id, branch, step) the run's next checkpoint will have: where what happens
+        during the roundtrip in progress (model calls, effects) is recorded."""
+        with self._lock:
+            rid = self._names.get(run_id, run_id)
+            line = self._lines.get(rid)
+            if line is None:
+                run = self._find(run_id)
+                if run is None:
+                    raise CheckpointNotFound(f"no run {run_id!r}")
+                line = self._lines.get(run.id) or self._load_line(run)
+            return line.run_id, line.branch, line.next_step
+
     # -- reading ----------------------------------------------------------------------------
 
     def _find(self, ref: str) -> RunRecord | None:
