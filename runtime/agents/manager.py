@@ -28,6 +28,7 @@ import asyncio
 import builtins
 import hashlib
 import json
+import operator
 import os
 import sys
 import threading
@@ -289,17 +290,16 @@ class CheckpointManager:
             writes += session_writes(line.session, session)
             writes += usage_writes(rt, usage)
             step, branch, run = line.next_step, line.branch, line.run_id
-            blob = step_blob(step, writes, self._location_id(line, loc))
+            loc_id = self._location_id(line, loc)
+            blob = step_blob(step, writes, loc_id)
             self.store.append_batch(run, branch, step, step, blob)
             cp_id = f"{run}.{branch}.{step}"
             data = {
-                "id": cp_id,
                 "roundtrip": rt,
-                "agent": line.agent,
                 "timestamp": int(time.time() * 1000),
                 "token_usage": usage,
                 "messages": len(msgs),
-                "location": f"{loc[0]}:{loc[1]}",
+                "loc": loc_id,
             }
             self.store.add_event(run, branch, step, "checkpoint", f"roundtrip {rt}", data)
             for name in _tool_names(msgs[prefix:] if prefix == len(line.messages) else []):
@@ -433,7 +433,7 @@ class CheckpointManager:
             except StoreError:
                 return None
             for e in events:
-                if e.branch == branch and e.data.get("id") == checkpoint_id:
+                if e.branch == branch and checkpoint_id == f"{run_id}.{branch}.{step}":
                     return self._checkpoint(run, branch, step, e.data)
             return None
 
@@ -441,17 +441,20 @@ class CheckpointManager:
         self, run: RunRecord, branch: int, step: int, data: dict[str, Any]
     ) -> AgentCheckpoint:
         store = self.store
+        table = (run.meta or {}).get("locations") or []
+        loc = data.get("loc")
+        where = table[loc] if isinstance(loc, int) and 0 <= loc < len(table) else None
         return AgentCheckpoint(
-            id=str(data.get("id") or f"{run.id}.{branch}.{step}"),
+            id=f"{run.id}.{branch}.{step}",
             run_id=run.id,
-            agent=str(data.get("agent") or run.node),
+            agent=str((run.meta or {}).get("agent") or run.node),
             roundtrip=int(data.get("roundtrip") or 0),
             timestamp=int(data.get("timestamp") or 0),
             token_usage=dict(data.get("token_usage") or {}),
             branch=branch,
             step=step,
             message_count=int(data.get("messages") or 0),
-            location=data.get("location"),
+            location=f"{where[0]}:{where[3]}" if where else None,
             _load=lambda: _read_state(store, run.id, branch, step),
         )
 
@@ -641,19 +644,33 @@ def _dump(value: Any) -> Any:
 
 def _messages(line: _Line, messages: Sequence[Any]) -> tuple[list[Any], int, list[Any]]:
     """(the messages as plain data, how many lead ones are the previous checkpoint's, the
-    caller's objects). A message object seen at the same place last time and equal to what
-    was saved is not converted again, so a roundtrip costs what it added."""
+    caller's objects). The messages the previous checkpoint saved, still the same objects at
+    the same places, are not looked at again (one pointer comparison each, in C), so a
+    roundtrip costs what it added; a message replaced or dropped makes the whole list be
+    compared by value. A message is taken as unchanged while it is the same object: change one
+    by replacing it, not in place."""
     src = list(messages)
     old, old_src = line.messages, line.sources
-    lim = min(len(src), len(old))
-    n = 0
-    while n < lim and src[n] is old_src[n] and (type(src[n]) is not dict or src[n] == old[n]):
-        n += 1
-    out = old[:n] + [_plain(m, "message") for m in src[n:]]
-    k = n
+    if len(src) >= len(old_src) and all(map(operator.is_, src, old_src)):
+        return old + [_plain(m, "message") for m in src[len(old) :]], len(old), src
+    out = [_plain(m, "message") for m in src]
+    k = 0
+    lim = min(len(out), len(old))
     while k < lim and out[k] == old[k]:
         k += 1
     return out, k, src
+
+
+def shared_prefix(saved: Sequence[Any], messages: Sequence[Any]) -> int:
+    """How many lead `messages` are, object for object, `saved`."""
+    if len(messages) >= len(saved) and all(map(operator.is_, messages, saved)):
+        return len(saved)
+    k = 0
+    for a, b in zip(messages, saved):
+        if a is not b:
+            break
+        k += 1
+    return k
 
 
 def _tool_names(messages: Sequence[Any]) -> list[str]:

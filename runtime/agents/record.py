@@ -31,7 +31,12 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-from runtime.agents.manager import CheckpointError, CheckpointManager, caller_location
+from runtime.agents.manager import (
+    CheckpointError,
+    CheckpointManager,
+    caller_location,
+    shared_prefix,
+)
 from runtime.agents.storage import usage_triple
 from runtime.runs.journal import StoreJournal
 
@@ -79,6 +84,7 @@ class Recording:
         self.final: list[Any] | None = None  # the messages with the last answer, when it ended
         self._calls: dict[int, list[Any]] = {}  # step -> recorded model calls not reused yet
         self._seen: dict[tuple[int, str], int] = {}  # (step, effect) -> calls so far
+        self._sources: list[Any] = []  # the messages of the latest checkpoint, as given
         if replay:  # from the run's first roundtrip, reading its record only
             run = manager._find(run_id)
             if run is None:
@@ -96,6 +102,7 @@ class Recording:
             self.token_usage = resumed.token_usage
             self.roundtrip = resumed.roundtrip
             self._saved = len(self.messages) if resumed.checkpoint is not None else -1
+            self._sources = list(self.messages)
         self._journal = StoreJournal(manager.store, self.run_id)
 
     def _where(self) -> tuple[str, int, int]:
@@ -124,7 +131,7 @@ class Recording:
         if self.replay:  # the record already holds it: move on to the next roundtrip
             self._step += 1
             self._saved = len(messages)
-            self.messages = list(messages)
+            self.messages = self._sources = list(messages)
             self.roundtrip += 1
             self.final = None
             return None
@@ -142,7 +149,7 @@ class Recording:
             location=caller_location(),
         )
         self._saved = len(messages)
-        self.messages = list(messages)
+        self.messages = self._sources = list(messages)
         self.final = None
         return cp
 
@@ -167,7 +174,7 @@ class Recording:
         same (a resumed run redoing the roundtrip it was killed in, or a replay), else `call()`,
         recorded before it is given back. Returns (answer as data, live answer or None)."""
         run, branch, step = self._where()
-        plain = _json(request)
+        plain = self._request(request)
         recorded = self._recorded(run, branch, step)
         if recorded and recorded[0].request == plain:
             answer = recorded.pop(0).response
@@ -197,6 +204,17 @@ class Recording:
         self.manager.store.flush()  # a paid answer is durable before the agent acts on it
         self.add_usage(tokens)
         return answer, live
+
+    def _request(self, request: dict[str, Any]) -> Any:
+        """A request as recorded: the messages the latest checkpoint holds are referred to by
+        their count (`{"checkpoint": k, "then": [...]}`), so a roundtrip records what it added."""
+        messages = request.get("messages")
+        if not isinstance(messages, list | tuple):
+            return _json(request)
+        k = shared_prefix(self._sources, messages)
+        plain = _json({key: v for key, v in request.items() if key != "messages"})
+        plain["messages"] = {"checkpoint": k, "then": _json(list(messages[k:]))}
+        return plain
 
     def _recorded(self, run: str, branch: int, step: int) -> list[Any]:
         if step not in self._calls:

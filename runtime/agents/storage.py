@@ -180,7 +180,12 @@ def keyframe_blob(state: dict[str, Any]) -> bytes:
     return blob
 
 
+KEYFRAME_RATIO = 4  # deltas written between keyframes, at least, per byte of keyframe
+
+
 def keyframe_due(since: int, size: int) -> bool:
-    """A keyframe is due once the deltas since the last one outweigh it: the bytes stored per
-    roundtrip stay proportional to what changed."""
-    return since > max(MIN_KEYFRAME_GAP, size)
+    """A keyframe is due once the deltas since the last one outweigh it several times over:
+    keyframes add a fraction of what the deltas cost (the bytes stored per roundtrip stay
+    proportional to what changed), and reading a checkpoint applies at most that many bytes of
+    deltas to the keyframe before it."""
+    return since > max(MIN_KEYFRAME_GAP, KEYFRAME_RATIO * size)

