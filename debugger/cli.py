@@ -529,7 +529,7 @@ def _register_extra_commands() -> None:
     """Commands that live in their own modules (the debugger, run-store commands)."""
     import importlib
 
-    for module in ("debugger.debug_command", "debugger.store_commands"):
+    for module in ("debugger.debug_command", "debugger.store_commands", "debugger.serve"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

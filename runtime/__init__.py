@@ -1,7 +1,9 @@
 """agency-debugger's runtime: the Agency language, its machine, recorded runs and their stores.
 
 The public API is `runtime.api`, re-exported here: `run_program`, `open_store`, `Store`, `Run`,
-`Timeline`, `State`, `Checkpoint`, `continue_from`, `resume`, `replay`. It is loaded on first
+`Timeline`, `State`, `Checkpoint`, `continue_from`, `resume`, `replay`; and for Python agents
+`CheckpointManager` with its storages (`MemoryStorage`, `SqliteStorage`, `RunStoreStorage`),
+`record_agent` and `side_effect`. It is loaded on first
 use, so importing one inner module (say `runtime.errors`) does not load the whole runtime.
 """
 
@@ -12,31 +14,54 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runtime.api import (
+        AgentCheckpoint,
         Checkpoint,
+        CheckpointConflict,
+        CheckpointManager,
+        CheckpointNotFound,
+        MemoryStorage,
         Replayed,
+        Resumed,
         Run,
+        RunStoreStorage,
+        SqliteStorage,
         State,
         Store,
         Timeline,
         continue_from,
+        current_recording,
         open_store,
+        record_agent,
         replay,
         resume,
         run_program,
+        side_effect,
     )
 
 __all__ = [
+    "AgentCheckpoint",
     "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointManager",
+    "CheckpointNotFound",
+    "MemoryStorage",
+    "Recording",
+    "Resumed",
+    "RunStoreStorage",
+    "SqliteStorage",
     "Replayed",
     "Run",
     "State",
     "Store",
     "Timeline",
     "continue_from",
+    "current_recording",
     "open_store",
+    "record_agent",
     "replay",
     "resume",
     "run_program",
+    "side_effect",
 ]
 
 

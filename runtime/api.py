@@ -22,6 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtime.agents.manager import (
+    AgentCheckpoint,
+    CheckpointConflict,
+    CheckpointManager,
+    CheckpointNotFound,
+    Resumed,
+)
+from runtime.agents.record import Recording, current_recording, record_agent, side_effect
+from runtime.agents.storage import MemoryStorage, RunStoreStorage, SqliteStorage
 from runtime.errors import AgencyError, UsageError
 from runtime.language.program import load_program
 from runtime.llm.mock import load_mocks
@@ -44,17 +53,29 @@ from runtime.vm.rebuild import rebuild
 from runtime.vm.values import from_plain, to_plain
 
 __all__ = [
+    "AgentCheckpoint",
     "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointManager",
+    "CheckpointNotFound",
+    "MemoryStorage",
+    "Recording",
+    "Resumed",
+    "RunStoreStorage",
+    "SqliteStorage",
     "Replayed",
     "Run",
     "State",
     "Store",
     "Timeline",
     "continue_from",
+    "current_recording",
     "open_store",
+    "record_agent",
     "replay",
     "resume",
     "run_program",
+    "side_effect",
 ]
 
 Answer = Callable[[Any], Any]

@@ -3,7 +3,7 @@ import the UI libraries.
 
 Layers, lowest first (README, "How it works"):
     runtime.errors → runtime.language → runtime.llm → runtime.vm | runtime.record → runtime.runs
-    → runtime.api (and the package `runtime`) → debugger
+    → runtime.agents → runtime.api (and the package `runtime`) → debugger
 `runtime.vm` and `runtime.record` are siblings: neither imports the other. An import may only
 go down (or sideways within one package); there is no import cycle anywhere, and no import
 inside a function except the few listed in LAZY, each for start-up cost, never to dodge a cycle.
@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("runtime.llm",),
     ("runtime.vm", "runtime.record"),
     ("runtime.runs",),
+    ("runtime.agents",),
     ("runtime.api", "runtime"),
     ("debugger",),
 ]

@@ -390,6 +390,21 @@ class Timeline:
             self._views.popitem(last=False)
         return view
 
+    def plain_state_at(self, step: int) -> dict[str, Any]:
+        """The state at `step` as plain values, exactly as recorded (no view conversion):
+        `frames` (`{"scope", "line", "locals"}`, outermost first), `threads` (messages as
+        they were written), `usage` and `status`. What a Python agent's checkpoint reads back."""
+        raw = self._materialise(self._check(step))
+        return {
+            "frames": [
+                {"scope": f[0], "line": f[4], "locals": {k: raw.plain(v) for k, v in f[3].items()}}
+                for f in raw.frames
+            ],
+            "threads": {t: [raw.plain(m) for m in msgs] for t, msgs in raw.threads.items()},
+            "usage": list(raw.usage),
+            "status": raw.status,
+        }
+
     def _materialise(self, step: int) -> _Raw:
         cur = self._cursor
         kf_step = self._keyframe_step(step)

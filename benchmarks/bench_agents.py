@@ -1,0 +1,145 @@
+"""Measures `CheckpointManager.save` for a Python agent: cost and bytes per roundtrip for a
+1,000-roundtrip run whose message list grows by one message a roundtrip, side by side with
+LangGraph's `SqliteSaver` on the same workload when `langgraph` is importable.
+
+Run: `python benchmarks/bench_agents.py [--roundtrips 1000] [--message-bytes 200]`.
+
+"save" is the time the agent's thread spends in `save` (SQLite writes are queued to a writer
+thread, as for Agency runs); "incl. flush" adds waiting for every write to be committed. Bytes
+are the SQLite file's growth (database and WAL, after a checkpoint) per roundtrip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runtime import CheckpointManager, MemoryStorage, SqliteStorage  # noqa: E402
+
+WORDS = "the agent rolled a die and reported the result to the user who asked again".split()
+REPORTED = "LangGraph SqliteSaver (reported in issue 14, not run here): ~4.6 ms and ~200 KB per step at 1k messages"
+
+
+def message(i: int, size: int, rng: random.Random) -> dict[str, Any]:
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < size:
+        words.append(rng.choice(WORDS))
+    role = ("user", "assistant", "tool")[i % 3]
+    out: dict[str, Any] = {"role": role, "content": " ".join(words)}
+    if role == "tool":
+        out["tool_call_id"] = f"call_{i}"
+    return out
+
+
+def workload(n: int, size: int) -> list[dict[str, Any]]:
+    rng = random.Random(7)
+    return [message(i, size, rng) for i in range(n)]
+
+
+def file_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def ours(n: int, msgs: list[dict[str, Any]], where: Path | None) -> tuple[float, float, int]:
+    """(seconds in save, seconds incl. flush, bytes) for n roundtrips."""
+    storage = SqliteStorage(where) if where is not None else MemoryStorage()
+    m = CheckpointManager(storage, agent="bench")
+    history: list[dict[str, Any]] = []
+    in_save = 0.0
+    start = time.perf_counter()
+    for i in range(n):
+        history.append(msgs[i])
+        t0 = time.perf_counter()
+        m.save(
+            run_id="bench",
+            roundtrip=i + 1,
+            messages=history,
+            token_usage={"input_tokens": 10 * i, "output_tokens": 5 * i},
+            session_state={"roundtrip": i, "topic": "dice"},
+        )
+        in_save += time.perf_counter() - t0
+    m.store.flush()
+    total = time.perf_counter() - start
+    m.close()
+    size = 0
+    if where is not None:
+        with sqlite3.connect(where) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = file_bytes(where)
+    return in_save, total, size
+
+
+def langgraph(n: int, msgs: list[dict[str, Any]], where: Path) -> tuple[float, int] | None:
+    """(seconds in put, bytes) for n roundtrips with LangGraph's SqliteSaver, None without it."""
+    try:
+        from langgraph.checkpoint.base import empty_checkpoint
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:
+        return None
+    conn = sqlite3.connect(where, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    config: Any = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
+    history: list[dict[str, Any]] = []
+    in_put = 0.0
+    for i in range(n):
+        history.append(msgs[i])
+        cp = empty_checkpoint()
+        cp["id"] = f"{i:020d}"
+        cp["channel_values"] = {"messages": list(history), "roundtrip": i}
+        cp["channel_versions"] = {"messages": i + 1, "roundtrip": i + 1}
+        t0 = time.perf_counter()
+        config = saver.put(config, cp, {"source": "loop", "step": i}, {"messages": i + 1})
+        in_put += time.perf_counter() - t0
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return in_put, file_bytes(where)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--roundtrips", type=int, default=1000)
+    ap.add_argument("--message-bytes", type=int, default=200)
+    args = ap.parse_args()
+    n = args.roundtrips
+    msgs = workload(n, args.message_bytes)
+    print(f"# bench_agents: {n} roundtrips, one ~{args.message_bytes}-byte message more each")
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "empty.db"
+        ours(0, msgs, empty)
+        base = file_bytes(empty)
+        in_save, total, size = ours(n, msgs, Path(tmp) / "ours.db")
+        mem_save, _, _ = ours(n, msgs, None)
+        per_bytes = (size - base) / n
+        print(
+            f"CheckpointManager, SQLite:  save {in_save / n * 1e3:.3f} ms/roundtrip "
+            f"({total / n * 1e3:.3f} ms incl. flush), {per_bytes / 1024:.2f} KB/roundtrip"
+        )
+        print(f"CheckpointManager, memory:  save {mem_save / n * 1e3:.3f} ms/roundtrip")
+        peer = langgraph(n, msgs, Path(tmp) / "langgraph.db")
+        if peer is None:
+            print(REPORTED)
+            peer_ms, peer_bytes = 4.6, 200 * 1024.0
+            print("(langgraph is not installed: ratios against the reported figures)")
+        else:
+            peer_ms = peer[0] / n * 1e3
+            peer_bytes = (peer[1] - base) / n
+            print(
+                f"LangGraph SqliteSaver:      put  {peer_ms:.3f} ms/roundtrip, "
+                f"{peer_bytes / 1024:.2f} KB/roundtrip (measured here)"
+            )
+        print(f"ratio, time (incl. flush):  {peer_ms / (total / n * 1e3):.0f}x  (goal >= 20x)")
+        print(f"ratio, bytes:               {peer_bytes / per_bytes:.0f}x  (goal >= 100x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Provides `wrap_openai`: an OpenAI client (or any with `chat.completions.create`) whose chat
+completions, inside `record_agent`, checkpoint the agent after every tool roundtrip and are
+recorded (a resumed or replayed agent gets the recorded answer back). Streaming calls and calls
+outside a recording go straight to the client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.agents.adapters import Delegate, as_dict, wrap
+from runtime.agents.record import current_recording
+
+try:  # the SDK's own answer type when it is installed
+    from openai.types.chat import ChatCompletion as _Completion
+except ImportError:  # pragma: no cover - the extra is not installed
+    _Completion = None  # type: ignore[assignment,misc,unused-ignore]
+
+__all__ = ["roundtrip_done", "wrap_openai"]
+
+
+def wrap_openai(client: Any) -> Any:
+    """`client` with its chat completions recorded (see the module docstring)."""
+    return _Client(client)
+
+
+class _Client(Delegate):
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.chat = _Chat(client.chat)
+
+
+class _Chat(Delegate):
+    def __init__(self, chat: Any) -> None:
+        super().__init__(chat)
+        self.completions = _Completions(chat.completions)
+
+
+class _Completions(Delegate):
+    def create(self, **kwargs: Any) -> Any:
+        rec = current_recording()
+        if rec is None or kwargs.get("stream"):
+            return self._inner.create(**kwargs)
+        messages = list(kwargs.get("messages") or ())
+        if roundtrip_done(messages):
+            rec.checkpoint(messages)
+        data, live = rec.model_call(
+            provider="openai",
+            request=kwargs,
+            call=lambda: self._inner.create(**kwargs),
+            encode=lambda answer: as_dict(answer),
+            usage=lambda d: dict(d.get("usage") or {}),
+        )
+        choices = data.get("choices") or [{}]
+        message = dict(choices[0].get("message") or {})
+        rec.final = None if message.get("tool_calls") else [*messages, message]
+        if live is not None:
+            return live
+        return _Completion.model_validate(data) if _Completion is not None else wrap(data)
+
+
+def roundtrip_done(messages: list[Any]) -> bool:
+    """Whether `messages` end with the results of every tool call of the last assistant
+    message: a tool roundtrip is complete, the state is worth a checkpoint."""
+    i = len(messages) - 1
+    answered = set()
+    while i >= 0 and as_dict(messages[i]).get("role") == "tool":
+        answered.add(as_dict(messages[i]).get("tool_call_id"))
+        i -= 1
+    if i < 0 or not answered:
+        return False
+    calls = {c.get("id") for c in as_dict(messages[i]).get("tool_calls") or ()}
+    return bool(calls) and calls <= answered

@@ -1,0 +1,123 @@
+"""An OpenAI-SDK agent loop against a fake OpenAI-compatible server on 127.0.0.1: checkpointed
+after every tool roundtrip, killed mid-run (after a side-effecting tool, before its roundtrip's
+checkpoint), resumed in a new process: no email is sent twice, and the run is one run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+
+from runtime import CheckpointManager, SqliteStorage, record_agent  # noqa: E402
+from runtime.agents.adapters.openai import roundtrip_done  # noqa: E402
+from tests.agents.fake_openai import FakeOpenAI  # noqa: E402
+from tests.agents.serving import ROOT, wait_for_line  # noqa: E402
+
+AGENT = Path(__file__).with_name("mail_agent.py")
+
+
+def start(db: Path, url: str, outbox: Path, *extra: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, str(AGENT), str(db), url, str(outbox), *extra],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("where", ["after", "inside"])
+def test_killed_and_resumed_agent_sends_every_email_once(tmp_path: Path, where: str) -> None:
+    db, outbox = tmp_path / "runs.db", tmp_path / "outbox.txt"
+    with FakeOpenAI(emails=3) as fake:
+        first = start(db, fake.url, outbox, "2", where)
+        wait_for_line(first, "PAUSED")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        assert outbox.read_text().split() == ["person1@example.com", "person2@example.com"]
+        served_before = len(fake.requests)
+
+        second = start(db, fake.url, outbox)
+        out, _ = second.communicate(timeout=120)
+        assert second.returncode == 0, out
+        assert "START roundtrip 1 with 3 messages" in out
+        assert "SENT person2" not in out  # the journal gave its result back, or done() said so
+        assert outbox.read_text().split() == [f"person{i}@example.com" for i in (1, 2, 3)]
+        # the answer paid for before the kill (asking for person2's email) was not asked again
+        assert len(fake.requests) - served_before == 2
+
+    m = CheckpointManager(SqliteStorage(db))
+    cps = m.list("mailer-1")
+    assert [c.roundtrip for c in cps] == [1, 2, 3, 4]
+    final = cps[-1].messages
+    assert final[-1] == {"role": "assistant", "content": "Sent 3 emails."}
+    results = [x["content"] for x in final if x["role"] == "tool"]
+    assert results[0] == "sent to person1@example.com" and len(results) == 3
+    assert results[1] == ("sent to person2@example.com" if where == "after" else None)
+    run = m.store.get_run(cps[0].run_id)
+    assert run is not None and run.status == "finished" and run.meta["agent"] == "mailer"
+    assert sum(1 for e in m.store.effects(run.id) if not e.key.endswith(":intent")) == 3
+    assert cps[0].location and cps[0].location.startswith(str(AGENT))
+    m.close()
+
+
+def test_replay_answers_from_the_record_and_performs_nothing(tmp_path: Path) -> None:
+    db, outbox = tmp_path / "runs.db", tmp_path / "outbox.txt"
+    with FakeOpenAI(emails=2) as fake:
+        run = start(db, fake.url, outbox)
+        out, _ = run.communicate(timeout=120)
+        assert run.returncode == 0, out
+    sent = outbox.read_text()
+    with socket.socket() as sock:  # a port nobody listens on: any model call would fail
+        sock.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    proc = subprocess.run(
+        [sys.executable, str(AGENT), str(db), nowhere, str(outbox)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), AGENT_REPLAY="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SENT" not in proc.stdout and "DONE" in proc.stdout
+    assert outbox.read_text() == sent
+
+
+def test_roundtrip_detection_waits_for_every_tool_result() -> None:
+    call = {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]}
+    assert not roundtrip_done([{"role": "user", "content": "x"}])
+    assert not roundtrip_done([call, {"role": "tool", "tool_call_id": "a"}])
+    assert roundtrip_done(
+        [call, {"role": "tool", "tool_call_id": "a"}, {"role": "tool", "tool_call_id": "b"}]
+    )
+
+
+def test_record_agent_as_a_decorator_and_by_hand() -> None:
+    m = CheckpointManager(agent="hand")
+
+    @record_agent(m, run_id="deco")
+    def agent() -> None:
+        from runtime import current_recording
+
+        rec = current_recording()
+        assert rec is not None
+        rec.checkpoint([{"role": "user", "content": "one"}], session_state={"n": 1})
+        rec.checkpoint([{"role": "user", "content": "one"}, {"role": "assistant", "content": "2"}])
+
+    agent()
+    cps = m.list("deco")
+    assert [c.roundtrip for c in cps] == [1, 2] and cps[1].session_state == {"n": 1}
+    assert json.dumps(cps[1].messages)
+    assert m.store.get_run(cps[0].run_id).status == "finished"  # type: ignore[union-attr]
