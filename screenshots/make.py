@@ -11,6 +11,8 @@ at 120x36, and writes:
 - debugger-edit.svg       editing `result` before it is tested
 - debugger-branches.svg   after restoring from there with result = 6: two branches
 - debugger-help.svg       the full list of keys and commands
+- debugger-watches.svg    a watchpoint on `result` and a watch, continued to where it changed
+- debugger-diff.svg       `:diff branch 0` after the restore with result = 6
 """
 
 from __future__ import annotations
@@ -102,6 +104,23 @@ async def help_screen(pilot) -> None:  # noqa: ANN001
     await settle(pilot)
 
 
+async def watches(pilot) -> None:  # noqa: ANN001
+    pilot.app.run_command("goto 2")
+    await settle(pilot)
+    pilot.app.run_command("watchpoint result")
+    pilot.app.run_command("watch counter * 10")
+    await pilot.press("c", "c")
+    await settle(pilot)
+
+
+async def diff(pilot) -> None:  # noqa: ANN001
+    await branches(pilot)
+    await pilot.press("escape")
+    await settle(pilot)
+    pilot.app.run_command("diff branch 0")
+    await settle(pilot)
+
+
 SHOTS: dict[str, Callable[..., Awaitable[None]]] = {
     "debugger-start": start,
     "debugger-llm-call": llm_call,
@@ -109,6 +128,8 @@ SHOTS: dict[str, Callable[..., Awaitable[None]]] = {
     "debugger-edit": edit,
     "debugger-branches": branches,
     "debugger-help": help_screen,
+    "debugger-watches": watches,
+    "debugger-diff": diff,
 }
 
 
