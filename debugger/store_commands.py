@@ -343,28 +343,62 @@ def parse_age(text: str) -> timedelta:
         raise UsageError(f"--older-than {text!r}: too long ago") from None
 
 
+def parse_size(text: str) -> int:
+    """`500MB`, `1GB`, `2.5g`, `800k`, `1000000` → bytes."""
+    m = re.fullmatch(r"(\d{1,15}(?:\.\d{1,6})?)\s*([kmgt]?)(?:i?b)?", text.strip().lower())
+    if not m:
+        raise UsageError(f"--max-size {text!r}: expected a size like 500MB, 1GB or 800k")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2)]
+    return int(float(m.group(1)) * scale)
+
+
 @click.command(context_settings=CONTEXT)
 @click.option(
     "--older-than",
     "older_than",
-    required=True,
     help="Delete runs last updated longer ago than this (30m, 12h, 7d, 2w).",
+)
+@click.option(
+    "--keep",
+    "keep_latest",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Delete every run but the N most recently updated.",
+)
+@click.option(
+    "--max-size",
+    "max_size",
+    metavar="SIZE",
+    help="Delete the oldest runs until the rest record at most SIZE (500MB, 1GB).",
 )
 @click.option("--keep-failed", is_flag=True, help="Keep failed runs, however old.")
 @db_option
-def prune(older_than: str, db: str | None, keep_failed: bool) -> None:
+def prune(
+    older_than: str | None,
+    keep_latest: int | None,
+    max_size: str | None,
+    db: str | None,
+    keep_failed: bool,
+) -> None:
     """Delete old runs from the store (recorded runs do not expire by themselves).
 
-    One transaction: each run goes whole or stays whole. A run being recorded, resumed or
-    replayed (by any process, on any machine sharing the store) is never deleted.
+    Give one or more rules; a run goes when any of them says so. One transaction: each run
+    goes whole or stays whole. A run being recorded, resumed or replayed (by any process, on
+    any machine sharing the store) is never deleted.
 
     \b
     Examples:
       agency prune --older-than 7d
       agency prune --older-than 7d --keep-failed
+      agency prune --keep 100
+      agency prune --max-size 1GB
     """
     from runtime.runs.processes import process_alive
 
+    if older_than is None and keep_latest is None and max_size is None:
+        raise UsageError("say what to delete: --older-than AGE, --keep N or --max-size SIZE")
+    age = parse_age(older_than) if older_than is not None else None
+    max_bytes = parse_size(max_size) if max_size is not None else None
     store = open_store(db)  # runs whose process died are marked interrupted first
     live = [
         run.id
@@ -373,7 +407,9 @@ def prune(older_than: str, db: str | None, keep_failed: bool) -> None:
         and isinstance((run.meta or {}).get("process"), dict)
         and process_alive(run.meta["process"]) is True
     ]
-    n = store.prune(parse_age(older_than), keep=live, keep_failed=keep_failed)
+    n = store.prune(
+        age, keep=live, keep_failed=keep_failed, keep_latest=keep_latest, max_bytes=max_bytes
+    )
     click.echo(f"deleted {n} run{'s' if n != 1 else ''}")
 
 

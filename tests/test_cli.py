@@ -197,6 +197,17 @@ def test_prune_bad_ages(work: Path, age: str) -> None:
     clean(agency("prune", "--older-than", age, "--db", "r.db"), 2, "--older-than")
 
 
+def test_prune_by_count_and_size(work: Path) -> None:
+    for _ in range(3):
+        assert agency("run", "ok.agency", "--db", "r.db").exit_code == 0
+    clean(agency("prune", "--db", "r.db"), 2, "say what to delete")
+    clean(agency("prune", "--max-size", "lots", "--db", "r.db"), 2, "--max-size")
+    clean(agency("prune", "--keep", "-1", "--db", "r.db"), 2, "--keep")
+    clean(agency("prune", "--keep", "2", "--db", "r.db"), 0, "deleted 1 run")
+    clean(agency("prune", "--max-size", "1GB", "--db", "r.db"), 0, "deleted 0 runs")
+    clean(agency("prune", "--max-size", "0", "--db", "r.db"), 0, "deleted 2 runs")
+
+
 def test_stores_that_are_not_stores(work: Path) -> None:
     (work / "junk.db").write_bytes(b"junk" * 100)
     (work / "dir.db").mkdir()

@@ -264,11 +264,19 @@ class RunStore(Protocol):
         ...
 
     def prune(
-        self, older_than: timedelta, keep: Collection[str] = (), keep_failed: bool = False
+        self,
+        older_than: timedelta | None,
+        keep: Collection[str] = (),
+        keep_failed: bool = False,
+        *,
+        keep_latest: int | None = None,
+        max_bytes: int | None = None,
     ) -> int:
         """Delete runs not updated for `older_than`, except the runs in `keep`, runs a process
         holds (`claim_run`) and, with `keep_failed`, failed runs; return how many went. One
-        transaction: a run is either deleted whole or left whole.
+        transaction: a run is either deleted whole or left whole. With `keep_latest`, also
+        every run but the `keep_latest` most recently updated; with `max_bytes`, also the
+        oldest runs until what the rest record fits in `max_bytes` (see `choose_prunable`).
 
         Finished, failed and interrupted runs go when their `updated_at` is older than the cutoff.
         A run still marked "running" whose `updated_at` is older than the cutoff is one whose
@@ -446,3 +454,37 @@ class RunStore(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+def choose_prunable(
+    runs: list[tuple[str, str, str, int]],
+    cutoff: str | None,
+    spared: Collection[str],
+    keep_failed: bool,
+    keep_latest: int | None,
+    max_bytes: int | None,
+) -> list[str]:
+    """The retention policy every store applies inside its prune transaction. `runs` are
+    (id, updated_at, status, bytes recorded) of every run in the store; `spared` the runs that
+    must stay (held by a process, or named by the caller); `cutoff` a timestamp: a run updated
+    before it goes. A run goes when it is not spared (nor failed, with `keep_failed`) and
+    any rule given says so: older than the cutoff, outside the `keep_latest` most recently
+    updated, or among the oldest while the store holds more than `max_bytes`."""
+    newest_first = sorted(runs, key=lambda r: r[1], reverse=True)
+    deletable = {
+        r[0] for r in runs if r[0] not in spared and not (keep_failed and r[2] == "failed")
+    }
+    doomed: set[str] = set()
+    if cutoff is not None:
+        doomed |= {r[0] for r in runs if r[1] < cutoff and r[0] in deletable}
+    if keep_latest is not None:
+        doomed |= {r[0] for r in newest_first[max(keep_latest, 0) :] if r[0] in deletable}
+    if max_bytes is not None:
+        total = sum(r[3] for r in runs if r[0] not in doomed)
+        for run_id, _, _, size in reversed(newest_first):  # oldest first
+            if total <= max_bytes:
+                break
+            if run_id in deletable and run_id not in doomed:
+                doomed.add(run_id)
+                total -= size
+    return [r[0] for r in runs if r[0] in doomed]

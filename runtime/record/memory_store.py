@@ -25,6 +25,7 @@ from runtime.record.contract import (
     RunRecord,
     Segment,
     StoreError,
+    choose_prunable,
 )
 from runtime.record.rows import (
     ambiguous_prefix,
@@ -69,6 +70,15 @@ class _MemRun:
     def __init__(self, row: dict[str, Any]) -> None:
         self.row = row
         self.branches: dict[int, _MemBranch] = {}
+
+
+def _recorded_bytes(run: _MemRun) -> int:
+    """What a run's steps, keyframes and model calls take (as `prune --max-size` counts)."""
+    total = 0
+    for b in run.branches.values():
+        total += sum(len(blob) for _, _, blob in b.batches) + sum(len(k) for k in b.kf_blobs)
+        total += sum(len(str(row)) for _, row in b.llm)
+    return total
 
 
 class MemoryStore:
@@ -217,19 +227,23 @@ class MemoryStore:
             self._effects = {k: e for k, e in self._effects.items() if e["run_id"] != resolved}
 
     def prune(
-        self, older_than: timedelta, keep: Collection[str] = (), keep_failed: bool = False
+        self,
+        older_than: timedelta | None,
+        keep: Collection[str] = (),
+        keep_failed: bool = False,
+        *,
+        keep_latest: int | None = None,
+        max_bytes: int | None = None,
     ) -> int:
         with self._lock:
             self._open()
-            cutoff = format_ts(self._now() - older_than)
-            kept = set(keep) | set(self._owners)
-            doomed = [
-                i
+            cutoff = None if older_than is None else format_ts(self._now() - older_than)
+            runs = [
+                (i, r.row["updated_at"], r.row["status"], _recorded_bytes(r))
                 for i, r in self._runs.items()
-                if r.row["updated_at"] < cutoff
-                and i not in kept
-                and not (keep_failed and r.row["status"] == "failed")
             ]
+            spared = set(keep) | set(self._owners)
+            doomed = choose_prunable(runs, cutoff, spared, keep_failed, keep_latest, max_bytes)
             for run_id in doomed:
                 self.delete_run(run_id)
             return len(doomed)

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
+from runtime.record.contract import choose_prunable
 from runtime.record.store import (
     EFFECT_STATUSES,
     MAX_STEP,
@@ -328,25 +329,34 @@ class SQLStore:
         self._forget(resolved)
 
     def prune(
-        self, older_than: timedelta, keep: Collection[str] = (), keep_failed: bool = False
+        self,
+        older_than: timedelta | None,
+        keep: Collection[str] = (),
+        keep_failed: bool = False,
+        *,
+        keep_latest: int | None = None,
+        max_bytes: int | None = None,
     ) -> int:
-        cutoff = format_ts(self._clock() - older_than)
-        kept = set(keep)
-        spare_failed = " AND status <> 'failed'" if keep_failed else ""
+        cutoff = None if older_than is None else format_ts(self._clock() - older_than)
 
         def delete(conn: Connection) -> list[str]:
             # One transaction: the runs chosen are the runs deleted. A run someone holds (a
             # resume, a replay, a fork in progress) is never touched.
-            ids = [
-                row[0]
-                for row in self._exec(
-                    conn,
-                    "SELECT id FROM runs WHERE updated_at < ?" + spare_failed + " AND NOT EXISTS"
-                    " (SELECT 1 FROM run_owners WHERE run_id = runs.id)" + self._dialect.for_update,
-                    (cutoff,),
-                ).fetchall()
-                if row[0] not in kept
-            ]
+            rows = self._exec(
+                conn,
+                "SELECT id, updated_at, status,"
+                " (SELECT COALESCE(SUM(LENGTH(blob)), 0) FROM step_batches b"
+                "  WHERE b.run_id = runs.id)"
+                " + (SELECT COALESCE(SUM(LENGTH(blob)), 0) FROM keyframes k"
+                "  WHERE k.run_id = runs.id)"
+                " + (SELECT COALESCE(SUM(LENGTH(request_json) + LENGTH(response_json)), 0)"
+                "  FROM llm_calls c WHERE c.run_id = runs.id),"
+                " EXISTS (SELECT 1 FROM run_owners WHERE run_id = runs.id)"
+                " FROM runs" + self._dialect.for_update,
+            ).fetchall()
+            runs = [(r[0], r[1], r[2], int(r[3])) for r in rows]
+            spared = set(keep) | {r[0] for r in rows if r[4]}
+            ids = choose_prunable(runs, cutoff, spared, keep_failed, keep_latest, max_bytes)
             conn.cursor().executemany(
                 self._sql("DELETE FROM runs WHERE id = ?"), [(i,) for i in ids]
             )

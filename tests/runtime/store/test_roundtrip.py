@@ -373,3 +373,26 @@ def test_prune_keeps_failed_runs_and_held_runs_when_asked(
     store.release_run(held, owner)
     assert store.prune(timedelta(days=5)) == 2
     assert store.list_runs() == []
+
+
+def test_prune_keeps_the_latest_n_and_fits_a_size(store: RunStore, clock: FakeClock) -> None:
+    runs = []
+    for n in range(5):  # oldest first, each recording 1,000 bytes more than the one before
+        run_id = store.create_run(meta())
+        store.append_batch(run_id, 0, 0, 9, b"x" * (1000 * (n + 1)))
+        store.update_run(run_id, status="failed" if n == 1 else "finished")
+        runs.append(run_id)
+        clock.advance(hours=1)
+    store.flush()
+    held = runs[0]
+    owner = {"pid": 1, "host": "elsewhere", "started": 1.0}
+    assert store.claim_run(held, owner) is None
+    # --keep 3: the two oldest would go, but one is held by a process
+    assert store.prune(None, keep_latest=3) == 1
+    assert [r.id for r in store.list_runs()][::-1] == [runs[0], *runs[2:]]
+    store.release_run(held, owner)
+    # --max-size: the oldest go until the rest fit (1k + 3k + 4k + 5k = 13k > 9.5k)
+    assert store.prune(None, max_bytes=9_500) == 2
+    assert {r.id for r in store.list_runs()} == {runs[3], runs[4]}
+    assert store.prune(None, keep_latest=0, keep_failed=True, max_bytes=10**9) == 2
+    assert store.list_runs() == []
