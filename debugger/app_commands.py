@@ -209,6 +209,8 @@ class Commands:
         self.cmd_watch(rest, stops=True)
 
     def cmd_unwatch(self, rest: str) -> None:
+        if not self._can_act():
+            return
         try:
             gone = self.session.remove_watch(rest)
         except SessionError as exc:
@@ -218,6 +220,8 @@ class Commands:
         self._refresh_view()
 
     def cmd_breaks(self, rest: str) -> None:
+        if not self._can_act():
+            return
         rows = [(None, line) for line in self.session.breakpoints_described()]
         if not rows:
             self.notify("no breakpoints: b toggles one on the current line, :break LINE [if …]")
@@ -268,5 +272,5 @@ class Commands:
         self.push_screen(ListScreen(title, found), self._went_to)
 
     def _went_to(self, step: int | None) -> None:
-        if step is not None:
+        if step is not None and self.session is not None:
             self._move(lambda: self.session.goto(step, f"step {step}"))

@@ -1,0 +1,39 @@
+"""A person's keystrokes, at random: every key the app binds, the keys of its dialogs, text and
+Escape/Enter in any order, must leave the app running and answering (no traceback, no stuck
+worker). Quitting keys are left out: they end the test."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from debugger.app import DebuggerApp
+from debugger.session import Session
+from tests.debugger.conftest import PROGRAMS, SIZE, make_session, settle
+
+KEYS = [
+    "s", "S", "right", "left", "n", "N", "o", "O", "c", "C", "left_square_bracket",
+    "right_square_bracket", "g", "b", "e", "r", "w", "B", "slash", "full_stop", "comma", "y",
+    "p", "z", "t", "T", "home", "end", "colon", "question_mark", "escape", "enter", "tab",
+    "up", "down", "1", "2", "x", "space", "backspace", "ctrl+o", "f3",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_random_keys_never_break_the_app(seed: int) -> None:
+    session: Session = make_session(PROGRAMS / "watched.agency", PROGRAMS / "watched.mocks.json")
+    session.add_watch("score", stops=True)
+    rng = random.Random(seed)
+    app = DebuggerApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for n in range(90):
+            await pilot.press(rng.choice(KEYS))
+            if n % 15 == 14:
+                await settle(pilot)
+        for _ in range(4):  # close whatever is open
+            await pilot.press("escape")
+        await settle(pilot)
+        assert app.is_running
+        assert 0 <= app.session.step <= app.session.last
