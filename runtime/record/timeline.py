@@ -8,7 +8,6 @@ views makes going back and forth free. Nothing here re-executes the program or c
 from __future__ import annotations
 
 import json
-import marshal
 from collections import OrderedDict
 from typing import Any
 
@@ -29,6 +28,7 @@ from runtime.record.format import (
     R_STATUS,
     R_THREAD,
     R_USAGE,
+    decode_batch,
     decode_keyframe,
 )
 from runtime.record.index import WriteIndex
@@ -233,7 +233,7 @@ class _Batch:
     __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
 
     def __init__(self, blob: bytes) -> None:
-        first, self.depth_before, self.depth_after, entries = marshal.loads(blob)
+        first, self.depth_before, self.depth_after, entries = decode_batch(blob)
         self.first: int = first
         self.entries: list[Any] = entries
         self.marks: list[int] = [i for i, e in enumerate(entries) if type(e) is int]
