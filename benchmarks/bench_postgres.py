@@ -147,8 +147,13 @@ def percentile(times: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-def access(url: str, run_id: str, samples: int) -> tuple[float, float]:
-    with PostgresStore(url, read_only=True) as store:
+def access(location: str, run_id: str, samples: int) -> tuple[float, float]:
+    store: Any = (
+        PostgresStore(location, read_only=True)
+        if location.startswith("postgresql://")
+        else SQLiteStore(location, read_only=True)
+    )
+    with store:
         tl = Timeline.open(store, run_id)
         n = len(tl)
         rng = random.Random(1)
@@ -251,6 +256,11 @@ def main() -> None:
         for p in procs:
             p.communicate()
         sqlite = writers(str(Path(tmp) / "shared.db"), 8, per_writer)
+        lite_path = str(Path(tmp) / "big.db")
+        lite = SQLiteStore(lite_path)
+        lite_rec = record_program(compile_source(LOOP % big, "big.agency"), config(tmp), lite)
+        lite.close()
+        lite_idle = access(lite_path, lite_rec.run_id, samples)
     print(f"\n## 8 concurrent writers ({per_writer} iterations each, one process each)")
     print(f"PostgreSQL:                {pg['steps_per_s']:,.0f} steps/s ({pg['steps']} steps)")
     print(f"SQLite (one file):         {sqlite['steps_per_s']:,.0f} steps/s")
@@ -260,9 +270,10 @@ def main() -> None:
         f"\n## state_at on a {rec.machine.step_index + 1}-step run "
         f"(recorded to PostgreSQL in {recorded_s:.1f} s), {samples} random steps"
     )
-    print(f"idle:                      p50 {idle[0]:.2f} ms, p99 {idle[1]:.2f} ms")
+    print(f"SQLite, idle:              p50 {lite_idle[0]:.2f} ms, p99 {lite_idle[1]:.2f} ms")
+    print(f"PostgreSQL, idle:          p50 {idle[0]:.2f} ms, p99 {idle[1]:.2f} ms")
     print(
-        f"while 8 writers record:    p50 {loaded[0]:.2f} ms, p99 {loaded[1]:.2f} ms "
+        f"PostgreSQL, 8 writing:     p50 {loaded[0]:.2f} ms, p99 {loaded[1]:.2f} ms "
         f"({busy} of 8 still writing at the end)"
     )
 

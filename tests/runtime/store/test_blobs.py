@@ -23,6 +23,8 @@ from runtime.record.format import (
     decode_keyframe,
     safe_loads,
 )
+from runtime.record.sqlite_store import SQLiteStore
+from runtime.record.timeline import Timeline
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -135,3 +137,26 @@ def test_one_damaged_run_never_hides_the_others(tmp_path: Path) -> None:
     assert "damaged" in shown.output and len(shown.output.strip().splitlines()) == 1
     good = CliRunner().invoke(cli, ["show", ids[2], "--db", db])
     assert good.exit_code == 0, good.output
+
+
+def test_a_store_written_before_the_change_still_reads(tmp_path: Path) -> None:
+    """Blobs written as marshal streams (every store before this format) read the same."""
+    db = tmp_path / "runs.db"
+    dice = [str(EXAMPLES / "dice.agency"), "--mock", str(EXAMPLES / "dice.mocks.json")]
+    assert CliRunner().invoke(cli, ["run", *dice, "--db", str(db)]).exit_code == 0
+    with SQLiteStore(db) as store:
+        run = store.latest_run()
+        assert run is not None
+        before = [Timeline.open(store, run.id).state_at(k) for k in range(run.step_count)]
+    conn = sqlite3.connect(db)
+    with conn:
+        for table in ("step_batches", "keyframes"):
+            for rowid, blob in conn.execute(f"SELECT rowid, blob FROM {table}").fetchall():
+                compressed = blob[:2] == ZLIB_PREFIX
+                raw = zlib.decompress(blob[2:]) if compressed else blob
+                old = marshal.dumps(safe_loads(raw))
+                old = ZLIB_PREFIX + zlib.compress(old) if compressed else old
+                conn.execute(f"UPDATE {table} SET blob = ? WHERE rowid = ?", (old, rowid))
+    conn.close()
+    with SQLiteStore(db) as store:
+        assert [Timeline.open(store, run.id).state_at(k) for k in range(run.step_count)] == before
