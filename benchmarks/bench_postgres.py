@@ -147,8 +147,13 @@ def percentile(times: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-def access(url: str, run_id: str, samples: int) -> tuple[float, float]:
-    with PostgresStore(url, read_only=True) as store:
+def access(location: str, run_id: str, samples: int) -> tuple[float, float]:
+    store: Any = (
+        PostgresStore(location, read_only=True)
+        if location.startswith("postgresql://")
+        else SQLiteStore(location, read_only=True)
+    )
+    with store:
         tl = Timeline.open(store, run_id)
         n = len(tl)
         rng = random.Random(1)
@@ -157,6 +162,17 @@ def access(url: str, run_id: str, samples: int) -> tuple[float, float]:
             k = rng.randrange(n)
             t0 = time.perf_counter()
             tl.state_at(k)
+            times.append((time.perf_counter() - t0) * 1000)
+    return percentile(times, 0.50), percentile(times, 0.99)
+
+
+def round_trip(url: str, samples: int) -> tuple[float, float]:
+    """p50/p99 of `SELECT 1` from Python: what one query costs before any work."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        times = []
+        for _ in range(samples):
+            t0 = time.perf_counter()
+            conn.execute("SELECT 1").fetchone()
             times.append((time.perf_counter() - t0) * 1000)
     return percentile(times, 0.50), percentile(times, 0.99)
 
@@ -233,7 +249,7 @@ def main() -> None:
         # Reads while 8 writers record: the writers run in their own processes.
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", WRITER, url, LOOP % (per_writer * 4), root],
+                [sys.executable, "-c", WRITER, url, LOOP % (per_writer * 100), root],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 cwd=tmp,
@@ -248,9 +264,15 @@ def main() -> None:
             p.stdin.flush()
         loaded_box["p"] = access(url, rec.run_id, samples)
         busy = sum(p.poll() is None for p in procs)
-        for p in procs:
+        for p in procs:  # they were only there to write meanwhile
+            p.kill()
             p.communicate()
         sqlite = writers(str(Path(tmp) / "shared.db"), 8, per_writer)
+        lite_path = str(Path(tmp) / "big.db")
+        lite = SQLiteStore(lite_path)
+        lite_rec = record_program(compile_source(LOOP % big, "big.agency"), config(tmp), lite)
+        lite.close()
+        lite_idle = access(lite_path, lite_rec.run_id, samples)
     print(f"\n## 8 concurrent writers ({per_writer} iterations each, one process each)")
     print(f"PostgreSQL:                {pg['steps_per_s']:,.0f} steps/s ({pg['steps']} steps)")
     print(f"SQLite (one file):         {sqlite['steps_per_s']:,.0f} steps/s")
@@ -260,10 +282,16 @@ def main() -> None:
         f"\n## state_at on a {rec.machine.step_index + 1}-step run "
         f"(recorded to PostgreSQL in {recorded_s:.1f} s), {samples} random steps"
     )
-    print(f"idle:                      p50 {idle[0]:.2f} ms, p99 {idle[1]:.2f} ms")
+    trip = round_trip(args.url, samples)
+    print(f"SQLite, idle:              p50 {lite_idle[0]:.2f} ms, p99 {lite_idle[1]:.2f} ms")
+    print(f"PostgreSQL, idle:          p50 {idle[0]:.2f} ms, p99 {idle[1]:.2f} ms")
     print(
-        f"while 8 writers record:    p50 {loaded[0]:.2f} ms, p99 {loaded[1]:.2f} ms "
+        f"PostgreSQL, 8 writing:     p50 {loaded[0]:.2f} ms, p99 {loaded[1]:.2f} ms "
         f"({busy} of 8 still writing at the end)"
+    )
+    print(
+        f"one round trip (SELECT 1): p50 {trip[0]:.2f} ms, p99 {trip[1]:.2f} ms "
+        "(a state_at makes ~5 queries)"
     )
 
     z = sizing(args.url, n // 2)

@@ -169,6 +169,7 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
                         "steps": r.step_count,
                         "created_at": r.created_at.isoformat(),
                         "error": r.error,
+                        **({"damaged": r.meta["damaged"]} if "damaged" in r.meta else {}),
                     }
                     for r in records
                 ]
@@ -183,11 +184,14 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
         table.add_column(col)
     for r in records:
         style = {"failed": "red", "interrupted": "yellow", "running": "cyan"}.get(r.status, "")
+        status = f"[{style}]{r.status}[/]" if style else r.status
+        if "damaged" in r.meta:  # a field of its row would not read: shown, not hiding the rest
+            status += f" [red](damaged: {', '.join(r.meta['damaged'])})[/]"
         table.add_row(
             r.id,
             r.source_path,
             r.node,
-            f"[{style}]{r.status}[/]" if style else r.status,
+            status,
             str(r.step_count),
             r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
         )

@@ -5,14 +5,18 @@ whose first item is an `R_*` code: the machine's write-log codes (`runtime.vm.wr
 numbers; a test holds them together), with containers replaced by their object ids, plus
 `R_CONTENTS`, which defines a container's whole contents the first time it becomes visible.
 Batches of step records are marshal-encoded; a keyframe is the full visible state, zlib-compressed
-when large (`ZLIB_PREFIX`).
+when large (`ZLIB_PREFIX`). They are read back by `safe_loads`, never by `marshal.loads`.
 """
 
 from __future__ import annotations
 
-import marshal
+import io
+import pickle
+import struct
 import zlib
 from typing import Any
+
+from runtime.record.contract import StoreError
 
 R_LOCAL = 1  # (R_LOCAL, depth, name, value)
 R_GLOBAL = 2  # (R_GLOBAL, name, value)
@@ -38,7 +42,235 @@ ZLIB_PREFIX = b"\x00z"  # marks a compressed keyframe (no marshal stream starts 
 
 
 def decode_keyframe(blob: bytes) -> Any:
-    """The state a stored keyframe holds."""
+    """The state a stored keyframe holds; `BlobError` for a damaged one."""
     if blob[:2] == ZLIB_PREFIX:
-        blob = zlib.decompress(blob[2:])
-    return marshal.loads(blob)
+        inflate = zlib.decompressobj()
+        try:
+            raw = inflate.decompress(blob[2:], MAX_DECODED)
+        except zlib.error as exc:
+            raise BlobError(f"damaged keyframe: {exc}") from None
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise BlobError(f"damaged keyframe: larger than {MAX_DECODED >> 20} MiB or cut short")
+        blob = raw
+    return safe_loads(blob)
+
+
+# --- encoding and decoding stored blobs ----------------------------------------------------------
+#
+# Blobs come from a file or a database that anyone with access may have altered, so they are
+# never given to `marshal.loads` (which builds code objects, and allocates whatever length a
+# tampered header claims before reading a byte of it).
+#
+# The recorder writes plain data (None, booleans, ints, floats, str, bytes, tuples, lists, dicts)
+# with `encode_record`: a pickle (protocol 5, so it starts with `PICKLE_PREFIX`, which no marshal
+# stream of a record does), read back by an unpickler that refuses every class and function
+# (`find_class`), so nothing but those built-in types can come out of it; both run in C, at
+# marshal's speed. Blobs of older stores are marshal streams, read by `_MarshalReader`, which
+# knows the same plain data and nothing else (slower, in Python: only old runs pay for it).
+# Anything else, a length past the end, a reference to something not yet whole (a cycle),
+# nesting deeper than `MAX_DEPTH` or an int longer than `MAX_INT_DIGITS` is a `BlobError`.
+
+PICKLE_PREFIX = b"\x80"  # pickle's PROTO opcode
+
+
+class _PlainPickler(pickle.Pickler):
+    def reducer_override(self, obj: Any) -> Any:
+        # Called only for what is not a built-in plain type (those never reach Python here).
+        raise ValueError(f"a {type(obj).__name__} is not plain data")
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+
+def encode_record(value: Any) -> bytes:
+    """A step batch or keyframe as stored; `ValueError` for anything that is not plain data."""
+    out = io.BytesIO()
+    pickler = _PlainPickler(out, protocol=5)
+    pickler.fast = True  # no memo: plain data has no shared parts worth it; ~2x faster
+    try:
+        pickler.dump(value)
+    except (pickle.PicklingError, TypeError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+    return out.getvalue()
+
+
+def _unpickle(blob: bytes) -> Any:
+    stream = io.BytesIO(blob)
+    try:
+        value = _PlainUnpickler(stream).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError) as exc:
+        raise BlobError(f"damaged record: {exc}") from None
+    except (AttributeError, OverflowError, MemoryError, RecursionError, struct.error) as exc:
+        raise BlobError(f"damaged record: {type(exc).__name__}") from None
+    if stream.tell() != len(blob):
+        raise BlobError(f"damaged record: {len(blob) - stream.tell()} bytes after the value")
+    return value
+
+
+MAX_DEPTH = 400
+MAX_INT_DIGITS = 2048  # 15-bit digits: ints up to ~9,800 decimal digits
+MAX_DECODED = 1 << 30  # bytes a compressed keyframe may expand to
+
+_FLAG_REF = 0x80
+_INT32 = struct.Struct("<i")
+_FLOAT = struct.Struct("<d")
+_DIGIT = struct.Struct("<H")
+
+
+class BlobError(StoreError):
+    """A stored step batch or keyframe that is not what the recorder writes."""
+
+
+class _MarshalReader:
+    __slots__ = ("data", "pos", "refs", "open")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+        self.refs: list[Any] = []
+        self.open: set[int] = set()  # refs of containers still being read
+
+    def fail(self, why: str) -> BlobError:
+        return BlobError(f"damaged record at byte {self.pos}: {why}")
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
+            raise self.fail(f"a length of {n} runs past the end")
+        chunk = self.data[self.pos : end]
+        self.pos = end
+        return chunk
+
+    def int32(self) -> int:
+        if self.pos + 4 > len(self.data):
+            raise self.fail("truncated")
+        (n,) = _INT32.unpack_from(self.data, self.pos)
+        self.pos += 4
+        return int(n)
+
+    def count(self) -> int:
+        n = self.int32()
+        if n < 0 or n > len(self.data) - self.pos:  # every item takes a byte at least
+            raise self.fail(f"a count of {n} items cannot fit")
+        return n
+
+    def value(self, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH}")
+        if self.pos >= len(self.data):
+            raise self.fail("truncated")
+        code = self.data[self.pos]
+        self.pos += 1
+        flag = code & _FLAG_REF
+        code &= 0x7F
+        slot = -1
+        if flag:
+            slot = len(self.refs)
+            self.refs.append(None)
+        if code == 0x69:  # 'i'
+            v: Any = self.int32()
+        elif code == 0x29 or code == 0x28:  # ')' small tuple, '(' tuple
+            n = self.take(1)[0] if code == 0x29 else self.count()
+            if slot >= 0:
+                self.open.add(slot)
+            v = tuple([self.value(depth + 1) for _ in range(n)])
+            self.open.discard(slot)
+        elif code in (0x7A, 0x5A):  # 'z', 'Z': short ASCII
+            v = self.take(self.take(1)[0]).decode("ascii", "strict")
+        elif code in (0x61, 0x41):  # 'a', 'A': ASCII
+            v = self.take(self.count()).decode("ascii", "strict")
+        elif code in (0x75, 0x74):  # 'u', 't': UTF-8
+            v = self.take(self.count()).decode("utf-8", "surrogatepass")
+        elif code == 0x72:  # 'r': a value seen before
+            index = self.int32()
+            if not 0 <= index < len(self.refs) or index in self.open or index == slot:
+                raise self.fail(f"reference {index} to nothing whole")
+            v = self.refs[index]
+        elif code == 0x4E:  # 'N'
+            v = None
+        elif code == 0x54:  # 'T'
+            v = True
+        elif code == 0x46:  # 'F'
+            v = False
+        elif code == 0x67:  # 'g': binary float
+            (v,) = _FLOAT.unpack(self.take(8))
+        elif code == 0x5B:  # '[': list
+            n = self.count()
+            v = []
+            if slot >= 0:
+                self.refs[slot] = v
+                self.open.add(slot)
+            for _ in range(n):
+                v.append(self.value(depth + 1))
+            self.open.discard(slot)
+        elif code == 0x7B:  # '{': dict, pairs up to '0'
+            v = {}
+            if slot >= 0:
+                self.refs[slot] = v
+                self.open.add(slot)
+            while True:
+                if self.pos >= len(self.data):
+                    raise self.fail("truncated")
+                if self.data[self.pos] == 0x30:
+                    self.pos += 1
+                    break
+                key = self.value(depth + 1)
+                if not isinstance(key, str | int | float | bool | bytes | tuple | None):
+                    raise self.fail(f"a {type(key).__name__} as a dict key")
+                try:
+                    v[key] = self.value(depth + 1)
+                except TypeError as exc:  # a tuple key holding a list
+                    raise self.fail(str(exc)) from None
+            self.open.discard(slot)
+        elif code == 0x6C:  # 'l': long int, 15-bit digits
+            n = self.int32()
+            size = abs(n)
+            if size > MAX_INT_DIGITS:
+                raise self.fail(f"an int of {size} digits (at most {MAX_INT_DIGITS})")
+            digits = self.take(2 * size)
+            v = 0
+            for i in range(size - 1, -1, -1):
+                (d,) = _DIGIT.unpack_from(digits, 2 * i)
+                if d >= 1 << 15:
+                    raise self.fail("an int digit out of range")
+                v = (v << 15) | d
+            v = -v if n < 0 else v
+        elif code == 0x73:  # 's': bytes
+            v = self.take(self.count())
+        else:
+            raise self.fail(f"type code {chr(code)!r} is not plain data")
+        if slot >= 0:
+            self.refs[slot] = v
+        return v
+
+
+def safe_loads(blob: bytes) -> Any:
+    """The plain value a stored blob holds (see above); `BlobError` for anything else."""
+    if blob[:1] == PICKLE_PREFIX:
+        return _unpickle(bytes(blob))
+    reader = _MarshalReader(bytes(blob))
+    try:
+        value = reader.value(0)
+    except UnicodeDecodeError as exc:
+        raise reader.fail(f"bad text ({exc.reason})") from None
+    if reader.pos != len(reader.data):
+        raise reader.fail(f"{len(reader.data) - reader.pos} bytes after the value")
+    return value
+
+
+def decode_batch(blob: bytes) -> tuple[int, int, int, list[Any]]:
+    """(first step, depth before, depth after, entries) of a stored step batch."""
+    value = safe_loads(blob)
+    if (
+        type(value) is not tuple
+        or len(value) != 4
+        or not all(type(x) is int for x in value[:3])
+        or type(value[3]) is not list
+    ):
+        raise BlobError("damaged step batch: not (first, depth, depth, entries)")
+    for entry in value[3]:
+        if type(entry) is not int and (type(entry) is not tuple or not entry):
+            raise BlobError("damaged step batch: an entry is neither a marker nor a write")
+    return value[0], value[1], value[2], value[3]

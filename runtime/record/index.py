@@ -19,7 +19,6 @@ two, which a caller runs off the UI thread (`progress`, `cancelled`).
 from __future__ import annotations
 
 import bisect
-import marshal
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +34,7 @@ from runtime.record.format import (
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
+    decode_batch,
 )
 
 Progress = Callable[[int, int], None]
@@ -117,7 +117,7 @@ class WriteIndex:
             if progress is not None and n % 64 == 0:
                 progress(min(stored.first_step, length), length)
             lo, hi = seg_of.get(stored.branch, (0, length - 1))
-            first, depth_before, depth_after, entries = marshal.loads(stored.blob)
+            first, depth_before, depth_after, entries = decode_batch(stored.blob)
             step = first
             if lo <= step <= hi:
                 while len(stack) > depth_before:

@@ -10,6 +10,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -153,24 +154,54 @@ def run_update_columns(fields: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 
 def run_from_row(row: Any) -> RunRecord:
-    """A `RunRecord` from a row of the runs table (a dict or a `sqlite3.Row`)."""
-    finished = row["finished_at"]
-    return RunRecord(
+    """A `RunRecord` from a row of the runs table (a dict, a `sqlite3.Row`).
+
+    A damaged field (JSON that does not parse, a timestamp that is not one) never makes the run
+    unreadable, so it cannot hide the other runs of a listing: it reads as empty, and the run's
+    `meta["damaged"]` names it.
+    """
+    damaged: list[str] = []
+
+    def field(name: str, decode: Callable[[Any], Any], default: Any) -> Any:
+        try:
+            return decode(row[name])
+        except (ValueError, TypeError, RecursionError):
+            damaged.append(name)
+            return default
+
+    meta, config = field("meta_json", loads, {}), field("config_json", loads, {})
+    if not isinstance(meta, dict):
+        damaged.append("meta_json")
+        meta = {}
+    if not isinstance(config, dict):
+        damaged.append("config_json")
+        config = {}
+    record = RunRecord(
         id=row["id"],
         source_path=row["source_path"],
         source_sha256=row["source_sha256"],
         node=row["node"],
-        args=loads(row["args_json"]),
-        config=loads(row["config_json"]),
+        args=field("args_json", loads, {}),
+        config=config,
         status=row["status"],
-        created_at=parse_ts(row["created_at"]),
-        updated_at=parse_ts(row["updated_at"]),
-        finished_at=None if finished is None else parse_ts(finished),
+        created_at=field("created_at", parse_ts, _EPOCH),
+        updated_at=field("updated_at", parse_ts, _EPOCH),
+        finished_at=field("finished_at", _parse_optional_ts, None),
         step_count=row["step_count"],
-        result=loads(row["result_json"]),
+        result=field("result_json", loads, None),
         error=row["error"],
-        meta=loads(row["meta_json"]),
+        meta=meta,
     )
+    if damaged:
+        record.meta["damaged"] = damaged
+    return record
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _parse_optional_ts(text: str | None) -> datetime | None:
+    return None if text is None else parse_ts(text)
 
 
 def run_row(run_id: str, meta: RunMeta, now: datetime) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import marshal
 from collections import OrderedDict
 from typing import Any
 
@@ -30,6 +29,7 @@ from runtime.record.format import (
     R_STATUS,
     R_THREAD,
     R_USAGE,
+    decode_batch,
     decode_keyframe,
 )
 from runtime.record.index import WriteIndex
@@ -234,7 +234,7 @@ class _Batch:
     __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
 
     def __init__(self, blob: bytes) -> None:
-        first, self.depth_before, self.depth_after, entries = marshal.loads(blob)
+        first, self.depth_before, self.depth_after, entries = decode_batch(blob)
         self.first: int = first
         self.entries: list[Any] = entries
         self.marks: list[int] = [i for i, e in enumerate(entries) if type(e) is int]

@@ -3,7 +3,7 @@
 The machine appends each write it makes to `machine.wlog` and calls `on_step` at every step
 boundary. The recorder turns the writes made since the last boundary into one compact record
 (`(location, kind, writes, depth, keyframe?)`), groups records into batches of consecutive steps
-(marshal-encoded bytes, never live objects) and hands them to the run store. A keyframe (the full
+(bytes from `encode_record`, never live objects) and hands them to the run store. A keyframe (the full
 visible state) is taken when the bytes written since the last one outweigh its size, so its cost
 stays proportional to what changed; and after a restore, which replaces the state wholesale.
 
@@ -15,13 +15,12 @@ recorded state is what a person inspects; exact machine state is rebuilt by re-e
 
 from __future__ import annotations
 
-import marshal
 import zlib
 from collections.abc import Callable
 from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
-from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
+from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX, encode_record
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
@@ -355,9 +354,9 @@ class Recorder:
                 depth_after += 1
         last = m.step_index  # every step appends its marker, so the last one is this step's
         try:
-            blob = marshal.dumps((self.first_step, self.depth, depth_after, chunk))
+            blob = encode_record((self.first_step, self.depth, depth_after, chunk))
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = marshal.dumps((self.first_step, self.depth, depth_after, _plain_data(chunk)))
+            blob = encode_record((self.first_step, self.depth, depth_after, _plain_data(chunk)))
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         self.since_keyframe += len(blob)
@@ -386,7 +385,7 @@ class Recorder:
         self.flush_chunk(m)
 
     def write_keyframe(self, step: int) -> None:
-        blob = marshal.dumps(self.capture())
+        blob = encode_record(self.capture())
         if len(blob) > 4096:  # large states (long histories) compress well and are rare
             blob = ZLIB_PREFIX + zlib.compress(blob, 1)
         self.store.put_keyframe(self.run_id, self.branch, step, blob)

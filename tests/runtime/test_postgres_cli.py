@@ -138,3 +138,17 @@ def test_a_password_in_the_url_is_never_stored_or_shown(url: str) -> None:
             assert not any(secret in row[0] for row in rows), table
         blobs = conn.execute("SELECT blob FROM step_batches UNION ALL SELECT blob FROM keyframes")
         assert not any(secret.encode() in bytes(row[0]) for row in blobs)
+
+
+def test_debugger_trace_opens_a_run_from_postgres(url: str) -> None:
+    from debugger.debug_command import build_app
+    from debugger.session import trace_session
+
+    mocks = str(EXAMPLES / "dice.mocks.json")
+    assert agency("run", str(EXAMPLES / "dice.agency"), "--mock", mocks, "--db", url).exit_code == 0
+    assert build_app(None, trace=url) is not None
+    with PostgresStore(url) as store:
+        run = store.latest_run()
+        assert run is not None
+        session = trace_session(store, run.id)
+        assert session.length == run.step_count
