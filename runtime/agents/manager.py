@@ -437,6 +437,19 @@ class CheckpointManager:
                     return self._checkpoint(run, branch, step, e.data)
             return None
 
+    def at(self, run_id: str, step: int, branch: int | None = None) -> AgentCheckpoint | None:
+        """The checkpoint at `step` of the run's `branch` (default: its current line), None
+        when there is none there."""
+        with self._lock:
+            run = self._find(run_id)
+            if run is None:
+                raise CheckpointNotFound(f"no run {run_id!r}")
+            if branch is None:
+                branch = int((run.meta or {}).get("head") or 0)
+            for e in self.store.events(run.id, branch, "checkpoint", step, step):
+                return self._checkpoint(run, e.branch, e.step, e.data)
+            return None
+
     def _checkpoint(
         self, run: RunRecord, branch: int, step: int, data: dict[str, Any]
     ) -> AgentCheckpoint:

@@ -199,3 +199,9 @@ def test_the_cli_reads_an_agent_run(tmp_path: Path) -> None:
     assert state["frames"][0]["locals"]["session_state"] == {"topic": "dice"}
     assert state["usage"]["input_tokens"] == 7
     assert [m["role"] for m in state["threads"]["main"]] == ["user", "assistant", "tool"]
+    out_file = tmp_path / "cp.json"
+    exported = CliRunner().invoke(cli, ["export", run_id, "-o", str(out_file), "--db", str(db)])
+    assert exported.exit_code == 0, exported.output
+    data = json.loads(out_file.read_text())
+    assert data["roundtrip"] == 1 and data["sessionState"] == {"topic": "dice"}
+    assert data["messages"] == conversation(1)
