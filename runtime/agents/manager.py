@@ -414,6 +414,8 @@ class CheckpointManager:
             run = self._find(run_id)
             if run is None:
                 raise CheckpointNotFound(f"no run {run_id!r}")
+            if (run.meta or {}).get("kind") != AGENT_KIND:
+                raise CheckpointNotFound(f"run {run.id} is not a Python agent's run")
             head = int((run.meta or {}).get("head") or 0)
             events = self.store.events(run.id, head, "checkpoint")
             return [self._checkpoint(run, e.branch, e.step, e.data) for e in events]
@@ -427,7 +429,7 @@ class CheckpointManager:
             run_id, branch, step = parsed
             try:
                 run = self.store.get_run(run_id)
-                if run is None or run.id != run_id:
+                if run is None or run.id != run_id or (run.meta or {}).get("kind") != AGENT_KIND:
                     return None
                 events = self.store.events(run_id, branch, "checkpoint", step, step)
             except StoreError:

@@ -20,6 +20,7 @@ from runtime import (
     RunStoreStorage,
     SqliteStorage,
     open_store,
+    run_program,
 )
 
 
@@ -205,3 +206,16 @@ def test_the_cli_reads_an_agent_run(tmp_path: Path) -> None:
     data = json.loads(out_file.read_text())
     assert data["roundtrip"] == 1 and data["sessionState"] == {"topic": "dice"}
     assert data["messages"] == conversation(1)
+
+
+def test_an_agency_run_has_no_agent_checkpoints(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    run = run_program(
+        examples / "dice.agency", mocks=examples / "dice.mocks.json", db=tmp_path / "r.db"
+    )
+    m = CheckpointManager(RunStoreStorage(run.store))
+    with pytest.raises(CheckpointNotFound, match="not a Python agent"):
+        m.list(run.id)
+    assert m.get(f"{run.id}.0.0") is None
+    m.close()
+    run.store.close()

@@ -1,10 +1,11 @@
 """Provides `wrap_openai`: an OpenAI client (or any with `chat.completions.create`) whose chat
 completions, inside `record_agent`, checkpoint the agent after every tool roundtrip and are
-recorded (a resumed or replayed agent gets the recorded answer back). Streaming calls and calls
-outside a recording go straight to the client."""
+recorded (a resumed or replayed agent gets the recorded answer back); `AsyncOpenAI` clients too.
+Streaming calls and calls outside a recording go straight to the client."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from runtime.agents.adapters import Delegate, as_dict, wrap
@@ -40,22 +41,48 @@ class _Completions(Delegate):
         rec = current_recording()
         if rec is None or kwargs.get("stream"):
             return self._inner.create(**kwargs)
-        messages = list(kwargs.get("messages") or ())
-        if roundtrip_done(messages):
-            rec.checkpoint(messages)
+        if inspect.iscoroutinefunction(self._inner.create):
+            return self._acreate(rec, kwargs)
+        messages = _before(rec, kwargs)
         data, live = rec.model_call(
             provider="openai",
             request=kwargs,
             call=lambda: self._inner.create(**kwargs),
-            encode=lambda answer: as_dict(answer),
-            usage=lambda d: dict(d.get("usage") or {}),
+            encode=as_dict,
+            usage=_usage,
         )
-        choices = data.get("choices") or [{}]
-        message = dict(choices[0].get("message") or {})
-        rec.final = None if message.get("tool_calls") else [*messages, message]
-        if live is not None:
-            return live
-        return _Completion.model_validate(data) if _Completion is not None else wrap(data)
+        return _after(rec, messages, data, live)
+
+    async def _acreate(self, rec: Any, kwargs: dict[str, Any]) -> Any:
+        messages = _before(rec, kwargs)
+        data, live = await rec.amodel_call(
+            provider="openai",
+            request=kwargs,
+            call=lambda: self._inner.create(**kwargs),
+            encode=as_dict,
+            usage=_usage,
+        )
+        return _after(rec, messages, data, live)
+
+
+def _before(rec: Any, kwargs: dict[str, Any]) -> list[Any]:
+    messages = list(kwargs.get("messages") or ())
+    if roundtrip_done(messages):
+        rec.checkpoint(messages)
+    return messages
+
+
+def _usage(data: dict[str, Any]) -> dict[str, Any]:
+    return dict(data.get("usage") or {})
+
+
+def _after(rec: Any, messages: list[Any], data: dict[str, Any], live: Any) -> Any:
+    choices = data.get("choices") or [{}]
+    message = dict(choices[0].get("message") or {})
+    rec.final = None if message.get("tool_calls") else [*messages, message]
+    if live is not None:
+        return live
+    return _Completion.model_validate(data) if _Completion is not None else wrap(data)
 
 
 def roundtrip_done(messages: list[Any]) -> bool:
