@@ -247,12 +247,13 @@ class Recording:
     def _request(self, request: dict[str, Any]) -> Any:
         """A request as recorded: the messages the latest checkpoint holds are referred to by
         their count (`{"checkpoint": k, "then": [...]}`), so a roundtrip records what it added."""
-        messages = request.get("messages")
+        field = "messages" if "messages" in request else "input"  # chat / responses
+        messages = request.get(field)
         if not isinstance(messages, list | tuple):
             return _json(request)
         k = shared_prefix(self._sources, messages)
-        plain = _json({key: v for key, v in request.items() if key != "messages"})
-        plain["messages"] = {"checkpoint": k, "then": _json(list(messages[k:]))}
+        plain = _json({key: v for key, v in request.items() if key != field})
+        plain[field] = {"checkpoint": k, "then": _json(list(messages[k:]))}
         return plain
 
     def _recorded(self, run: str, branch: int, step: int) -> list[Any]:

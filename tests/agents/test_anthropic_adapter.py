@@ -92,3 +92,48 @@ def test_roundtrip_detection() -> None:
     full = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": t} for t in "xy"]}
     assert not roundtrip_done([use, half]) and roundtrip_done([use, full])
     assert not roundtrip_done([{"role": "user", "content": "hi"}])
+
+
+class FakeResponses:
+    def create(self, **kwargs: Any) -> dict[str, Any]:
+        done = sum(1 for i in kwargs["input"] if i.get("type") == "function_call_output")
+        if done < 2:
+            output = [
+                {"type": "function_call", "call_id": f"fc{done}", "name": "roll", "arguments": "{}"}
+            ]
+        else:
+            output = [{"type": "message", "role": "assistant", "content": "done"}]
+        return {"output": output, "usage": {"input_tokens": 3, "output_tokens": 1}}
+
+
+class FakeOpenAIClient:
+    def __init__(self) -> None:
+        self.chat = None
+        self.responses = FakeResponses()
+
+
+def test_the_openai_responses_loop_is_checkpointed_per_roundtrip() -> None:
+    from runtime.agents.adapters.openai import items_roundtrip_done, wrap_openai
+
+    m = CheckpointManager(agent="resp")
+    client = wrap_openai(FakeOpenAIClient())
+    with record_agent(m, run_id="r1", agent="resp"):
+        items: list[dict[str, Any]] = [{"role": "user", "content": "Roll twice."}]
+        while True:
+            answer = client.responses.create(model="m", input=items)
+            items += answer["output"]
+            calls = [o for o in answer["output"] if o["type"] == "function_call"]
+            if not calls:
+                break
+            items += [
+                {"type": "function_call_output", "call_id": c["call_id"], "output": "4"}
+                for c in calls
+            ]
+    assert [c.message_count for c in m.list("r1")] == [3, 5, 6]
+    assert items_roundtrip_done(
+        [
+            {"type": "function_call", "call_id": "a"},
+            {"type": "function_call_output", "call_id": "a"},
+        ]
+    )
+    assert not items_roundtrip_done([{"type": "function_call", "call_id": "a"}])
