@@ -50,7 +50,10 @@ def build_app(
             what = f"no run {run_id!r}" if run_id is not None else "no runs"
             raise AgencyError(f"{path}: {what} in this run store")
         return DebuggerApp(
-            opener=lambda progress: trace_session(store, record.id),
+            # a Python agent's run opens on its current line (a rollback forks the run)
+            opener=lambda progress: trace_session(
+                store, record.id, int((record.meta or {}).get("head") or 0)
+            ),
             opening=f"opening run {record.id}",
         )
 

@@ -284,9 +284,25 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
     run = find_run(store, run_ref)
     tl = Timeline.open(store, run.id, branch)
     step = check_step(run, step, len(tl), tl)
+    if (run.meta or {}).get("kind") == "python-agent":
+        export_agent_checkpoint(store, run, step, branch, Path(output))
+        return
     data = tl.export_checkpoint(step)
     write_atomically(Path(output), json.dumps(data, indent=1) + "\n")
     click.echo(f"wrote step {step} of run {run.id} to {output}")
+
+
+def export_agent_checkpoint(store: Any, run: Any, step: int, branch: int, output: Path) -> None:
+    """A Python agent's run: the checkpoint at `step` as JSON (messages, usage, session
+    state), as `CheckpointManager.get` gives it."""
+    from runtime.agents.manager import CheckpointManager
+    from runtime.agents.storage import RunStoreStorage
+
+    cp = CheckpointManager(RunStoreStorage(store)).at(run.id, step, branch)
+    if cp is None:
+        raise UsageError(f"step {step} of run {run.id} holds no checkpoint")
+    write_atomically(output, json.dumps(cp.to_dict(), indent=1) + "\n")
+    click.echo(f"wrote roundtrip {cp.roundtrip} (step {step}) of agent run {run.id} to {output}")
 
 
 def refuse_target(path: Path, store: Path) -> None:

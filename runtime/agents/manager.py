@@ -414,6 +414,8 @@ class CheckpointManager:
             run = self._find(run_id)
             if run is None:
                 raise CheckpointNotFound(f"no run {run_id!r}")
+            if (run.meta or {}).get("kind") != AGENT_KIND:
+                raise CheckpointNotFound(f"run {run.id} is not a Python agent's run")
             head = int((run.meta or {}).get("head") or 0)
             events = self.store.events(run.id, head, "checkpoint")
             return [self._checkpoint(run, e.branch, e.step, e.data) for e in events]
@@ -427,7 +429,7 @@ class CheckpointManager:
             run_id, branch, step = parsed
             try:
                 run = self.store.get_run(run_id)
-                if run is None or run.id != run_id:
+                if run is None or run.id != run_id or (run.meta or {}).get("kind") != AGENT_KIND:
                     return None
                 events = self.store.events(run_id, branch, "checkpoint", step, step)
             except StoreError:
@@ -435,6 +437,19 @@ class CheckpointManager:
             for e in events:
                 if e.branch == branch and checkpoint_id == f"{run_id}.{branch}.{step}":
                     return self._checkpoint(run, branch, step, e.data)
+            return None
+
+    def at(self, run_id: str, step: int, branch: int | None = None) -> AgentCheckpoint | None:
+        """The checkpoint at `step` of the run's `branch` (default: its current line), None
+        when there is none there."""
+        with self._lock:
+            run = self._find(run_id)
+            if run is None:
+                raise CheckpointNotFound(f"no run {run_id!r}")
+            if branch is None:
+                branch = int((run.meta or {}).get("head") or 0)
+            for e in self.store.events(run.id, branch, "checkpoint", step, step):
+                return self._checkpoint(run, e.branch, e.step, e.data)
             return None
 
     def _checkpoint(

@@ -27,7 +27,7 @@ import contextvars
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -169,23 +169,62 @@ class Recording:
         call: Callable[[], Any],
         encode: Callable[[Any], Any],
         usage: Callable[[Any], dict[str, Any]],
-    ) -> Any:
+    ) -> tuple[Any, Any]:
         """The answer to a model call: the recorded one when this roundtrip already asked the
         same (a resumed run redoing the roundtrip it was killed in, or a replay), else `call()`,
         recorded before it is given back. Returns (answer as data, live answer or None)."""
-        run, branch, step = self._where()
+        where, plain, answer = self._from_record(request, usage)
+        if answer is not None:
+            return answer, None
+        live = call()
+        return self._keep(where, plain, provider, request, live, encode, usage), live
+
+    async def amodel_call(
+        self,
+        *,
+        provider: str,
+        request: dict[str, Any],
+        call: Callable[[], Awaitable[Any]],
+        encode: Callable[[Any], Any],
+        usage: Callable[[Any], dict[str, Any]],
+    ) -> tuple[Any, Any]:
+        """`model_call` for an async client: `call()` is awaited."""
+        where, plain, answer = self._from_record(request, usage)
+        if answer is not None:
+            return answer, None
+        live = await call()
+        return self._keep(where, plain, provider, request, live, encode, usage), live
+
+    def _from_record(
+        self, request: dict[str, Any], usage: Callable[[Any], dict[str, Any]]
+    ) -> tuple[tuple[str, int, int], Any, Any]:
+        """(where the call is, the request as recorded, the recorded answer or None)."""
+        run, branch, step = where = self._where()
         plain = self._request(request)
         recorded = self._recorded(run, branch, step)
         if recorded and recorded[0].request == plain:
             answer = recorded.pop(0).response
             self.add_usage(usage(answer))
-            return answer, None
+            return where, plain, answer
         if self.replay:
             raise ReplayMissing(
                 f"replay of run {run}: no recorded answer for the model call of roundtrip "
                 f"{self.roundtrip + 1} (the agent asked something else than when it was recorded)"
             )
-        live = call()
+        return where, plain, None
+
+    def _keep(
+        self,
+        where: tuple[str, int, int],
+        plain: Any,
+        provider: str,
+        request: dict[str, Any],
+        live: Any,
+        encode: Callable[[Any], Any],
+        usage: Callable[[Any], dict[str, Any]],
+    ) -> Any:
+        """Record a live answer (durably, before the agent acts on it); its data."""
+        run, branch, step = where
         answer = _json(encode(live))
         tokens = usage(answer)
         inp, out, cost = usage_triple(tokens)
@@ -201,19 +240,20 @@ class Recording:
             output_tokens=out,
             cost=cost,
         )
-        self.manager.store.flush()  # a paid answer is durable before the agent acts on it
+        self.manager.store.flush()
         self.add_usage(tokens)
-        return answer, live
+        return answer
 
     def _request(self, request: dict[str, Any]) -> Any:
         """A request as recorded: the messages the latest checkpoint holds are referred to by
         their count (`{"checkpoint": k, "then": [...]}`), so a roundtrip records what it added."""
-        messages = request.get("messages")
+        field = "messages" if "messages" in request else "input"  # chat / responses
+        messages = request.get(field)
         if not isinstance(messages, list | tuple):
             return _json(request)
         k = shared_prefix(self._sources, messages)
-        plain = _json({key: v for key, v in request.items() if key != "messages"})
-        plain["messages"] = {"checkpoint": k, "then": _json(list(messages[k:]))}
+        plain = _json({key: v for key, v in request.items() if key != field})
+        plain[field] = {"checkpoint": k, "then": _json(list(messages[k:]))}
         return plain
 
     def _recorded(self, run: str, branch: int, step: int) -> list[Any]:

@@ -20,6 +20,7 @@ from runtime import (
     RunStoreStorage,
     SqliteStorage,
     open_store,
+    run_program,
 )
 
 
@@ -199,3 +200,22 @@ def test_the_cli_reads_an_agent_run(tmp_path: Path) -> None:
     assert state["frames"][0]["locals"]["session_state"] == {"topic": "dice"}
     assert state["usage"]["input_tokens"] == 7
     assert [m["role"] for m in state["threads"]["main"]] == ["user", "assistant", "tool"]
+    out_file = tmp_path / "cp.json"
+    exported = CliRunner().invoke(cli, ["export", run_id, "-o", str(out_file), "--db", str(db)])
+    assert exported.exit_code == 0, exported.output
+    data = json.loads(out_file.read_text())
+    assert data["roundtrip"] == 1 and data["sessionState"] == {"topic": "dice"}
+    assert data["messages"] == conversation(1)
+
+
+def test_an_agency_run_has_no_agent_checkpoints(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    run = run_program(
+        examples / "dice.agency", mocks=examples / "dice.mocks.json", db=tmp_path / "r.db"
+    )
+    m = CheckpointManager(RunStoreStorage(run.store))
+    with pytest.raises(CheckpointNotFound, match="not a Python agent"):
+        m.list(run.id)
+    assert m.get(f"{run.id}.0.0") is None
+    m.close()
+    run.store.close()

@@ -121,3 +121,41 @@ def test_record_agent_as_a_decorator_and_by_hand() -> None:
     assert [c.roundtrip for c in cps] == [1, 2] and cps[1].session_state == {"n": 1}
     assert json.dumps(cps[1].messages)
     assert m.store.get_run(cps[0].run_id).status == "finished"  # type: ignore[union-attr]
+
+
+def test_an_async_openai_client_is_recorded_too(tmp_path: Path) -> None:
+    import asyncio
+
+    from openai import AsyncOpenAI
+
+    from runtime import side_effect
+    from runtime.agents.adapters.openai import wrap_openai
+
+    outbox: list[str] = []
+
+    @side_effect
+    def send_email(to: str) -> str:
+        outbox.append(to)
+        return f"sent to {to}"
+
+    async def agent(url: str) -> None:
+        client = wrap_openai(AsyncOpenAI(base_url=url, api_key="k", max_retries=0))
+        with record_agent(m, run_id="async-1", agent="mailer"):
+            messages: list[dict[str, object]] = [{"role": "user", "content": "Mail them."}]
+            while True:
+                answer = await client.chat.completions.create(model="fake", messages=messages)
+                message = answer.choices[0].message
+                messages.append(message.model_dump(exclude_none=True))
+                if not message.tool_calls:
+                    break
+                for call in message.tool_calls:
+                    result = send_email(**json.loads(call.function.arguments))
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        await client.close()
+
+    m = CheckpointManager()
+    with FakeOpenAI(emails=2) as fake:
+        asyncio.run(agent(fake.url))
+    assert [c.message_count for c in m.list("async-1")] == [3, 5, 6]
+    assert outbox == ["person1@example.com", "person2@example.com"]
+    assert len(m.store.llm_calls(m.list("async-1")[0].run_id)) == 3

@@ -1,10 +1,11 @@
 """Provides `wrap_anthropic`: an Anthropic client (or any with `messages.create`) whose calls,
 inside `record_agent`, checkpoint the agent after every tool roundtrip (the `tool_result`
-blocks for every `tool_use` of the previous answer are in) and are recorded. Streaming calls
-and calls outside a recording go straight to the client."""
+blocks for every `tool_use` of the previous answer are in) and are recorded; `AsyncAnthropic`
+clients too. Streaming calls and calls outside a recording go straight to the client."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from runtime.agents.adapters import Delegate, as_dict, wrap
@@ -34,22 +35,48 @@ class _Messages(Delegate):
         rec = current_recording()
         if rec is None or kwargs.get("stream"):
             return self._inner.create(**kwargs)
-        messages = list(kwargs.get("messages") or ())
-        if roundtrip_done(messages):
-            rec.checkpoint(messages)
+        if inspect.iscoroutinefunction(self._inner.create):
+            return self._acreate(rec, kwargs)
+        messages = _before(rec, kwargs)
         data, live = rec.model_call(
             provider="anthropic",
             request=kwargs,
             call=lambda: self._inner.create(**kwargs),
-            encode=lambda answer: as_dict(answer),
-            usage=lambda d: dict(d.get("usage") or {}),
+            encode=as_dict,
+            usage=_usage,
         )
-        content = list(data.get("content") or [])
-        uses_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
-        rec.final = None if uses_tools else [*messages, {"role": "assistant", "content": content}]
-        if live is not None:
-            return live
-        return _Message.model_validate(data) if _Message is not None else wrap(data)
+        return _after(rec, messages, data, live)
+
+    async def _acreate(self, rec: Any, kwargs: dict[str, Any]) -> Any:
+        messages = _before(rec, kwargs)
+        data, live = await rec.amodel_call(
+            provider="anthropic",
+            request=kwargs,
+            call=lambda: self._inner.create(**kwargs),
+            encode=as_dict,
+            usage=_usage,
+        )
+        return _after(rec, messages, data, live)
+
+
+def _before(rec: Any, kwargs: dict[str, Any]) -> list[Any]:
+    messages = list(kwargs.get("messages") or ())
+    if roundtrip_done(messages):
+        rec.checkpoint(messages)
+    return messages
+
+
+def _usage(data: dict[str, Any]) -> dict[str, Any]:
+    return dict(data.get("usage") or {})
+
+
+def _after(rec: Any, messages: list[Any], data: dict[str, Any], live: Any) -> Any:
+    content = list(data.get("content") or [])
+    uses_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+    rec.final = None if uses_tools else [*messages, {"role": "assistant", "content": content}]
+    if live is not None:
+        return live
+    return _Message.model_validate(data) if _Message is not None else wrap(data)
 
 
 def _blocks(message: Any, kind: str) -> list[dict[str, Any]]:
