@@ -106,6 +106,12 @@ BUILTIN_NAMES = frozenset(
         "__call",
         "__call_tool",
         "__decision_kind",
+        "__abort_finalized",
+        "__abort_step",
+        "__guard_answer",
+        "__guard_close",
+        "__guard_open",
+        "__guard_trip",
         "__interrupt_decide",
         "__interrupt_open",
         "__interrupt_refuse",
@@ -139,8 +145,10 @@ BUILTIN_NAMES = frozenset(
         "reject",
         "resolve",
         "restore",
+        "saveDraft",
         "saveToDisk",
         "setMutable",
+        "sleep",
         "success",
         "values",
         "write",
@@ -254,6 +262,7 @@ class Code:
     doc: str | None = None
     modifiers: tuple[str, ...] = ()
     return_type: A.TypeExpr | None = None
+    finalize: str | None = None  # the Code of its `finalize { … }` block, run if a guard aborts it
     span: A.Span = A.NO_SPAN
 
     @property

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
-from runtime.vm import builtins_fs, builtins_shell, builtins_std, classes  # noqa: F401  (they register)
+from runtime.vm import (  # noqa: F401  (they register)
+    builtins_fs,
+    builtins_guard,  # noqa: F401  (it registers)
+    builtins_shell,
+    builtins_std,
+    classes,
+)
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint

@@ -32,6 +32,7 @@ from runtime.vm.frames import (
     RejectSignal,
     RestoreSignal,
     TailCall,
+    UnwindSignal,
 )
 from runtime.vm.host import Host
 from runtime.vm.link import link
@@ -277,6 +278,8 @@ class Machine:
                         return
             except RejectSignal as rejected:
                 self._reject(rejected.value)
+            except UnwindSignal as unwind:
+                self._unwind(unwind.depth, unwind.value)
             except PauseSignal as sig:
                 self.status = INTERRUPTED
                 self.pending = sig.payload
@@ -1044,6 +1047,17 @@ class Machine:
         self.event("error", err.message, {"handled": False})
         self.log((W_STATUS, FAILED, None, err.message))
         return False
+
+    def _unwind(self, depth: int, value: Any) -> None:
+        """Drop the frames above frame `depth`; it continues with `value` as its call's result."""
+        frames = self.frames
+        threads = False
+        while len(frames) > depth + 1:
+            threads = threads or bool(frames.pop().threads)
+            self.log((W_POP_FRAME,))
+        if threads and self.wlog is not None:
+            self.wlog.append((W_ACTIVE, self.active_thread()))
+        frames[-1].stack.append(value)
 
     def _reject(self, value: Any = None) -> None:
         """An interrupt was rejected: the nearest def, node or handler function (the one that
