@@ -20,6 +20,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
+    builtins_callbacks,
     builtins_fs,
     builtins_guard,  # noqa: F401  (it registers)
     builtins_shell,
