@@ -289,12 +289,15 @@ def _guard_close(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     return value if type(value) is Result else Result(True, value=value)
 
 
-@builtin("saveDraft")
+@builtin("__save_draft")
 def _save_draft(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    """Keep `value` as the best result so far of the function (or guarded block) calling it:
-    if a guard aborts that work, the guard returns it instead of a failure."""
+    """Keep `value` as the best result so far of the function (or guarded block) that called
+    the prelude's `saveDraft`, directly or as an LLM tool (then: the one that called `llm`): if a
+    guard aborts that work, it is worth this value instead of a failure."""
     value = arg(args, named, 0, "value")
     at = len(m.frames) - 1
+    while at > 0 and m.frames[at].code.kind == "prelude":
+        at -= 1
     f: Frame = m.frames[at]
     f.locals[DRAFT] = value
     if m.wlog is not None:
