@@ -516,7 +516,7 @@ def interrupt_handlers(m: Machine) -> tuple[JSArray, bool]:
     frames = m.frames
     for i in range(len(frames) - 2, -1, -1):  # the top frame is this interrupt's own
         f = frames[i]
-        if f.code.kind == "prelude" and f.code.name == "interrupt":
+        if f.code.kind == "prelude" and f.code.name in ("interrupt", "__guard_check"):
             outer = f.locals.get("__i")
             done = f.locals.get("__n")
             if type(outer) is JSObject and isinstance(done, (int, float)):

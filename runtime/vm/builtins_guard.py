@@ -280,6 +280,35 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     return None
 
 
+@builtin("__guard_handlers")
+def _guard_handlers(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    """The handlers a guard's trip asks: those registered outside the guard (a handler inside
+    the guarded work never sees that guard's trip). Each entry ends with its frame's index."""
+    at = int(args[0]["at"])
+    return JSArray(h for h in args[1] if int(h[-1]) < at)
+
+
+@builtin("__guard_mark")
+def _guard_mark(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The run's LLM cost so far (before a handler runs)."""
+    return m.usage["cost"]
+
+
+@builtin("__guard_exempt")
+def _guard_exempt(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A handler ran: what it spent is charged to the guards around its registration, not to
+    the guards inside it (those it was deciding for): they start that much later."""
+    handler, before = args[0], args[1]
+    spent = m.usage["cost"] - to_number(before)
+    if spent <= 0:
+        return None
+    registered = int(handler[-1])
+    for at, g in _guards(m):
+        if at > registered:
+            m.set_key(g, "costBase", g["costBase"] + spent)
+    return None
+
+
 @builtin("__guard_close")
 def _guard_close(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """What `guard` returns: what an abort decided, else the block's value as a success."""
