@@ -107,6 +107,7 @@ BUILTIN_NAMES = frozenset(
         "__call_spread",
         "__call_tool",
         "__decision_kind",
+        "__destructive_mark",
         "__abort_finalized",
         "__abort_step",
         "__guard_answer",

@@ -683,6 +683,10 @@ def get_member(obj: Any, name: str) -> Any:
             return JSArray(JSObject({"name": n, "param": p}) for n, p in obj.skipped)
         if name == "functionName":
             return obj.origin
+        if name == "destructiveRan":
+            return obj.destructive
+        if name == "neverStarted":
+            return False if not obj.ok else None
         return None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read property `{name}` of null")

@@ -352,3 +352,46 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
                 deadline = min(deadline, max(left, 0.0))
         time.sleep(deadline / 1000)
     return TailCall("__guard_check", [])
+
+
+# -- destructive regions --------------------------------------------------------------------------
+
+DESTRUCTIVE = "__destructive"  # hidden local: this activation has begun destructive work
+
+
+def _mark_destructive(m: Machine, at: int) -> None:
+    f = m.frames[at]
+    if f.locals.get(DESTRUCTIVE) is not True:
+        f.locals[DESTRUCTIVE] = True
+        if m.wlog is not None:
+            m.wlog.append((1, at, DESTRUCTIVE, True))
+
+
+@builtin("__destructive_mark")
+def _destructive_mark(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """`destructive { … }` began: from here on, a failure of this function says destructive
+    work ran (`destructiveRan`)."""
+    at = len(m.frames) - 1
+    while at > 0 and m.frames[at].code.kind == "prelude":
+        at -= 1
+    _mark_destructive(m, at)
+    return None
+
+
+def destructive_return(m: Machine, f: Frame, value: Any) -> Any:
+    """A frame that began destructive work (a `destructive { … }` region, or a destructive
+    def) returns: its failure is marked, and so is its caller's activation (frame `f` has just
+    been popped, so the caller is the top frame)."""
+    if type(value) is Result and not value.ok and not value.destructive:
+        marked = Result(
+            False,
+            error=value.error,
+            checkpoint=value.checkpoint,
+            origin=value.origin,
+            skipped=value.skipped,
+        )
+        marked.destructive = True
+        value = marked
+    if m.frames:
+        _mark_destructive(m, len(m.frames) - 1)
+    return value

@@ -24,6 +24,7 @@ from runtime.vm import builtins
 from runtime.vm.builtins import get_member
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
 from runtime.vm.builtins_callbacks import HOOKED_CALL, active_callbacks
+from runtime.vm.builtins_guard import DESTRUCTIVE, destructive_return
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
 from runtime.vm.classes import items_of
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
@@ -970,6 +971,8 @@ class Machine:
                     skipped=value.skipped,
                 )
         f = frames.pop()
+        if DESTRUCTIVE in f.locals or (f.code.modifiers and "destructive" in f.code.modifiers):
+            value = destructive_return(self, f, value)
         if f.code.modifiers and "__effect" in f.locals:  # lifecycle: journal the destructive def
             value = end_destructive(self, f, value)
         if f.code.kind == "node":
