@@ -184,6 +184,7 @@ STD_HOST_NAMES = frozenset(
         "__path_join",
         "__path_relative",
         "__path_resolve",
+        "__policy_glob",
         "__shell_bash",
         "__shell_exec",
         "__shell_which",

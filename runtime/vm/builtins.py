@@ -22,7 +22,8 @@ from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
     builtins_callbacks,
     builtins_fs,
-    builtins_guard,  # noqa: F401  (it registers)
+    builtins_guard,
+    builtins_policy,  # noqa: F401  (it registers)
     builtins_shell,
     builtins_std,
     classes,
