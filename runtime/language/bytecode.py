@@ -191,6 +191,8 @@ STD_HOST_NAMES = frozenset(
         "__skills_commands",
         "__skills_expand",
         "__syntax_diff",
+        "__tags_get",
+        "__tags_set",
         "__syntax_patch",
         "__system_cwd",
         "__system_env",

@@ -1,5 +1,6 @@
 """Provides the host side of `std::policy` (runtime/language/std/policy.agency): glob matching of
-a rule's `match` values against an interrupt's data."""
+a rule's `match` values against an interrupt's data; and of `std::tag`: the table of tags, a
+hidden module global (so restore rolls it back and snapshots keep it, object identity included)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from runtime.vm.builtin_base import builtin
+from runtime.vm.values import JSArray, JSObject, js_eq
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -76,3 +78,39 @@ def _policy_glob(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
     if type(pattern) is not str or type(value) is not str:
         return False
     return _glob_regex(pattern).match(value) is not None
+
+
+# -- std::tag ------------------------------------------------------------------------------------
+
+TAGS = "__tags"  # hidden module global: [[value, {tags}], …] (objects by identity, others by value)
+
+
+def _tag_index(table: Any, value: Any) -> int:
+    for i, (v, _tags) in enumerate(table):
+        if js_eq(v, value):  # objects and arrays by identity, the rest by value
+            return i
+    return -1
+
+
+@builtin("__tags_get")
+def _tags_get(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """A copy of the tags of `value` ({} when it has none)."""
+    table = m.globals.get(TAGS) or JSArray()
+    i = _tag_index(table, args[0] if args else None)
+    return JSObject(table[i][1]) if i >= 0 else JSObject()
+
+
+@builtin("__tags_set")
+def _tags_set(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """Replace the tags of `value` (an empty object removes its entry); returns a copy."""
+    value, tags = args[0], JSObject(args[1] or {})
+    table = JSArray(m.globals.get(TAGS) or ())
+    i = _tag_index(table, value)
+    if i >= 0:
+        del table[i]
+    if tags:
+        table.append(JSArray([value, tags]))
+    m.globals[TAGS] = table
+    if m.wlog is not None:
+        m.wlog.append((2, TAGS, m.rec.enc_now(table)))
+    return JSObject(tags)
