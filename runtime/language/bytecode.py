@@ -105,6 +105,7 @@ BUILTIN_NAMES = frozenset(
         "__as_result",
         "__call",
         "__call_spread",
+        "__callbacks_for",
         "__call_tool",
         "__decision_kind",
         "__destructive_mark",

@@ -101,3 +101,10 @@ def _call_spread(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     fn, call_args, call_named = args[0], args[1], args[2]
     target = fn.name if type(fn) is FuncRef else fn
     return TailCall(target, list(call_args or ()), dict(call_named or {}))
+
+
+@builtin("__callbacks_for")
+def _callbacks_for(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    """The callbacks an event of hook `name` runs now, in order (std::statelog's `emit`)."""
+    hook = arg(args, named, 0, "name")
+    return active_callbacks(m, hook) if type(hook) is str else JSArray()
