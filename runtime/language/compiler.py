@@ -225,6 +225,9 @@ class FunctionCompiler:
         if t is A.ForIn:
             self.for_stmt(s, path)  # type: ignore[arg-type]
             return
+        if t is A.Finalize:
+            self.finalize(s)  # type: ignore[arg-type]
+            return
         header = s.span
         if t in (A.ThreadBlock, A.HandleBlock):
             header = A.Span(s.span.line, s.span.col, s.span.line, s.span.col + 6)
@@ -291,6 +294,19 @@ class FunctionCompiler:
             self.match(s, path, as_stmt=True)  # type: ignore[arg-type]
         else:
             self.error(f"unsupported statement {t.__name__}", s.span)
+
+    def finalize(self, s: A.Finalize) -> None:
+        """`finalize { … }` runs only when a guard aborts this function: it is compiled as a
+        block over this frame (no code at its place), which the guard calls by name."""
+        if self.is_module:
+            self.error("`finalize` outside a function", s.span)
+            return
+        if self.code.finalize is not None:
+            self.error("a function or block can have only one `finalize`", s.span)
+            return
+        params = (A.Param(s.binder, None, None),) if s.binder else ()
+        block = A.BlockFn(params, s.body, span=s.span)
+        self.code.finalize = self.unit.compile_block(block, self)
 
     def stmt_body(self, s: A.Stmt, path: str) -> None:
         """A statement without its own STEP (the `with` suffix form shares its step)."""

@@ -62,7 +62,7 @@ class ProgramCompiler:
             i
             for sub in self.imported
             for i in sub.items
-            if type(i) in (A.FuncDecl, A.TypeAlias, A.VarDecl)
+            if type(i) in (A.FuncDecl, A.TypeAlias, A.VarDecl) or registers_callback(i)
         ] + list(self.program.items)
         decl_file = {id(i): sub.path for sub in self.imported for i in sub.items}
         decls = [i for i in items if type(i) is A.FuncDecl]
@@ -233,6 +233,15 @@ class ProgramCompiler:
         _body_with_defaults(fc, b.params, b.body)
         self.functions[name] = code
         return name
+
+
+def registers_callback(item: Any) -> bool:
+    """`callback("onX") …` at the top level of an imported module: it runs with the program's
+    top level, so the callback is active for the whole run (runtime/vm/builtins_callbacks.py)."""
+    if type(item) is not A.ExprStmt or type(item.expr) is not A.Call:
+        return False
+    callee = item.expr.callee
+    return type(callee) is A.Name and callee.id == "callback"
 
 
 def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:

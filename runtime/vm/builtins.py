@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
-from runtime.vm import builtins_fs, builtins_shell, builtins_std, classes  # noqa: F401  (they register)
+from runtime.vm import (  # noqa: F401  (they register)
+    builtins_callbacks,
+    builtins_fs,
+    builtins_guard,
+    builtins_policy,  # noqa: F401  (it registers)
+    builtins_shell,
+    builtins_std,
+    classes,
+)
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
@@ -509,7 +517,7 @@ def interrupt_handlers(m: Machine) -> tuple[JSArray, bool]:
     frames = m.frames
     for i in range(len(frames) - 2, -1, -1):  # the top frame is this interrupt's own
         f = frames[i]
-        if f.code.kind == "prelude" and f.code.name == "interrupt":
+        if f.code.kind == "prelude" and f.code.name in ("interrupt", "__guard_check"):
             outer = f.locals.get("__i")
             done = f.locals.get("__n")
             if type(outer) is JSObject and isinstance(done, (int, float)):
@@ -676,6 +684,10 @@ def get_member(obj: Any, name: str) -> Any:
             return JSArray(JSObject({"name": n, "param": p}) for n, p in obj.skipped)
         if name == "functionName":
             return obj.origin
+        if name == "destructiveRan":
+            return obj.destructive
+        if name == "neverStarted":
+            return False if not obj.ok else None
         return None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read property `{name}` of null")

@@ -111,7 +111,7 @@ def _date_now(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 def _date_advance(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if FAKE_CLOCK not in m.mutable:
         raise AgencyRuntimeError(
-            '_advanceTime needs a fake clock: run the test with "fakeClock": true'
+            '_advanceTime() needs a fake clock. Set "fakeClock": true on this test case.'
         )
     ms = to_number(arg(args, named, 0, "ms", 0))
     value = m.mutable[FAKE_CLOCK] + ms

@@ -73,6 +73,16 @@ class RejectSignal(Signal):
         self.value = value
 
 
+class UnwindSignal(Signal):
+    """Drop every frame above frame `depth` (a guard aborting its work): that frame goes on as
+    if the call it was waiting on had returned `value`."""
+
+    def __init__(self, depth: int, value: Any = None) -> None:
+        super().__init__("unwind")
+        self.depth = depth
+        self.value = value
+
+
 class PauseSignal(Signal):
     """The run must wait for the outside world (an unanswered interrupt)."""
 

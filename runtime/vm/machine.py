@@ -22,6 +22,9 @@ from runtime.language.syntax import ast as A
 from runtime.language.syntax.ast import Span
 from runtime.vm import builtins
 from runtime.vm.builtins import get_member
+from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
+from runtime.vm.builtins_callbacks import HOOKED_CALL, active_callbacks
+from runtime.vm.builtins_guard import DESTRUCTIVE, destructive_return
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
 from runtime.vm.classes import items_of
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
@@ -32,6 +35,7 @@ from runtime.vm.frames import (
     RejectSignal,
     RestoreSignal,
     TailCall,
+    UnwindSignal,
 )
 from runtime.vm.host import Host
 from runtime.vm.link import link
@@ -277,6 +281,8 @@ class Machine:
                         return
             except RejectSignal as rejected:
                 self._reject(rejected.value)
+            except UnwindSignal as unwind:
+                self._unwind(unwind.depth, unwind.value)
             except PauseSignal as sig:
                 self.status = INTERRUPTED
                 self.pending = sig.payload
@@ -797,6 +803,8 @@ class Machine:
                 if skipped is not None:
                     frame.stack.append(skipped)
                     return False
+            if ACTIVE_HOOKS in self.globals and self._hooked(frame, code, args, named):
+                return True
             self._push_frame(code, args, named)
             return True
         fn = self.builtins.get(name)
@@ -963,6 +971,8 @@ class Machine:
                     skipped=value.skipped,
                 )
         f = frames.pop()
+        if DESTRUCTIVE in f.locals or (f.code.modifiers and "destructive" in f.code.modifiers):
+            value = destructive_return(self, f, value)
         if f.code.modifiers and "__effect" in f.locals:  # lifecycle: journal the destructive def
             value = end_destructive(self, f, value)
         if f.code.kind == "node":
@@ -1044,6 +1054,39 @@ class Machine:
         self.event("error", err.message, {"handled": False})
         self.log((W_STATUS, FAILED, None, err.message))
         return False
+
+    def _hooked(self, frame: Frame, code: Code, args: list[Any], named: dict[str, Any]) -> bool:
+        """A def call while `onFunctionStart` callbacks are registered: call the prelude's
+        `__hooked_call`, which runs them and then the def (runtime/vm/builtins_callbacks.py)."""
+        if code.kind != "def" or code.name.startswith("__") or frame.code.name == HOOKED_CALL:
+            return False
+        fns = active_callbacks(self, "onFunctionStart")
+        if not fns:
+            return False
+        values = self.bind_args(code, args, named)
+        data = JSObject(
+            {
+                "functionName": code.name,
+                "args": JSObject({k: v for k, v in values.items() if not k.startswith("__")}),
+                "moduleId": code.file,
+            }
+        )
+        hooked = self.functions[HOOKED_CALL]
+        self._push_frame(
+            hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named)], {}
+        )
+        return True
+
+    def _unwind(self, depth: int, value: Any) -> None:
+        """Drop the frames above frame `depth`; it continues with `value` as its call's result."""
+        frames = self.frames
+        threads = False
+        while len(frames) > depth + 1:
+            threads = threads or bool(frames.pop().threads)
+            self.log((W_POP_FRAME,))
+        if threads and self.wlog is not None:
+            self.wlog.append((W_ACTIVE, self.active_thread()))
+        frames[-1].stack.append(value)
 
     def _reject(self, value: Any = None) -> None:
         """An interrupt was rejected: the nearest def, node or handler function (the one that

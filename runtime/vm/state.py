@@ -94,6 +94,8 @@ class Encoder:
                 out["origin"] = v.origin
             if v.skipped:
                 out["skipped"] = [list(x) for x in v.skipped]
+            if v.destructive:
+                out["destructiveRan"] = True
             return out
         if t is FuncRef:
             return {"$function": v.name}
@@ -171,13 +173,15 @@ class Decoder:
                         isinstance(x, list) and len(x) == 2 for x in skipped
                     ):
                         raise CheckpointFormatError("a failure's `skipped` list is malformed")
-                    return Result(
+                    failed = Result(
                         False,
                         error=self.dec(v.get("error")),
                         checkpoint=self.dec(cp) if cp is not None else None,
                         origin=origin if isinstance(origin, str) else None,
                         skipped=tuple((str(n), str(p)) for n, p in skipped),
                     )
+                    failed.destructive = v.get("destructiveRan") is True
+                    return failed
                 if "$function" in v:
                     return FuncRef(str(v["$function"]))
                 if "$block" in v:

@@ -58,9 +58,10 @@ class Result:
     """`success(value)` or `failure(error)`; a failure from a def carries `.checkpoint`.
 
     `origin` names the def a runtime error became this failure in (`functionName`); `skipped`
-    lists the (def, parameter) pairs whose calls it skipped on its way (`skippedFunctions`)."""
+    lists the (def, parameter) pairs whose calls it skipped on its way (`skippedFunctions`);
+    `destructive` says it was made after destructive work had begun (`destructiveRan`)."""
 
-    __slots__ = ("ok", "value", "error", "checkpoint", "origin", "skipped")
+    __slots__ = ("ok", "value", "error", "checkpoint", "origin", "skipped", "destructive")
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class Result:
         self.checkpoint = checkpoint
         self.origin = origin
         self.skipped = skipped
+        self.destructive = False  # made after destructive work began (`destructiveRan`)
 
     def __repr__(self) -> str:
         return f"success({self.value!r})" if self.ok else f"failure({self.error!r})"
@@ -567,7 +569,7 @@ def result_plain(r: Result, inner: Any) -> dict[str, Any]:
         "error": inner,
         "checkpoint": None,
         "neverStarted": False,
-        "destructiveRan": False,
+        "destructiveRan": r.destructive,
         "functionName": r.origin,
         "args": None,
         "skippedFunctions": [{"name": n, "param": p} for n, p in r.skipped],

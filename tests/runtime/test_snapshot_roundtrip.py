@@ -29,7 +29,9 @@ from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.llm.sim import SimModel
 from runtime.runs.runner import decision_from, evaluate_input
+from runtime.runs.testing import FAKE_CLOCK_START
 from runtime.vm.builtins import World
+from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.checkpoints import snapshot
 from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild
@@ -51,6 +53,8 @@ class Case:
     input: str
     mocks: list[Any] | None
     handlers: list[dict[str, Any]]
+    synthetic_usage: bool = False  # "useTestLLMProvider": every answer costs, so guards trip
+    fake_clock: bool = False  # "fakeClock": the clock moves only by _advanceTime and sleep
 
 
 def _collect() -> list[Case]:
@@ -72,6 +76,8 @@ def _collect() -> list[Case]:
                     input=test.get("input", "") or "",
                     mocks=test.get("llmMocks"),
                     handlers=list(test.get("interruptHandlers") or []),
+                    synthetic_usage=bool(test.get("useTestLLMProvider")),
+                    fake_clock=bool(test.get("fakeClock")),
                 )
             )
     return cases
@@ -109,12 +115,14 @@ def _program(case: Case) -> CompiledProgram:
 
 
 def _model(case: Case) -> Any:
-    return MockModel(case.mocks) if case.mocks is not None else SimModel(0)
+    if case.mocks is None:
+        return SimModel(0)
+    return MockModel(case.mocks, synthetic_usage=case.synthetic_usage)
 
 
 def _fresh(case: Case, root: Path) -> Machine:
     args, named = evaluate_input(case.input)
-    return Machine(
+    m = Machine(
         _program(case),
         case.node,
         args,
@@ -122,6 +130,9 @@ def _fresh(case: Case, root: Path) -> Machine:
         model=_model(case),
         world=World(root=root, quiet=True),
     )
+    if case.fake_clock:
+        m.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
+    return m
 
 
 class Answers:

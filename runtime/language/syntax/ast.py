@@ -582,6 +582,16 @@ class WithAction:
     span: Span = _span()
 
 
+@dataclass(frozen=True, slots=True)
+class Finalize:
+    """`finalize { … }` / `finalize as draft { … }` at the end of a function or block: what the
+    scope returns when a guard aborts it (`draft` is its last `saveDraft` value, or null)."""
+
+    binder: str | None
+    body: Block
+    span: Span = _span()
+
+
 Stmt = Union[
     Block,
     VarDecl,
@@ -598,6 +608,7 @@ Stmt = Union[
     HandleBlock,
     WithAction,
     Match,
+    Finalize,
 ]
 
 

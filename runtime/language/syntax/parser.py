@@ -637,6 +637,10 @@ class Parser:
             return ast.ThreadBlock(word, self.block(), self.span_from(start.span))
         if word == "handle" and nxt.kind == "{":
             return self.handle_block()
+        if word == "finalize" and (nxt.kind == "{" or (nxt.kind == NAME and nxt.text == "as")):
+            return self.finalize_block(start)
+        if word == "destructive" and nxt.kind == "{":
+            return self.destructive_block(start)
         if word == "else":
             self.fail("`else` without `if`", start.span)
         if word == "shared" and nxt.kind == NAME:
@@ -675,6 +679,23 @@ class Parser:
             self.advance()
             return self.statement_body(self.peek(), top)
         return self.expression_statement(start, top)
+
+    def destructive_block(self, start: Token) -> ast.Block:
+        """`destructive { … }`: the statements of a region (no scope of its own) after a mark
+        that destructive work began, so later failures of the function say `destructiveRan`."""
+        self.advance()  # destructive
+        body = self.block()
+        mark = ast.Call(ast.Name("__destructive_mark", start.span), (), start.span)
+        return ast.Block((ast.ExprStmt(mark, start.span), *body.body), self.span_from(start.span))
+
+    def finalize_block(self, start: Token) -> ast.Finalize:
+        """`finalize { … }` or `finalize as draft { … }`."""
+        self.advance()  # finalize
+        binder = None
+        if self.at_word("as"):
+            self.advance()
+            binder = self.expect_name("a name after `finalize as`").text
+        return ast.Finalize(binder, self.block(), self.span_from(start.span))
 
     def effect_declaration(self, start: Token) -> ast.Block:
         """`effect ns::name { field: T, … }`: the payload type of an effect. Checked at compile

@@ -1,0 +1,110 @@
+"""Provides callback hooks: `callback("onFunctionStart") as data { … }` and
+`callback("onFunctionStart", namedFn)`.
+
+A registration is data: one made at the top level of a module goes into the hidden global
+`__callbacks` (active for the whole run); one made inside a def, node or block goes into that
+frame's hidden `__callbacks` local and ends when the frame returns. Registering anything sets the
+hidden global `__hooks`, which is what the machine tests before looking for callbacks on a call.
+When a def is called while callbacks for `onFunctionStart` are active, the machine calls the
+prelude's `__hooked_call` instead, which runs each callback (innermost registration scope first,
+in registration order within a scope) and then the def. A callback's own calls fire nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyRuntimeError
+from runtime.language.bytecode import FuncRef
+from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.frames import TailCall
+from runtime.vm.values import FUNCTION_TYPES, Closure, JSArray
+from runtime.vm.writelog import PLAIN
+
+if TYPE_CHECKING:
+    from runtime.vm.machine import Machine
+
+REGISTRY = "__callbacks"  # where registrations live: a frame's local, or a module global
+ACTIVE = "__hooks"  # module global set once anything registered: the machine's cheap test
+HOOKED_CALL = "__hooked_call"  # the prelude function that runs the callbacks, then the call
+
+
+def _log(m: Machine, record: tuple[Any, ...], value: Any) -> None:
+    if m.wlog is not None:
+        enc = value if type(value) in PLAIN else m.rec.enc_now(value)
+        m.wlog.append((*record, enc))
+
+
+@builtin("callback")
+def _callback(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """Register `fn` for the hook named `hook` until the registering frame returns (for the whole
+    run when registered at the top level of a module)."""
+    hook = arg(args, named, 0, "name")
+    fn = arg(args, named, 1, "fn")
+    if type(hook) is not str:
+        raise AgencyRuntimeError(
+            'callback: the hook\'s name must be a string, like "onFunctionStart"'
+        )
+    if type(fn) not in FUNCTION_TYPES:
+        raise AgencyRuntimeError(f'callback("{hook}"): needs a block or a function to call')
+    entry = JSArray([hook, fn])
+    at = len(m.frames) - 1
+    f = m.frames[at]
+    if f.code.kind == "module":
+        registered = JSArray([*(m.globals.get(REGISTRY) or ()), entry])
+        m.globals[REGISTRY] = registered
+        _log(m, (2, REGISTRY), registered)
+    else:
+        registered = JSArray([*(f.locals.get(REGISTRY) or ()), entry])
+        f.locals[REGISTRY] = registered
+        _log(m, (1, at, REGISTRY), registered)
+    if ACTIVE not in m.globals:
+        m.globals[ACTIVE] = True
+        _log(m, (2, ACTIVE), True)
+    return None
+
+
+def active_callbacks(m: Machine, hook: str) -> JSArray:
+    """The callbacks a `hook` event raised now runs, in order; none while a callback runs."""
+    found = JSArray()
+    for f in reversed(m.frames):
+        if f.code.name == HOOKED_CALL and f.locals.get("__firing"):
+            return JSArray()
+        for h, fn in f.locals.get(REGISTRY) or ():
+            if h == hook:
+                found.append(fn)
+    for h, fn in m.globals.get(REGISTRY) or ():
+        if h == hook:
+            found.append(fn)
+    return found
+
+
+@builtin("__run_callback")
+def _run_callback(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Call one callback with the event's data (its value is ignored). A block written at the
+    top level of a module reads only module variables, so it runs over the current frame."""
+    fn, data = args[0], args[1]
+    if type(fn) is Closure:
+        owner = m.functions.get(fn.owner)
+        if owner is None or owner.kind == "module":
+            at = len(m.frames) - 1
+            fn = Closure(fn.name, at, m.frames[at].code.name)
+        return TailCall(fn, [data])
+    if type(fn) is FuncRef:
+        return TailCall(fn.name, [data])
+    return TailCall(fn, [data])
+
+
+@builtin("__call_spread")
+def _call_spread(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Call a function value with an array of arguments and an object of named ones."""
+    fn, call_args, call_named = args[0], args[1], args[2]
+    target = fn.name if type(fn) is FuncRef else fn
+    return TailCall(target, list(call_args or ()), dict(call_named or {}))
+
+
+@builtin("__callbacks_for")
+def _callbacks_for(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    """The callbacks an event of hook `name` runs now, in order (std::statelog's `emit`)."""
+    hook = arg(args, named, 0, "name")
+    return active_callbacks(m, hook) if type(hook) is str else JSArray()

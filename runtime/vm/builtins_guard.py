@@ -1,0 +1,397 @@
+"""Provides the host side of `guard(cost:, time:, label:) { … }`, `saveDraft` and `sleep`.
+
+A guard is the prelude function `guard` (runtime/language/prelude.agency). Its frame holds the
+guard's state as an ordinary local, `__g` (limits, the cost and clock readings it started from,
+what it has been granted), so a checkpoint taken inside a guarded block carries its budget with
+it. The budget is checked where work is spent: before and after every LLM request, after
+`sleep`, after the fake clock moves, and when the block ends. An exceeded budget raises a
+`std::guard` interrupt (the prelude's `__guard_check`); a rejection aborts the guard: every
+frame above it is dropped and the guard returns the block's saved draft (`saveDraft(v)`, kept
+in the frame's hidden `__draft` local) as a success, or a failure describing the trip.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from runtime.errors import AgencyRuntimeError
+from runtime.language.bytecode import RETURN as _RETURN
+from runtime.language.bytecode import STORE_LOCAL as _STORE_LOCAL
+from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_std import FAKE_CLOCK, now_ms
+from runtime.vm.frames import Decision, Frame, TailCall, UnwindSignal
+from runtime.vm.values import Closure, JSArray, JSObject, Result, to_number, to_plain
+from runtime.vm.writelog import PLAIN, W_SHARED
+
+if TYPE_CHECKING:
+    from runtime.vm.machine import Machine
+
+DRAFT = "__draft"  # the hidden local `saveDraft` writes in the frame that called it
+
+
+def _limit(v: Any, what: str) -> float | None:
+    if v is None:
+        return None
+    n = to_number(v)
+    if n != n or n < 0:  # NaN or negative
+        raise AgencyRuntimeError(f"guard: `{what}:` must be a non-negative number, got {v!r}")
+    return None if n == 0 else float(n)  # zero means no limit on that dimension
+
+
+@builtin("__guard_open")
+def _guard_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """The state of a new guard: its limits and where cost and clock stood when it began."""
+    max_cost = _limit(arg(args, named, 0, "cost"), "cost")
+    max_time = _limit(arg(args, named, 1, "time"), "time")
+    label = arg(args, named, 2, "label")
+    return JSObject(
+        {
+            "label": label,
+            "maxCost": max_cost,
+            "maxTime": max_time,
+            "costBase": m.usage["cost"],
+            "timeBase": now_ms(m) if max_time is not None else None,
+            "disarmed": JSArray(),
+            "aborted": None,
+        }
+    )
+
+
+def _guards(m: Machine) -> list[tuple[int, JSObject]]:
+    """The running guards, innermost first: (frame index, state)."""
+    out = []
+    frames = m.frames
+    for i in range(len(frames) - 1, -1, -1):
+        f = frames[i]
+        if f.code.kind == "prelude" and f.code.name == "guard":
+            g = f.locals.get("__g")
+            if type(g) is JSObject and g.get("aborted") is None and not g.get("aborting"):
+                out.append((i, g))
+    return out
+
+
+def _draft_above(m: Machine, at: int) -> Any:
+    """The innermost saved draft among the frames above frame `at` (a preview for handlers)."""
+    frames = m.frames
+    for i in range(len(frames) - 1, at, -1):
+        if DRAFT in frames[i].locals:
+            return frames[i].locals[DRAFT]
+    return None
+
+
+def _over(m: Machine, g: JSObject) -> tuple[str, float, float] | None:
+    """(dimension, limit, spent) of the first exceeded budget of guard `g`, or None."""
+    disarmed = g["disarmed"]
+    limit = g["maxCost"]
+    if limit is not None and "cost" not in disarmed:
+        spent = m.usage["cost"] - g["costBase"]
+        if spent > limit + 1e-15:
+            return "cost", limit, spent
+    limit = g["maxTime"]
+    if limit is not None and "time" not in disarmed and g["timeBase"] is not None:
+        spent = now_ms(m) - g["timeBase"]
+        if spent > limit:
+            return "time", limit, spent
+    return None
+
+
+@builtin("__guard_trip")
+def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The innermost guard over its budget, as {at, message, data}, or null."""
+    for at, g in _guards(m):
+        over = _over(m, g)
+        if over is None:
+            continue
+        dimension, limit, spent = over
+        label = g["label"]
+        name = f'guard "{label}"' if label is not None else "a guard"
+        unit = "$" if dimension == "cost" else ""
+        suffix = "" if dimension == "cost" else " ms"
+        data = JSObject(
+            {
+                "dimension": dimension,
+                "limit": limit,
+                "spent": spent,
+                "label": label,
+                "maxCost": g["maxCost"],
+                "maxTime": g["maxTime"],
+                "draftValue": _draft_above(m, at),
+            }
+        )
+        message = (
+            f"{name} exceeded its {dimension} budget: spent {unit}{spent:g}{suffix} "
+            f"of {unit}{limit:g}{suffix}"
+        )
+        return JSObject({"at": at, "message": message, "data": data})
+    return None
+
+
+def _failure_data(trip: JSObject) -> JSObject:
+    data = trip["data"]
+    cost = data["dimension"] == "cost"
+    return JSObject(
+        {
+            "type": "guardFailure" if cost else "timeoutFailure",
+            "label": data["label"],
+            "maxCost": data["limit"] if cost else None,
+            "actualCost": data["spent"] if cost else None,
+            "maxTime": None if cost else data["limit"],
+            "actualTime": None if cost else data["spent"],
+        }
+    )
+
+
+def _abort(m: Machine, trip: JSObject, error: Any) -> Any:
+    """Stop the guarded work. The aborted frames are salvaged innermost first: a frame's value is
+    its `finalize` block's (run by the prelude's `__guard_abort`), else what the frame it was
+    waiting on salvaged when that call was its `return` value, else its saved draft; a salvage
+    delivered to a pending `const x = call()` sets `x` for the caller's finalize. The guard
+    returns the block's salvage as a success, else a failure of `error`."""
+    at = int(trip["at"])
+    g = m.frames[at].locals["__g"]
+    m.set_key(g, "aborting", True)
+    state = JSObject(
+        {
+            "at": at,
+            "error": error,
+            "i": len(m.frames) - 1,
+            "prev": -1,
+            "has": False,
+            "value": None,
+            "draft": None,
+        }
+    )
+    return TailCall("__guard_abort", [state])
+
+
+_SALVAGED = ("def", "block")  # the frames an abort salvages (not the prelude's or handlers')
+
+
+@builtin("__abort_step")
+def _abort_step(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Salvage the next aborted frame: its finalize block to run (the prelude calls it with the
+    frame's draft and reports back through `__abort_finalized`), or null when its value is
+    already known; after the guard's block, drop the frames and return from the guard."""
+    s = args[0]
+    frames = m.frames
+    at = s["at"]
+    i = s["i"]
+    while i > at and frames[i].code.kind not in _SALVAGED:
+        i -= 1
+    if i <= at:
+        g = frames[at].locals["__g"]
+        if s["has"] and s["prev"] == at + 1:
+            outcome = Result(True, value=s["value"])
+        else:
+            outcome = Result(False, error=s["error"])
+        m.set_key(g, "aborted", outcome)
+        m.event("guard", "aborted", {"label": to_plain(g["label"])})
+        raise UnwindSignal(at, None)
+    f = frames[i]
+    has, value = False, None
+    if s["has"] and s["prev"] == i + 1:  # the frame above returned its salvage to this one
+        pc = f.pc
+        op = f.code.ops[pc] if pc < len(f.code.ops) else None
+        if op == _STORE_LOCAL:
+            name = f.code.args[pc]
+            f.locals[name] = s["value"]
+            if m.wlog is not None:
+                v = s["value"]
+                m.wlog.append((1, i, name, v if type(v) in PLAIN else m.rec.enc_now(v)))
+        elif op == _RETURN:
+            has, value = True, s["value"]
+    draft = f.locals.get(DRAFT)
+    if not has and DRAFT in f.locals:
+        has, value = True, draft
+    m.set_key(s, "i", i - 1)
+    m.set_key(s, "has", has)
+    m.set_key(s, "value", value)
+    m.set_key(s, "prev", i if has else -1)
+    m.set_key(s, "draft", draft)
+    if f.code.finalize is not None and f.code.finalize in m.functions:
+        m.set_key(s, "prev", i)
+        return Closure(f.code.finalize, i, f.code.name)
+    return None
+
+
+@builtin("__abort_finalized")
+def _abort_finalized(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A finalize block answered: its value is the frame's salvage, unless it failed (then the
+    frame keeps what it had)."""
+    s, r = args[0], args[1]
+    if type(r) is Result and not r.ok:
+        if not s["has"]:
+            m.set_key(s, "prev", -1)
+        return None
+    m.set_key(s, "has", True)
+    m.set_key(s, "value", r.value if type(r) is Result else r)  # `try` wraps it as a success
+    return None
+
+
+def _grant(v: Any, what: str) -> float:
+    n = to_number(v) if v is not None else 0.0
+    return 0.0 if n != n or n < 0 else float(n)  # a negative grant is no grant
+
+
+@builtin("__guard_answer")
+def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Apply the handlers' answer to a trip: a rejection aborts the guard; approvals add their
+    grants together (`{maxCost?, maxTime?, disarm?}`) and the work goes on."""
+    trip, rejected, approvals = args[0], args[1], args[2]
+    # Logged as `interrupt()` logs its decision: a re-execution answers the pause from it.
+    decided = rejected if rejected is not None else approvals[0] if approvals else None
+    if type(decided) is Decision:
+        m.event(
+            "interrupt",
+            decided.action,
+            {"action": decided.action, "value": to_plain(decided.value)},
+        )
+    if rejected is not None:
+        return _abort(m, trip, _failure_data(trip))
+    g = m.frames[int(trip["at"])].locals["__g"]
+    cost = time_ = 0.0
+    disarm: list[str] = []
+    for d in approvals:
+        grant = d.value if type(d) is Decision else None
+        if type(grant) is not JSObject:
+            continue
+        cost += _grant(grant.get("maxCost"), "maxCost")
+        time_ += _grant(grant.get("maxTime"), "maxTime")
+        for name in grant.get("disarm") or ():
+            if name in ("cost", "time") and name not in disarm:
+                disarm.append(name)
+    dimension = trip["data"]["dimension"]
+    granted = cost if dimension == "cost" else time_
+    if granted <= 0 and dimension not in disarm:
+        return _abort(
+            m,
+            trip,
+            f"approving a std::guard interrupt must grant more {dimension} "
+            f'(approve({{max{dimension.title()}: …}})) or disarm it (approve({{disarm: ["{dimension}"]}}))',
+        )
+    if cost and g["maxCost"] is not None:
+        m.set_key(g, "maxCost", g["maxCost"] + cost)
+    if time_ and g["maxTime"] is not None:
+        m.set_key(g, "maxTime", g["maxTime"] + time_)
+    for name in disarm:
+        if name not in g["disarmed"]:
+            m.splice(g["disarmed"], len(g["disarmed"]), 0, (name,))
+    return None
+
+
+@builtin("__guard_handlers")
+def _guard_handlers(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
+    """The handlers a guard's trip asks: those registered outside the guard (a handler inside
+    the guarded work never sees that guard's trip). Each entry ends with its frame's index."""
+    at = int(args[0]["at"])
+    return JSArray(h for h in args[1] if int(h[-1]) < at)
+
+
+@builtin("__guard_mark")
+def _guard_mark(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The run's LLM cost so far (before a handler runs)."""
+    return m.usage["cost"]
+
+
+@builtin("__guard_exempt")
+def _guard_exempt(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A handler ran: what it spent is charged to the guards around its registration, not to
+    the guards inside it (those it was deciding for): they start that much later."""
+    handler, before = args[0], args[1]
+    spent = m.usage["cost"] - to_number(before)
+    if spent <= 0:
+        return None
+    registered = int(handler[-1])
+    for at, g in _guards(m):
+        if at > registered:
+            m.set_key(g, "costBase", g["costBase"] + spent)
+    return None
+
+
+@builtin("__guard_close")
+def _guard_close(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """What `guard` returns: what an abort decided, else the block's value as a success."""
+    g, value = args[0], args[1]
+    if g["aborted"] is not None:
+        return g["aborted"]
+    return value if type(value) is Result else Result(True, value=value)
+
+
+@builtin("__save_draft")
+def _save_draft(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """Keep `value` as the best result so far of the function (or guarded block) that called
+    the prelude's `saveDraft`, directly or as an LLM tool (then: the one that called `llm`): if a
+    guard aborts that work, it is worth this value instead of a failure."""
+    value = arg(args, named, 0, "value")
+    at = len(m.frames) - 1
+    while at > 0 and m.frames[at].code.kind == "prelude":
+        at -= 1
+    f: Frame = m.frames[at]
+    f.locals[DRAFT] = value
+    if m.wlog is not None:
+        m.wlog.append((1, at, DRAFT, value if type(value) in PLAIN else m.rec.enc_now(value)))
+    return None
+
+
+@builtin("sleep")
+def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Wait `ms` milliseconds (under a fake clock, move it instead). A time guard cuts the wait
+    short at its deadline, and trips."""
+    ms = max(0.0, float(to_number(arg(args, named, 0, "ms", 0))))
+    if FAKE_CLOCK in m.mutable:
+        value = m.mutable[FAKE_CLOCK] + ms
+        value = int(value) if float(value).is_integer() else value
+        m.mutable[FAKE_CLOCK] = value
+        m.log((W_SHARED, "mutable:" + FAKE_CLOCK, value))
+    elif not m.replaying:
+        deadline = ms
+        for _at, g in _guards(m):
+            if g["maxTime"] is not None and g["timeBase"] is not None:
+                left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
+                deadline = min(deadline, max(left, 0.0))
+        time.sleep(deadline / 1000)
+    return TailCall("__guard_check", [])
+
+
+# -- destructive regions --------------------------------------------------------------------------
+
+DESTRUCTIVE = "__destructive"  # hidden local: this activation has begun destructive work
+
+
+def _mark_destructive(m: Machine, at: int) -> None:
+    f = m.frames[at]
+    if f.locals.get(DESTRUCTIVE) is not True:
+        f.locals[DESTRUCTIVE] = True
+        if m.wlog is not None:
+            m.wlog.append((1, at, DESTRUCTIVE, True))
+
+
+@builtin("__destructive_mark")
+def _destructive_mark(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """`destructive { … }` began: from here on, a failure of this function says destructive
+    work ran (`destructiveRan`)."""
+    at = len(m.frames) - 1
+    while at > 0 and m.frames[at].code.kind == "prelude":
+        at -= 1
+    _mark_destructive(m, at)
+    return None
+
+
+def destructive_return(m: Machine, f: Frame, value: Any) -> Any:
+    """A frame that began destructive work (a `destructive { … }` region, or a destructive
+    def) returns: its failure is marked, and so is its caller's activation (frame `f` has just
+    been popped, so the caller is the top frame)."""
+    if type(value) is Result and not value.ok and not value.destructive:
+        marked = Result(
+            False,
+            error=value.error,
+            checkpoint=value.checkpoint,
+            origin=value.origin,
+            skipped=value.skipped,
+        )
+        marked.destructive = True
+        value = marked
+    if m.frames:
+        _mark_destructive(m, len(m.frames) - 1)
+    return value

@@ -1,0 +1,116 @@
+"""Provides the host side of `std::policy` (runtime/language/std/policy.agency): glob matching of
+a rule's `match` values against an interrupt's data; and of `std::tag`: the table of tags, a
+hidden module global (so restore rolls it back and snapshots keep it, object identity included)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from runtime.vm.builtin_base import builtin
+from runtime.vm.values import JSArray, JSObject, js_eq
+
+if TYPE_CHECKING:
+    from runtime.vm.machine import Machine
+
+
+def _expand(pattern: str) -> list[str]:
+    """`{a,b}` alternatives spelled out (nested braces too): "x{1,2}" → ["x1", "x2"]."""
+    start = pattern.find("{")
+    if start < 0:
+        return [pattern]
+    depth = 0
+    for end in range(start, len(pattern)):
+        c = pattern[end]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                break
+    else:
+        return [pattern]  # an unclosed brace is literal
+    inner, parts, depth, last = pattern[start + 1 : end], [], 0, 0
+    for i, c in enumerate(inner):
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(inner[last:i])
+            last = i + 1
+    parts.append(inner[last:])
+    head, tail = pattern[:start], pattern[end + 1 :]
+    return [x for p in parts for x in _expand(head + p + tail)]
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex: `**` crosses `/`, `*` and `?` stay inside one path segment."""
+    out = []
+    for alt in _expand(pattern):
+        i, rx = 0, ""
+        while i < len(alt):
+            if alt.startswith("/**", i) and i + 3 == len(alt):
+                rx += "(?:/.*)?"  # "dir/**" also matches "dir" itself
+                i += 3
+            elif alt.startswith("**", i):
+                rx += ".*"
+                i += 2
+            elif alt[i] == "*":
+                rx += "[^/]*"
+                i += 1
+            elif alt[i] == "?":
+                rx += "[^/]"
+                i += 1
+            else:
+                rx += re.escape(alt[i])
+                i += 1
+        out.append(rx)
+    return re.compile("(?:" + "|".join(out) + r")\Z")
+
+
+@builtin("__policy_glob")
+def _policy_glob(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    """Whether `value` matches the glob `pattern` (strings only)."""
+    pattern, value = args[0], args[1]
+    if type(pattern) is not str or type(value) is not str:
+        return False
+    return _glob_regex(pattern).match(value) is not None
+
+
+# -- std::tag ------------------------------------------------------------------------------------
+
+TAGS = "__tags"  # hidden module global: [[value, {tags}], …] (objects by identity, others by value)
+
+
+def _tag_index(table: Any, value: Any) -> int:
+    for i, (v, _tags) in enumerate(table):
+        if js_eq(v, value):  # objects and arrays by identity, the rest by value
+            return i
+    return -1
+
+
+@builtin("__tags_get")
+def _tags_get(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """A copy of the tags of `value` ({} when it has none)."""
+    table = m.globals.get(TAGS) or JSArray()
+    i = _tag_index(table, args[0] if args else None)
+    return JSObject(table[i][1]) if i >= 0 else JSObject()
+
+
+@builtin("__tags_set")
+def _tags_set(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """Replace the tags of `value` (an empty object removes its entry); returns a copy."""
+    value, tags = args[0], JSObject(args[1] or {})
+    table = JSArray(m.globals.get(TAGS) or ())
+    i = _tag_index(table, value)
+    if i >= 0:
+        del table[i]
+    if tags:
+        table.append(JSArray([value, tags]))
+    m.globals[TAGS] = table
+    if m.wlog is not None:
+        m.wlog.append((2, TAGS, m.rec.enc_now(table)))
+    return JSObject(tags)
