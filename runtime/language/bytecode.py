@@ -189,6 +189,15 @@ STD_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | STD_HOST_NAMES
 
+# Builtins for values and types (runtime/vm/builtins_values.py): `sleep`, regex values and the
+# host side of schema validation.
+VALUE_HOST_NAMES = frozenset(
+    {
+        "sleep",
+    }
+)
+BUILTIN_NAMES = BUILTIN_NAMES | VALUE_HOST_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to

@@ -20,6 +20,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
 from runtime.vm import builtins_fs, builtins_shell, builtins_std, classes  # noqa: F401  (they register)
+from runtime.vm import builtins_values  # noqa: F401  (it registers)
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint

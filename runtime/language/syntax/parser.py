@@ -497,6 +497,7 @@ class Parser:
         start = self.peek().span
         rest = self.accept("...") is not None
         name = self.expect_name("a parameter name").text
+        self.accept("?")  # `prefix?: string`: optional; an omitted argument is null anyway
         type_ = self.type_expr() if self.accept(":") else None
         default = None
         if self.at("="):
