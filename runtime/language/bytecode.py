@@ -193,6 +193,15 @@ BUILTIN_NAMES = BUILTIN_NAMES | STD_HOST_NAMES
 # host side of schema validation.
 VALUE_HOST_NAMES = frozenset(
     {
+        "__regex",
+        "__schema_after",
+        "__schema_fail",
+        "__schema_is",
+        "__schema_keys",
+        "__schema_merge",
+        "__validation_json_problem",
+        "__validation_like",
+        "__validation_matches",
         "sleep",
     }
 )

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
-from runtime.vm import builtins_fs, builtins_shell, builtins_std, classes  # noqa: F401  (they register)
-from runtime.vm import builtins_values  # noqa: F401  (it registers)
+from runtime.vm import builtins_fs, builtins_shell, builtins_std, builtins_values, classes  # noqa: F401  (they register)
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
@@ -38,6 +37,7 @@ from runtime.vm.values import (
     display,
     format_number,
     from_plain,
+    is_regex,
     js_eq,
     js_pow,
     parse_json,
@@ -731,6 +731,8 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         if name in ns:
             return ns[name](*args)
     elif t is JSObject:
+        if is_regex(obj):
+            return builtins_values.regex_method(obj, name, args)
         if name == "hasOwnProperty":
             return to_str(args[0] if args else None) in obj
         if name == "toString":

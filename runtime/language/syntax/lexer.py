@@ -24,6 +24,7 @@ from runtime.language.syntax.tokens import (
     PUNCT1,
     PUNCT2,
     PUNCT3,
+    REGEX,
     STRING,
     Interpolation,
     StringValue,
@@ -149,6 +150,10 @@ class Lexer:
             if c.isascii() and (c.isalpha() or c == "_"):
                 m = _NAME_RE.match(src, i)
                 assert m is not None
+                if m.group() == "re" and src[m.end() : m.end() + 1] == "/":
+                    tokens.append(self._regex(line, col, doc))
+                    doc = None
+                    continue
                 self.i = m.end()
                 tokens.append(Token(NAME, m.group(), self._span(line, col), None, doc))
             elif c in _DIGITS or (c == "." and src[i + 1 : i + 2] in _DIGITS):
@@ -244,6 +249,37 @@ class Lexer:
                 text += unit.group()
                 value = _scaled(value, _UNIT_SCALE[unit.group().lower()])
         return Token(NUMBER, text, self._span(line, col), value, doc)
+
+    def _regex(self, line: int, col: int, doc: str | None) -> Token:
+        """`re/pattern/flags`: up to the first `/` that is not escaped or inside `[…]`."""
+        src, n, start = self.src, self.n, self.i
+        j = start + 3
+        in_class = False
+        while j < n and src[j] != "\n":
+            c = src[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "[":
+                in_class = True
+            elif c == "]":
+                in_class = False
+            elif c == "/" and not in_class:
+                break
+            j += 1
+        if j >= n or src[j] != "/":
+            self.i = j
+            span = self._span(line, col)
+            self._error(
+                "unterminated regex literal: end it with `/` (write `\\/` for a slash)", span
+            )
+            return Token(REGEX, src[start:j] + "/", span, None, doc)
+        j += 1
+        while j < n and src[j].isascii() and src[j].isalpha():
+            j += 1
+        text = src[start:j]
+        self.i = j
+        return Token(REGEX, text, self._span(line, col), None, doc)
 
     def _dollars(self, line: int, col: int, doc: str | None) -> Token:
         """`$5.00`: an amount of dollars, the plain number (costs are counted in dollars)."""
