@@ -27,7 +27,7 @@ aliases are expanded lazily, one level per use.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtime.language.syntax import ast as A
@@ -243,3 +243,41 @@ def _wrap_returns(node: Any, t: A.TypeExpr) -> Any:
         if w is not v:
             changes[f.name] = w
     return dataclasses.replace(node, **changes) if changes else node
+
+
+# -- type patterns with validators: `x is Adult`, `p: Positive => …` -----------------------------
+
+
+def has_validators(t: A.TypeExpr, aliases: Mapping[str, A.TypeExpr]) -> bool:
+    """Whether testing a value against `t` runs `@validate` validators (through aliases)."""
+    seen: set[str] = set()
+    todo: list[Any] = [t]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, A.TValidated):
+            if x.validators:
+                return True
+            todo.append(x.inner)
+        elif isinstance(x, (A.TName, A.TCall)):
+            if x.name in aliases and x.name not in seen:
+                seen.add(x.name)
+                todo.append(aliases[x.name])
+            if isinstance(x, A.TCall):
+                todo.extend(x.type_args)
+        elif isinstance(x, (A.TBang, A.TArray)):
+            todo.append(x.inner if isinstance(x, A.TBang) else x.element)
+        elif isinstance(x, A.TObject):
+            todo.extend(f.type for f in x.fields)
+        elif isinstance(x, A.TUnion):
+            todo.extend(x.options)
+        elif isinstance(x, A.TGeneric):
+            todo.extend(x.args)
+    return False
+
+
+def conforms_expr(value: A.Expr, t: A.TypeExpr) -> A.Expr:
+    """`__schema_check(<descriptor of t>, value, "", 0) == null`: whether `value` has the type
+    `t`, its validators included."""
+    span = value.span
+    check = _call("__schema_check", span, descriptor(t), value, _lit("", span), _lit(0, span))
+    return A.Binary("==", check, _lit(None, span), span)
