@@ -1752,6 +1752,14 @@ class Parser:
         if self.at("!"):
             self.advance()
             result = ast.TBang(result, self.span_from(start))
+        if self.at("&"):  # `A & B`: both (written as the generic `&<A, B>`)
+            self.advance()
+            self.skip_newlines()
+            right = self.type_postfix()
+            if isinstance(right, ast.TBang):
+                both = ast.TGeneric("&", (result, right.inner), self.span_from(start))
+                return ast.TBang(both, both.span)
+            return ast.TGeneric("&", (result, right), self.span_from(start))
         return result
 
     def type_primary(self) -> ast.TypeExpr:
@@ -1762,6 +1770,9 @@ class Parser:
             return self.bracketed(self.advance(), self.type_expr)
         if tok.kind == "{":
             return self.object_type(self.advance())
+        if tok.kind == NAME and tok.text == "keyof" and self.peek_after().kind in (NAME, "("):
+            self.advance()  # `keyof T`: the union of T's keys (written as `keyof<T>`)
+            return ast.TGeneric("keyof", (self.type_postfix(),), self.span_from(tok.span))
         if tok.kind == NAME and tok.text not in _CONSTANTS:
             self.advance()
             type_args: tuple[ast.TypeExpr, ...] = ()

@@ -30,7 +30,7 @@ PUNCT2 = frozenset(
     | {"**", "->"}
     | {"=~", "!~"}
 )
-PUNCT1 = frozenset("()[]{},;:.?+-*/%<>=!|\\@")
+PUNCT1 = frozenset("()[]{},;:.?+-*/%<>=!|\\@&")
 
 # A line that starts with one of these continues the expression on the line before it
 # (method chains and pipelines written one step per line).

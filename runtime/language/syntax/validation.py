@@ -16,6 +16,8 @@ A type becomes a *descriptor*, plain data built at run time (so `Age(18)` and
     {k: "partial" | "required", of: D}   Partial<T>, Required<T>
     {k: "pick" | "omit", of: D, keys: D} Pick<T, "a" | "b">, Omit<…>
     {k: "nonnull", of: D}                NonNullable<T>
+    {k: "all", of: [D, …]}               A & B
+    {k: "keyof", of: D}                  keyof T
     {k: "ref", fn: F, args: [...]}       an alias: F is its generated `__schema_Name` def
     {k: "check", of: D, validators: [f, …], json: [{…}, …]}   `@validate` / `@jsonSchema`
 
@@ -134,6 +136,10 @@ def _generic(name: str, args: list[A.Expr], span: A.Span) -> A.Expr:
     first = args[0] if args else _lit(None, span)
     if name == "Result":
         return _obj(span, k=_lit("result", span), of=first)
+    if name == "&":
+        return _obj(span, k=_lit("all", span), of=_arr(args, span))
+    if name == "keyof":
+        return _obj(span, k=_lit("keyof", span), of=first)
     if name == "Record" and len(args) == 2:
         return _obj(span, k=_lit("record", span), of=args[1])
     if name == "Array" and len(args) == 1:
