@@ -823,6 +823,8 @@ class Parser:
             )
         expr = self.expression()
         tok = self.peek()
+        if tok.kind == "=" and isinstance(expr, ast.Slice):
+            return self.slice_assignment(expr, self.advance(), start)
         if tok.kind in _ASSIGN_OPS:
             if not _assignable(expr):
                 self.fail(
@@ -838,6 +840,17 @@ class Parser:
         if isinstance(expr, ast.Match):
             return expr
         return ast.ExprStmt(expr, expr.span)
+
+    def slice_assignment(self, target: ast.Slice, eq: Token, start: Token) -> ast.ExprStmt:
+        """`xs[a:b] = ys` replaces that part of the array in place (a splice): the call
+        `__slice_assign(xs, a, b, ys)` of the prelude."""
+        value = self.expr_after(eq)
+        none = ast.Literal(None, target.span)
+        args = tuple(
+            ast.Arg(e) for e in (target.obj, target.start or none, target.end or none, value)
+        )
+        span = self.span_from(start.span)
+        return ast.ExprStmt(ast.Call(ast.Name("__slice_assign", span), args, span), span)
 
     def var_decl(self, start: Token, kind: str) -> ast.VarDecl:
         target = self.pattern(binding=True)
