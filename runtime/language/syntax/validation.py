@@ -287,3 +287,38 @@ def conforms_expr(value: A.Expr, t: A.TypeExpr) -> A.Expr:
     span = value.span
     check = _call("__schema_check", span, descriptor(t), value, _lit("", span), _lit(0, span))
     return A.Binary("==", check, _lit(None, span), span)
+
+
+def validated_binders(
+    pattern: A.Pattern, aliases: Mapping[str, A.TypeExpr], fresh: Any
+) -> tuple[A.Pattern, list[tuple[str, A.TypeExpr]]]:
+    """`pattern` with each nested type pattern whose type has validators given a binder (a
+    fresh name from `fresh()` when it had none), and the (binder, type) pairs to validate after
+    the structural match. A type pattern around a non-binder pattern is left unchecked."""
+    found: list[tuple[str, A.TypeExpr]] = []
+
+    def walk(p: Any) -> Any:
+        if isinstance(p, A.PType) and has_validators(p.type, aliases):
+            if p.inner is None or isinstance(p.inner, A.PWildcard):
+                name = fresh()
+                found.append((name, p.type))
+                return dataclasses.replace(p, inner=A.PBind(name, p.span))
+            if isinstance(p.inner, A.PBind):
+                found.append((p.inner.name, p.type))
+                return p
+        if not dataclasses.is_dataclass(p) or isinstance(p, type):
+            return p
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(p):
+            v = getattr(p, f.name)
+            if dataclasses.is_dataclass(v):
+                w = walk(v)
+            elif type(v) is tuple:
+                w = tuple(walk(x) for x in v)
+            else:
+                continue
+            if w != v:
+                changes[f.name] = w
+        return dataclasses.replace(p, **changes) if changes else p
+
+    return walk(pattern), found
