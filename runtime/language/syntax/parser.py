@@ -214,8 +214,10 @@ class Parser:
             if tokens[i].kind == NAME
             and tokens[i].text == "type"
             and tokens[i + 1].kind == NAME
-            and tokens[i + 2].kind == "="
+            and tokens[i + 2].kind in ("=", "<", "(")
         }
+        # `type` aliases written inside a def or node: hoisted to the top level of the file.
+        self.inner_aliases: list[ast.TypeAlias] = []
         self.headers = 0  # inside an `if`/`while`/`for`/`match` header: `f() {` is not a block
 
     # ----------------------------------------------------------------------------------------
@@ -452,6 +454,7 @@ class Parser:
                 items.append(item)
         end = self.toks[-1].span
         span = Span(1, 1, end.end_line, end.end_col)
+        items += self.inner_aliases
         return ast.Program(tuple(items), self.path, span)
 
     def skip_separators(self) -> None:
@@ -719,6 +722,9 @@ class Parser:
             self.module_only(start, top, "`static` variables are")
             return self.var_decl(start, "static")
         if word == "type" and nxt.kind == NAME and self.peek_after(2).kind in ("=", "<", "("):
+            if not top and self.in_function:
+                self.inner_aliases.append(self.type_alias())
+                return ast.Block((), self.span_from(start.span))
             self.module_only(start, top, "`type` aliases are")
             return self.type_alias()
         if word == "import":
