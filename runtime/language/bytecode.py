@@ -208,6 +208,24 @@ STD_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | STD_HOST_NAMES
 
+# Builtins for values and types (runtime/vm/builtins_values.py): `sleep`, regex values and the
+# host side of schema validation.
+VALUE_HOST_NAMES = frozenset(
+    {
+        "__regex",
+        "__schema_after",
+        "__schema_fail",
+        "__schema_is",
+        "__schema_keys",
+        "__schema_merge",
+        "__validation_json_problem",
+        "__validation_like",
+        "__validation_matches",
+        "sleep",
+    }
+)
+BUILTIN_NAMES = BUILTIN_NAMES | VALUE_HOST_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to

@@ -83,6 +83,7 @@ from runtime.language.bytecode import (
 )
 from runtime.language.scopes import pattern_names
 from runtime.language.syntax import ast as A
+from runtime.language.syntax.validation import conforms_expr, has_validators, validated_binders
 
 if TYPE_CHECKING:
     from runtime.language.program_compiler import ProgramCompiler
@@ -885,6 +886,12 @@ class FunctionCompiler:
     def match_pattern(self, pattern: A.Pattern, span: A.Span) -> int:
         """MATCH the value on top of the stack (consumed) and bind the pattern's names.
         Returns the JUMP_IF_FALSE taken on a mismatch, for the caller to patch."""
+        if type(pattern) is A.PType and has_validators(pattern.type, self.unit.types):
+            return self.validated_match(pattern, span)
+        if type(pattern) in (A.PObject, A.PArray, A.PType):
+            checked, binders = validated_binders(pattern, self.unit.types, self.hidden_local)
+            if binders:
+                return self.match_then_validate(checked, binders, span)
         names: set[str] = set()
         pattern_names(pattern, names)
         order = tuple(sorted(names))
@@ -892,6 +899,56 @@ class FunctionCompiler:
         jf = self.emit(JUMP_IF_FALSE, None)
         for name in reversed(order):
             self.store_name(name, span)
+        return jf
+
+    def validated_match(self, pattern: A.PType, span: A.Span) -> int:
+        """`x is T` / `p: T =>` where T has `@validate` validators: the validators are Agency
+        calls, so they run first as an ordinary call (`__schema_check`, which also checks the
+        shape), and only then does MATCH bind the pattern's names."""
+        value = self.new_hidden("v")
+        self.locals.add(value)
+        self.emit(STORE_LOCAL, value)
+        self.expr(conforms_expr(A.Name(value, span), pattern.type))
+        failed = self.emit(JUMP_IF_FALSE_KEEP, None)
+        self.emit(POP)
+        self.emit(LOAD_LOCAL, value)
+        names: set[str] = set()
+        pattern_names(pattern, names)
+        order = tuple(sorted(names))
+        self.emit(MATCH, (pattern, order))
+        self.patch(failed)
+        jf = self.emit(JUMP_IF_FALSE, None)
+        for name in reversed(order):
+            self.store_name(name, span)
+        return jf
+
+    def hidden_local(self) -> str:
+        name = self.new_hidden("t")
+        self.locals.add(name)
+        return name
+
+    def match_then_validate(
+        self, pattern: A.Pattern, binders: list[tuple[str, A.TypeExpr]], span: A.Span
+    ) -> int:
+        """MATCH the shape, then run the validators of the nested type patterns on the values
+        their binders got; a rejected value jumps back to the mismatch jump with false."""
+        names: set[str] = set()
+        pattern_names(pattern, names)
+        order = tuple(sorted(names))
+        self.emit(MATCH, (pattern, order))
+        jf = self.emit(JUMP_IF_FALSE, None)
+        for name in reversed(order):
+            self.store_name(name, span)
+        rejects: list[int] = []
+        for name, t in binders:
+            self.expr(conforms_expr(A.Name(name, span), t))
+            rejects.append(self.emit(JUMP_IF_FALSE, None))
+        done = self.emit(JUMP, None)
+        for j in rejects:
+            self.patch(j)
+        self.emit(CONST, False)
+        self.emit(JUMP, jf)
+        self.patch(done)
         return jf
 
     def arm_return(self, s: A.Return) -> None:

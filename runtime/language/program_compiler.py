@@ -26,6 +26,7 @@ from runtime.language.compiler import FunctionCompiler
 from runtime.language.schemas import type_to_schema, wrap_schema
 from runtime.language.scopes import constants, declared_names, pattern_names
 from runtime.language.syntax import ast as A
+from runtime.language.syntax.validation import schema_function
 
 # `with approve` / `with reject` / `with propagate` answer every interrupt the same way.
 FIXED_ANSWERS = ("approve", "reject", "propagate")
@@ -66,6 +67,9 @@ class ProgramCompiler:
         ] + list(self.program.items)
         decl_file = {id(i): sub.path for sub in self.imported for i in sub.items}
         decls = [i for i in items if type(i) is A.FuncDecl]
+        # Each alias's schema def; a program's own alias wins over an imported one of that name.
+        aliases = {i.name: i for i in items if type(i) is A.TypeAlias}
+        decls += [schema_function(i) for i in aliases.values()]
         prelude_decls = [i for i in prelude.items if type(i) is A.FuncDecl] if prelude else []
         globals_order: list[str] = []
         shared_order: list[str] = []

@@ -8,7 +8,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtime.errors import LLMError
-from runtime.language.syntax.ast import TArray, TGeneric, TLiteral, TName, TObject, TUnion, TypeExpr
+from runtime.language.syntax import ast as A
+from runtime.language.syntax.ast import (
+    TArray,
+    TBang,
+    TCall,
+    TGeneric,
+    TLiteral,
+    TName,
+    TObject,
+    TUnion,
+    TValidated,
+    TypeExpr,
+)
 
 Schema = dict[str, Any]
 
@@ -86,6 +98,12 @@ class _Converter:
             return _union([self.convert(o) for o in t.options])
         if isinstance(t, TGeneric):
             return self.generic(t)
+        if isinstance(t, TBang):
+            return self.convert(t.inner)
+        if isinstance(t, TValidated):
+            return _with_fragments(self.convert(t.inner), t.json)
+        if isinstance(t, TCall):
+            return self.name(t.name)
         raise LLMError(f"cannot describe the type {t!r} as a JSON schema")
 
     def name(self, name: str) -> Schema:
@@ -134,6 +152,27 @@ class _Converter:
             f"unsupported generic type `{t.name}` with {len(args)} argument(s); structured output "
             "understands Array<T>, Result<S, F> and Record<string, T>"
         )
+
+
+def _with_fragments(schema: Schema, fragments: tuple[A.Expr, ...]) -> Schema:
+    """`schema` with the `@jsonSchema({…})` fragments merged in, later keys winning and
+    descriptions joined by new lines. Only entries written as literals are known before the
+    program runs (`{minimum: low}` of a value-parameterised alias is left out)."""
+    out = dict(schema)
+    for fragment in fragments:
+        if not isinstance(fragment, A.ObjectLit):
+            continue
+        for entry in fragment.entries:
+            if not isinstance(entry, A.ObjectEntry) or not isinstance(entry.key, str):
+                continue
+            if not isinstance(entry.value, A.Literal):
+                continue
+            old = out.get("description")
+            if entry.key == "description" and isinstance(old, str) and old:
+                out["description"] = f"{old}\n{entry.value.value}"
+            else:
+                out[entry.key] = entry.value.value
+    return out
 
 
 def _literal(value: Any) -> Schema:

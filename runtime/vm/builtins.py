@@ -26,6 +26,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_policy,  # noqa: F401  (it registers)
     builtins_shell,
     builtins_std,
+    builtins_values,
     classes,
 )
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
@@ -45,6 +46,7 @@ from runtime.vm.values import (
     display,
     format_number,
     from_plain,
+    is_regex,
     js_eq,
     js_pow,
     parse_json,
@@ -742,6 +744,8 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         if name in ns:
             return ns[name](*args)
     elif t is JSObject:
+        if is_regex(obj):
+            return builtins_values.regex_method(obj, name, args)
         if name == "hasOwnProperty":
             return to_str(args[0] if args else None) in obj
         if name == "toString":

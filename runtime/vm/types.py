@@ -47,6 +47,10 @@ def _conforms(v: Any, t: Any, aliases: Mapping[str, A.TypeExpr], depth: int) -> 
         return True
     if k is A.TUnion:
         return any(_conforms(v, option, aliases, depth + 1) for option in t.options)
+    if k is A.TBang or k is A.TValidated:  # (validators run only through `!` and schema())
+        return _conforms(v, t.inner, aliases, depth + 1)
+    if k is A.TCall:
+        return _named(v, t.name, aliases, depth)
     if k is A.TGeneric:
         if t.name == "Result":
             return type(v) is Result

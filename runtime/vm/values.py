@@ -308,6 +308,8 @@ def to_str(v: Any) -> str:
     if t is JSArray:
         return ",".join("" if x is None else to_str(x) for x in v)
     if t is JSObject:
+        if v.get(REGEX_TAG) is True:
+            return f"/{v.get('source')}/{v.get('flags')}"
         return "[object Object]"
     if t is Result or t is FuncRef or t is BoundFunction or t is Closure:
         return stringify(v)
@@ -322,6 +324,8 @@ def display(v: Any) -> str:
     """How `print` shows a value: strings raw, everything else like console.log (JSON)."""
     if type(v) is str:
         return v
+    if is_regex(v):
+        return to_str(v)
     if type(v) in (JSArray, JSObject, Result):
         return stringify(v)
     return to_str(v)
@@ -498,6 +502,60 @@ def js_typeof(a: Any) -> str:
     return name
 
 
+# -- regex values: `re/pattern/flags` is the object {source, flags} marked by a "$regex" key,
+# plain data, so it is saved in checkpoints like any object -------------------------------------
+
+REGEX_TAG = "$regex"
+_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+_REGEX_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}
+
+
+def make_regex(source: str, flags: str) -> JSObject:
+    compiled_regex(source, flags)  # a bad pattern is an error where it is written
+    out = JSObject()
+    out["source"] = source
+    out["flags"] = flags
+    out[REGEX_TAG] = True
+    return out
+
+
+def is_regex(v: Any) -> bool:
+    return type(v) is JSObject and v.get(REGEX_TAG) is True
+
+
+def compiled_regex(source: str, flags: str) -> re.Pattern[str]:
+    """The Python pattern for a JavaScript regex (flags i, m, s; g, u and y change nothing
+    here)."""
+    key = (source, flags)
+    found = _REGEX_CACHE.get(key)
+    if found is None:
+        bits = 0
+        for f in flags:
+            if f not in "gimsuy":
+                raise AgencyRuntimeError(f"unknown regex flag `{f}` in re/{source}/{flags}")
+            bits |= _REGEX_FLAGS.get(f, 0)
+        try:
+            found = re.compile(
+                source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"),
+                bits,
+            )
+        except re.error as exc:
+            raise AgencyRuntimeError(f"bad regex re/{source}/{flags}: {exc}") from None
+        _REGEX_CACHE[key] = found
+    return found
+
+
+def regex_test(r: Any, s: Any) -> bool:
+    """`s =~ r`: whether the regex `r` (or a pattern string) matches somewhere in `s`."""
+    if is_regex(r):
+        pattern = compiled_regex(str(r["source"]), str(r["flags"]))
+    elif type(r) is str:
+        pattern = compiled_regex(r, "")
+    else:
+        raise AgencyRuntimeError(f"`=~` needs a regex on its right, like re/abc/, not {a_type(r)}")
+    return pattern.search(s if type(s) is str else to_str(s)) is not None
+
+
 BINARY_OPS = {
     "+": js_add,
     "-": js_sub,
@@ -513,6 +571,8 @@ BINARY_OPS = {
     ">": js_gt,
     "<=": js_le,
     ">=": js_ge,
+    "=~": lambda a, b: regex_test(b, a),
+    "!~": lambda a, b: not regex_test(b, a),
 }
 
 UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}

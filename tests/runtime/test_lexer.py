@@ -205,7 +205,7 @@ def test_windows_line_endings() -> None:
         ('"${a', "unterminated string starting at 1:1", Span(1, 1, 1, 5)),
         ("/* abc", "unterminated comment starting at 1:1", Span(1, 1, 1, 7)),
         ("a # b", "unexpected character `#`", Span(1, 3, 1, 4)),
-        ("a @@é b", "unexpected characters `@@é`", Span(1, 3, 1, 6)),
+        ("a ##é b", "unexpected characters `##é`", Span(1, 3, 1, 6)),
     ],
 )
 def test_lexical_errors(source: str, message: str, span: Span) -> None:

@@ -90,7 +90,38 @@ class TFunc:
     span: Span = _span()
 
 
-TypeExpr = Union[TName, TLiteral, TArray, TObject, TUnion, TGeneric, TFunc]
+@dataclass(frozen=True, slots=True)
+class TBang:
+    """`T!`: a value checked against `T` at run time (schema validation), giving a Result."""
+
+    inner: TypeExpr
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class TValidated:
+    """A type with `@validate(f, …)` validators and `@jsonSchema({…})` fragments (in source
+    order), on a `type` alias or an object-type field."""
+
+    inner: TypeExpr
+    validators: tuple[Expr, ...] = ()
+    json: tuple[Expr, ...] = ()
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class TCall:
+    """A use of a value-parameterised alias: `Age(18)`, `Bounded<string>(1, 3)`."""
+
+    name: str
+    type_args: tuple[TypeExpr, ...]
+    args: tuple[Expr, ...]
+    span: Span = _span()
+
+
+TypeExpr = Union[
+    TName, TLiteral, TArray, TObject, TUnion, TGeneric, TFunc, TBang, TValidated, TCall
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -646,9 +677,14 @@ class FuncDecl:
 
 @dataclass(frozen=True, slots=True)
 class TypeAlias:
+    """`type Name<T>(p: number) = …`: `type_params` are the `<T>` names, `params` the value
+    parameters of a value-parameterised alias (both usually empty)."""
+
     name: str
     type: TypeExpr
     span: Span = _span()
+    type_params: tuple[str, ...] = ()
+    params: tuple[Param, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

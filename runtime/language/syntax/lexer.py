@@ -24,6 +24,7 @@ from runtime.language.syntax.tokens import (
     PUNCT1,
     PUNCT2,
     PUNCT3,
+    REGEX,
     STRING,
     Interpolation,
     StringValue,
@@ -38,6 +39,21 @@ _NUMBER_RE = re.compile(
     r"|(?:[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?|\.[0-9](?:_?[0-9])*)(?:[eE][+-]?[0-9]+)?"
 )
 _DIGITS = frozenset("0123456789")
+# Unit suffixes of number literals (`500ms`, `2h`, `32mb`): the number they multiply by. Time
+# units give milliseconds; sizes give bytes, 1024-based and in any case (`100KB`).
+_UNIT_RE = re.compile(r"(ms|s|m|h|d|w|[kKmMgG]?[bB])(?![A-Za-z0-9_])")
+_UNIT_SCALE = {
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+    "w": 604_800_000,
+    "b": 1,
+    "kb": 1024,
+    "mb": 1024**2,
+    "gb": 1024**3,
+}
 _SPACE_RE = re.compile(r"[ \t\r\f\v]+")
 _HEX_RE = re.compile(r"[0-9a-fA-F]+")
 # Runs of ordinary characters inside a string, per closing quote.
@@ -134,10 +150,16 @@ class Lexer:
             if c.isascii() and (c.isalpha() or c == "_"):
                 m = _NAME_RE.match(src, i)
                 assert m is not None
+                if m.group() == "re" and src[m.end() : m.end() + 1] == "/":
+                    tokens.append(self._regex(line, col, doc))
+                    doc = None
+                    continue
                 self.i = m.end()
                 tokens.append(Token(NAME, m.group(), self._span(line, col), None, doc))
             elif c in _DIGITS or (c == "." and src[i + 1 : i + 2] in _DIGITS):
                 tokens.append(self._number(line, col, doc))
+            elif c == "$" and src[i + 1 : i + 2] in _DIGITS:
+                tokens.append(self._dollars(line, col, doc))
             elif c in "\"'`":
                 tokens.append(self._string(line, col, doc))
             else:
@@ -220,7 +242,50 @@ class Lexer:
             value = float(digits)
         else:
             value = int(digits)
+        if digits[:2] not in ("0x", "0X"):
+            unit = _UNIT_RE.match(self.src, self.i)
+            if unit is not None:
+                self.i = unit.end()
+                text += unit.group()
+                value = _scaled(value, _UNIT_SCALE[unit.group().lower()])
         return Token(NUMBER, text, self._span(line, col), value, doc)
+
+    def _regex(self, line: int, col: int, doc: str | None) -> Token:
+        """`re/pattern/flags`: up to the first `/` that is not escaped or inside `[…]`."""
+        src, n, start = self.src, self.n, self.i
+        j = start + 3
+        in_class = False
+        while j < n and src[j] != "\n":
+            c = src[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "[":
+                in_class = True
+            elif c == "]":
+                in_class = False
+            elif c == "/" and not in_class:
+                break
+            j += 1
+        if j >= n or src[j] != "/":
+            self.i = j
+            span = self._span(line, col)
+            self._error(
+                "unterminated regex literal: end it with `/` (write `\\/` for a slash)", span
+            )
+            return Token(REGEX, src[start:j] + "/", span, None, doc)
+        j += 1
+        while j < n and src[j].isascii() and src[j].isalpha():
+            j += 1
+        text = src[start:j]
+        self.i = j
+        return Token(REGEX, text, self._span(line, col), None, doc)
+
+    def _dollars(self, line: int, col: int, doc: str | None) -> Token:
+        """`$5.00`: an amount of dollars, the plain number (costs are counted in dollars)."""
+        self.i += 1
+        token = self._number(line, col, doc)
+        return Token(NUMBER, "$" + token.text, token.span, token.value, doc)
 
     # ----------------------------------------------------------------------------------------
     # Strings
@@ -339,6 +404,12 @@ class Lexer:
         if tokens[-1].text != "}":
             return None
         return Interpolation(tuple(tokens), self._span(line, col))
+
+
+def _scaled(value: int | float, scale: int) -> int | float:
+    """`value` units of `scale` each, an int when whole (`1.5s` is 1500)."""
+    scaled = value * scale
+    return int(scaled) if isinstance(scaled, float) and scaled.is_integer() else scaled
 
 
 def _doc_text(body: str) -> str:

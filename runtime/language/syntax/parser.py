@@ -46,6 +46,7 @@ from typing import NoReturn, TypeVar
 
 import runtime.language.syntax.ast as ast
 from runtime.errors import AgencySyntaxError, Diagnostic
+from runtime.language.syntax import validation
 from runtime.language.syntax.ast import Span
 from runtime.language.syntax.lexer import Lexer
 from runtime.language.syntax.tokens import (
@@ -53,6 +54,7 @@ from runtime.language.syntax.tokens import (
     NAME,
     NEWLINE,
     NUMBER,
+    REGEX,
     RESERVED,
     STATEMENT_KEYWORDS,
     STRING,
@@ -98,6 +100,8 @@ _INFIX: dict[str, int] = {
     ">": _COMPARE,
     "<=": _COMPARE,
     ">=": _COMPARE,
+    "=~": _COMPARE,
+    "!~": _COMPARE,
     "+": _SUM,
     "-": _SUM,
     "*": _PRODUCT,
@@ -210,8 +214,10 @@ class Parser:
             if tokens[i].kind == NAME
             and tokens[i].text == "type"
             and tokens[i + 1].kind == NAME
-            and tokens[i + 2].kind == "="
+            and tokens[i + 2].kind in ("=", "<", "(")
         }
+        # `type` aliases written inside a def or node: hoisted to the top level of the file.
+        self.inner_aliases: list[ast.TypeAlias] = []
         self.headers = 0  # inside an `if`/`while`/`for`/`match` header: `f() {` is not a block
 
     # ----------------------------------------------------------------------------------------
@@ -448,6 +454,7 @@ class Parser:
                 items.append(item)
         end = self.toks[-1].span
         span = Span(1, 1, end.end_line, end.end_col)
+        items += self.inner_aliases
         return ast.Program(tuple(items), self.path, span)
 
     def skip_separators(self) -> None:
@@ -489,14 +496,17 @@ class Parser:
             ):
                 doc = inspect.cleandoc(first.expr.value)
                 body = ast.Block(body.body[1:], body.span)
-        return ast.FuncDecl(
-            kind, name, params, return_type, body, doc, modifiers, self.span_from(start.span)
+        return validation.bang_function(
+            ast.FuncDecl(
+                kind, name, params, return_type, body, doc, modifiers, self.span_from(start.span)
+            )
         )
 
     def param(self) -> ast.Param:
         start = self.peek().span
         rest = self.accept("...") is not None
         name = self.expect_name("a parameter name").text
+        self.accept("?")  # `prefix?: string`: optional; an omitted argument is null anyway
         type_ = self.type_expr() if self.accept(":") else None
         default = None
         if self.at("="):
@@ -509,9 +519,67 @@ class Parser:
     def type_alias(self) -> ast.TypeAlias:
         start = self.advance().span  # type
         name = self.expect_name("a type name").text
+        type_params: tuple[str, ...] = ()
+        params: tuple[ast.Param, ...] = ()
+        if self.at("<"):
+            type_params = self.alias_type_params(self.advance())
+        if self.at("("):
+            params = tuple(self.comma_list(self.advance(), self.param))
         self.expect("=", f"expected `=` after `type {name}`, got {describe(self.peek())}")
         self.skip_newlines()
-        return ast.TypeAlias(name, self.type_expr(), self.span_from(start))
+        return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
+
+    def alias_type_params(self, opener: Token) -> tuple[str, ...]:
+        """`<T, U = string>` after an alias name: the names (defaults are parsed and dropped)."""
+        names = [self.expect_name("a type parameter").text]
+        if self.accept("="):
+            self.type_expr()
+        while self.accept(","):
+            names.append(self.expect_name("a type parameter").text)
+            if self.accept("="):
+                self.type_expr()
+        if not self.accept(">"):
+            where = f"{opener.span.line}:{opener.span.col}"
+            self.fail(f"expected `>` to close `<` opened at {where}, got {describe(self.peek())}")
+        return tuple(names)
+
+    def decorated_alias(self, start: Token, top: bool) -> ast.TypeAlias:
+        """`@validate(f, …)` / `@jsonSchema({…})` lines, then `[export] type X = …`."""
+        validators, json = self.decorators()
+        if self.at_word("export"):
+            self.advance()
+        if not self.at_word("type"):
+            self.fail(
+                f"`@validate` and `@jsonSchema` go before a `type` alias or an object-type field, "
+                f"not before {describe(self.peek())}",
+                self.peek().span,
+            )
+        self.module_only(start, top, "`type` aliases are")
+        alias = self.type_alias()
+        inner = ast.TValidated(alias.type, validators, json, alias.span)
+        return ast.TypeAlias(alias.name, inner, alias.span, alias.type_params, alias.params)
+
+    def decorators(self) -> tuple[tuple[ast.Expr, ...], tuple[ast.Expr, ...]]:
+        """A run of `@validate(…)` / `@jsonSchema(…)`: their arguments, in source order."""
+        validators: list[ast.Expr] = []
+        json: list[ast.Expr] = []
+        while self.at("@"):
+            at = self.advance()
+            name = self.expect_name("a decorator name after `@`")
+            if name.text not in ("validate", "jsonSchema"):
+                self.fail(
+                    f"unknown decorator `@{name.text}`: there are `@validate` and `@jsonSchema`",
+                    name.span,
+                )
+            opener = self.expect(
+                "(", f"expected `(` after `@{name.text}`, got {describe(self.peek())}"
+            )
+            args = self.comma_list(opener, self.expression)
+            if not args:
+                self.fail(f"`@{name.text}(…)` needs at least one argument", at.span)
+            (validators if name.text == "validate" else json).extend(args)
+            self.skip_newlines()
+        return tuple(validators), tuple(json)
 
     def import_(self) -> ast.Import:
         start = self.advance().span  # import
@@ -606,6 +674,8 @@ class Parser:
     def statement_body(self, start: Token, top: bool) -> ast.TopLevel:
         if start.kind == "{":
             return self.block()
+        if start.kind == "@":
+            return self.decorated_alias(start, top)
         if start.kind != NAME:
             return self.expression_statement(start, top)
         word = start.text
@@ -655,7 +725,10 @@ class Parser:
                 self.advance()
             self.module_only(start, top, "`static` variables are")
             return self.var_decl(start, "static")
-        if word == "type" and nxt.kind == NAME and self.peek_after(2).kind == "=":
+        if word == "type" and nxt.kind == NAME and self.peek_after(2).kind in ("=", "<", "("):
+            if not top and self.in_function:
+                self.inner_aliases.append(self.type_alias())
+                return ast.Block((), self.span_from(start.span))
             self.module_only(start, top, "`type` aliases are")
             return self.type_alias()
         if word == "import":
@@ -777,6 +850,8 @@ class Parser:
             )
         expr = self.expression()
         tok = self.peek()
+        if tok.kind == "=" and isinstance(expr, ast.Slice):
+            return self.slice_assignment(expr, self.advance(), start)
         if tok.kind in _ASSIGN_OPS:
             if not _assignable(expr):
                 self.fail(
@@ -793,6 +868,17 @@ class Parser:
             return expr
         return ast.ExprStmt(expr, expr.span)
 
+    def slice_assignment(self, target: ast.Slice, eq: Token, start: Token) -> ast.ExprStmt:
+        """`xs[a:b] = ys` replaces that part of the array in place (a splice): the call
+        `__slice_assign(xs, a, b, ys)` of the prelude."""
+        value = self.expr_after(eq)
+        none = ast.Literal(None, target.span)
+        args = tuple(
+            ast.Arg(e) for e in (target.obj, target.start or none, target.end or none, value)
+        )
+        span = self.span_from(start.span)
+        return ast.ExprStmt(ast.Call(ast.Name("__slice_assign", span), args, span), span)
+
     def var_decl(self, start: Token, kind: str) -> ast.VarDecl:
         target = self.pattern(binding=True)
         type_ = self.type_expr() if self.accept(":") else None
@@ -803,7 +889,11 @@ class Parser:
             self.report(f"`{start.text}` needs a value: `{start.text} x = …`", self.peek().span)
         elif not isinstance(target, ast.PBind):
             self.report("a destructuring declaration needs a value", self.peek().span)
-        return ast.VarDecl(kind, target, type_, value, self.span_from(start.span))
+        if type(type_) is ast.TBang and value is None:
+            self.report(f"`{start.text} x: T!` needs a value to validate", self.peek().span)
+        return validation.bang_var(
+            ast.VarDecl(kind, target, type_, value, self.span_from(start.span))
+        )
 
     def block(self) -> ast.Block:
         if self.peek_past_newlines().kind == "{":
@@ -1097,6 +1187,11 @@ class Parser:
             return self.string(tok)
         if kind == NAME:
             return self.word(tok)
+        if kind == REGEX:  # `re/a+/i` is `__regex("a+", "i")`, a regex value
+            self.advance()
+            body, _, flags = tok.text[3:].rpartition("/")
+            args = (ast.Arg(ast.Literal(body, tok.span)), ast.Arg(ast.Literal(flags, tok.span)))
+            return ast.Call(ast.Name("__regex", tok.span), args, tok.span)
         if kind == "(":
             self.advance()
             return self.bracketed(tok, self.expression)
@@ -1205,6 +1300,10 @@ class Parser:
             self.fail(f"expected an expression, got the keyword `{text}`", tok.span)
         if text == "new" and self.peek_after().kind == NAME:
             return self.new_instance()
+        if text == "schema" and self.peek_after().kind == "(":
+            self.advance()
+            t = self.bracketed(self.advance(), self.type_expr)
+            return validation.schema_value(t, self.span_from(tok.span))
         if text in ("interrupt", "raise"):
             raised = self.raise_form(tok)
             if raised is not None:
@@ -1677,6 +1776,10 @@ class Parser:
         self.depth -= 1
         if len(options) == 1:
             return options[0]
+        last = options[-1]
+        if isinstance(last, ast.TBang):  # `A | B!` validates the whole union
+            union = ast.TUnion((*options[:-1], last.inner), self.span_from(start))
+            return ast.TBang(union, union.span)
         return ast.TUnion(tuple(options), self.span_from(start))
 
     def type_postfix(self) -> ast.TypeExpr:
@@ -1686,6 +1789,17 @@ class Parser:
             self.advance()
             self.advance()
             result = ast.TArray(result, self.span_from(start))
+        if self.at("!"):
+            self.advance()
+            result = ast.TBang(result, self.span_from(start))
+        if self.at("&"):  # `A & B`: both (written as the generic `&<A, B>`)
+            self.advance()
+            self.skip_newlines()
+            right = self.type_postfix()
+            if isinstance(right, ast.TBang):
+                both = ast.TGeneric("&", (result, right.inner), self.span_from(start))
+                return ast.TBang(both, both.span)
+            return ast.TGeneric("&", (result, right), self.span_from(start))
         return result
 
     def type_primary(self) -> ast.TypeExpr:
@@ -1696,14 +1810,22 @@ class Parser:
             return self.bracketed(self.advance(), self.type_expr)
         if tok.kind == "{":
             return self.object_type(self.advance())
+        if tok.kind == NAME and tok.text == "keyof" and self.peek_after().kind in (NAME, "("):
+            self.advance()  # `keyof T`: the union of T's keys (written as `keyof<T>`)
+            return ast.TGeneric("keyof", (self.type_postfix(),), self.span_from(tok.span))
         if tok.kind == NAME and tok.text not in _CONSTANTS:
             self.advance()
+            type_args: tuple[ast.TypeExpr, ...] = ()
             if self.at("<"):
                 opener = self.advance()
-                args = self.type_arguments(opener)
-                if tok.text == "Array" and len(args) == 1:
-                    return ast.TArray(args[0], self.span_from(tok.span))
-                return ast.TGeneric(tok.text, args, self.span_from(tok.span))
+                type_args = self.type_arguments(opener)
+            if self.at("("):  # `Age(18)`: a value-parameterised alias
+                args = self.comma_list(self.advance(), self.expression)
+                return ast.TCall(tok.text, type_args, tuple(args), self.span_from(tok.span))
+            if type_args:
+                if tok.text == "Array" and len(type_args) == 1:
+                    return ast.TArray(type_args[0], self.span_from(tok.span))
+                return ast.TGeneric(tok.text, type_args, self.span_from(tok.span))
             return ast.TName(tok.text, tok.span)
         if tok.kind == NAME and tok.text in ("null", "undefined"):
             self.advance()
@@ -1776,6 +1898,8 @@ class Parser:
                 tok = self.peek()
                 if tok.kind == "}":
                     break
+                decorators = self.decorators() if tok.kind == "@" else None
+                tok = self.peek()
                 if tok.kind == NAME or (tok.kind == STRING and _plain(tok)):
                     self.advance()
                     name = tok.text if tok.kind == NAME else _string_text(tok)
@@ -1785,6 +1909,8 @@ class Parser:
                 optional = self.accept("?") is not None
                 self.expect(":", f"expected `:` after the field name, got {describe(self.peek())}")
                 field_type = self.type_expr()
+                if decorators is not None:
+                    field_type = ast.TValidated(field_type, *decorators, self.span_from(tok.span))
                 fields.append(ast.TField(name, field_type, optional, self.span_from(tok.span)))
                 if self.peek().kind not in (NEWLINE, ",", ";", "}"):
                     self.expect_close(opener)
@@ -1806,7 +1932,7 @@ _CONSTANTS: dict[str, bool | None] = {
 _EXPRESSION_WORDS = frozenset(
     {"true", "false", "null", "undefined", "if", "match", "try", "typeof"}
 )
-_EXPRESSION_STARTS = frozenset({NUMBER, STRING, "(", "[", "{", "-", "+", "!", "\\"})
+_EXPRESSION_STARTS = frozenset({NUMBER, STRING, REGEX, "(", "[", "{", "-", "+", "!", "\\"})
 
 
 def _assignable(expr: ast.Expr) -> bool:

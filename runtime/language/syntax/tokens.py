@@ -21,14 +21,16 @@ NUMBER = "number"
 STRING = "string"
 NEWLINE = "newline"
 EOF = "eof"
+REGEX = "regex"  # `re/pattern/flags`; the token text is the whole literal
 
 # Longest first: the lexer tries three characters, then two, then one.
 PUNCT3 = frozenset({"...", "===", "!==", "??="})
 PUNCT2 = frozenset(
     {"?.", "??", "|>", "=>", "==", "!=", "<=", ">=", "&&", "||", "++", "--", "+=", "-=", "*=", "/="}
     | {"**", "->"}
+    | {"=~", "!~"}
 )
-PUNCT1 = frozenset("()[]{},;:.?+-*/%<>=!|\\")
+PUNCT1 = frozenset("()[]{},;:.?+-*/%<>=!|\\@&")
 
 # A line that starts with one of these continues the expression on the line before it
 # (method chains and pipelines written one step per line).
