@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
-from runtime.vm import builtins_fs, builtins_shell, builtins_std, classes  # noqa: F401  (they register)
+from runtime.vm import (  # noqa: F401  (they register)
+    builtins_fork,
+    builtins_fs,
+    builtins_shell,
+    builtins_std,
+    builtins_threads,
+    classes,
+)
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
@@ -603,6 +610,7 @@ def _interrupt_wait(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if m.answer is not None:
         answer, m.answer = m.answer, None
         return answer
+    builtins_fork.before_waiting(m)  # a race branch that can no longer win stops instead
     raise PauseSignal("interrupt", to_plain(args[0]) if args else None)
 
 
@@ -616,7 +624,9 @@ def _llm_open(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__llm_call")
 def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    return call_model(m, args[0])
+    answer = call_model(m, args[0])
+    builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
+    return answer
 
 
 @builtin("__call_tool")

@@ -22,6 +22,7 @@ from runtime.language.syntax import ast as A
 from runtime.language.syntax.ast import Span
 from runtime.vm import builtins
 from runtime.vm.builtins import get_member
+from runtime.vm.builtins_fork import BranchCancelled
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
 from runtime.vm.classes import items_of
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
@@ -277,6 +278,8 @@ class Machine:
                         return
             except RejectSignal as rejected:
                 self._reject(rejected.value)
+            except BranchCancelled:
+                pass  # a race branch lost: its frames are gone, the race frame goes on
             except PauseSignal as sig:
                 self.status = INTERRUPTED
                 self.pending = sig.payload
