@@ -61,6 +61,11 @@ def test_a_call_named_parallel_is_still_a_call() -> None:
     assert isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Call)
 
 
+def test_async_is_the_call_itself() -> None:
+    (stmt,) = body_of("node main() {\n  const a = async f(1)\n}")
+    assert isinstance(stmt, A.VarDecl) and isinstance(stmt.value, A.Call)
+
+
 def test_thread_value_binds_the_messages_after_the_block() -> None:
     (block,) = body_of('node main() {\n  const m = thread(label: "x") { g() }\n}')
     assert isinstance(block, A.Block)
@@ -88,6 +93,10 @@ def test_thread_value_binds_the_messages_after_the_block() -> None:
                 2,
                 10,
             ),
+        ),
+        (
+            "node main() {\n  const a = async x + 1\n}",
+            ("`async` must be followed by a call, like `async f(x)`", 2, 19),
         ),
     ],
 )

@@ -1201,12 +1201,24 @@ class Parser:
             raised = self.raise_form(tok)
             if raised is not None:
                 return raised
+        if text == "async" and self.peek_after().kind == NAME:
+            return self.async_call(tok)
         if text in concurrency.COMPREHENSION_PREFIXES and self.peek_after().kind == "[":
             nxt = self.peek_after()
             if (nxt.span.line, nxt.span.col) != (tok.span.end_line, tok.span.end_col):
                 return self.fork_prefix(tok)  # `fork [e for x in xs]`, not `fork[i]`
         self.advance()
         return ast.Name(text, tok.span)
+
+    def async_call(self, tok: Token) -> ast.Expr:
+        """`async f(x)`: the call runs as a branch the caller does not wait for; branches run in
+        turn here (runtime/vm/builtins_fork.py), so it is the call itself, finished before the
+        next statement."""
+        self.advance()
+        call = self.expr_after(tok, _PREFIX_OPERAND)
+        if not isinstance(call, ast.Call):
+            self.fail("`async` must be followed by a call, like `async f(x)`", call.span)
+        return call
 
     def fork_prefix(self, tok: Token) -> ast.Call:
         """`fork [e for x in xs if c]` (or `forkShared`, `race`, `raceShared`)."""
