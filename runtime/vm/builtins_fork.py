@@ -157,6 +157,13 @@ def _fork_end(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     return state["winner"]
 
 
+def fork_unwound(m: Machine, state: Any) -> None:
+    """A runtime error left a fork or race mid-branch: the parent's globals come back, as at
+    a join (the error then goes on to the def or node around the fork)."""
+    if type(state) is JSObject and type(state.get("saved")) is JSObject:
+        _set_globals(m, dict(state["saved"]))
+
+
 def _innermost(m: Machine, below: int) -> tuple[int, JSObject] | None:
     """The innermost running fork or race (frame index, state) under frame `below`."""
     frames = m.frames

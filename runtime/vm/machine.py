@@ -22,7 +22,7 @@ from runtime.language.syntax import ast as A
 from runtime.language.syntax.ast import Span
 from runtime.vm import builtins
 from runtime.vm.builtins import get_member
-from runtime.vm.builtins_fork import BranchCancelled
+from runtime.vm.builtins_fork import FORK_LOCAL, BranchCancelled, fork_unwound
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
 from runtime.vm.classes import items_of
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
@@ -1040,6 +1040,8 @@ class Machine:
             if kind in ("prelude", "handler", "block"):
                 frames.pop()
                 self.log((W_POP_FRAME,))
+                if kind == "prelude" and FORK_LOCAL in f.locals:
+                    fork_unwound(self, f.locals[FORK_LOCAL])  # the parent's globals come back
                 continue
             break
         self.status = FAILED
