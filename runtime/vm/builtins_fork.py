@@ -162,6 +162,8 @@ def fork_unwound(m: Machine, state: Any) -> None:
     a join (the error then goes on to the def or node around the fork)."""
     if type(state) is JSObject and type(state.get("saved")) is JSObject:
         _set_globals(m, dict(state["saved"]))
+    if m.wlog is not None:  # the branch's subthread went with the fork's frame
+        m.wlog.append((W_ACTIVE, m.active_thread()))
 
 
 def _innermost(m: Machine, below: int) -> tuple[int, JSObject] | None:
