@@ -4,18 +4,26 @@ desugared by the parser).
 
 Branches run one after another, in source order, on the one frame stack, so every step of a
 branch is an ordinary step (checkpointable, resumable after an interrupt). What makes them
-branches is the fork's state, a plain object held in a local of the frame running the loop:
+branches is the fork's state, a plain object held in a local of the frame running the loop
+(`__fork` in the prelude's frames; a hidden local for `parallel`), changed only through the
+machine's logged writes:
 
-    {shared, race, saved, clock, times, best, winner}
+    {shared, race, saved, clock, times, best, winner, cancelled,
+     seenTokens, seenCost, spentTokens, spentCost}
 
 * `saved` is the parent's module globals (the values themselves) when the fork started. A
   non-shared branch starts from a deep copy of them and its writes are thrown away: the parent's
-  values come back at the join. A shared fork (`shared: true`) leaves globals alone.
+  values come back at the join (or when a runtime error unwinds the fork). A shared fork
+  (`shared: true`) leaves globals alone.
 * Each branch runs in a fresh subthread of the parent's active thread, popped at its end.
-* `clock` is the branch's virtual time: `sleep(ms)` inside a branch advances it instead of
-  waiting. A race's winner is the branch that finished at the smallest virtual time (the first in
-  source order on a tie); a later branch whose clock passes the winner's time is cancelled at
-  its next `sleep`, as a race loser is aborted.
+* `clock` is the branch's virtual time: `sleep(ms)` inside a branch advances it by `ms` instead
+  of waiting, and each LLM call by one tick. A race's winner is the branch that finished at the
+  smallest virtual time (the first in source order on a tie). A later branch is cancelled (its
+  frames unwound to the race) once its clock passes the winner's, at a `sleep` or after an LLM
+  call, or when it would wait for a person at or after the winner's time: so only the winner's
+  interrupts reach the person, as the reference's race aborts its losers.
+* `getCost()`/`getTokens()` inside a branch see the parent's usage at the fork plus the
+  branch's own calls (`seen*` + `spent*`); the run's totals count every branch, losers too.
 """
 
 from __future__ import annotations
@@ -36,8 +44,8 @@ FORK_LOCAL = "__fork"  # the local of the prelude's fork/race frames that holds 
 
 
 class BranchCancelled(Signal):
-    """A race branch lost while it slept: its frames are gone and the race frame has its
-    (ignored) result; the machine loop carries on from the race frame."""
+    """A race branch lost: its frames are gone and the race frame has its (ignored) result;
+    the machine loop carries on from the race frame."""
 
 
 def _clone(v: Any, memo: dict[int, Any]) -> Any:
