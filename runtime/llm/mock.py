@@ -78,8 +78,12 @@ class MockModel:
                 and isinstance(value, dict)
                 and list(value) == ["response"]
             ):
+                # The text stays the reply as a model writes it, wrapper and all (compact,
+                # as JavaScript writes JSON): it is what the thread holds.
+                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
                 value = value["response"]
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            else:
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             return Completion(
                 text=text,
                 value=value,

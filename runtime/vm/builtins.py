@@ -21,11 +21,13 @@ from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
     builtins_callbacks,
+    builtins_fork,
     builtins_fs,
     builtins_guard,
-    builtins_policy,  # noqa: F401  (it registers)
+    builtins_policy,
     builtins_shell,
     builtins_std,
+    builtins_threads,
     builtins_values,
     classes,
 )
@@ -613,6 +615,7 @@ def _interrupt_wait(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if m.answer is not None:
         answer, m.answer = m.answer, None
         return answer
+    builtins_fork.before_waiting(m)  # a race branch that can no longer win stops instead
     raise PauseSignal("interrupt", to_plain(args[0]) if args else None)
 
 
@@ -626,7 +629,9 @@ def _llm_open(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__llm_call")
 def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    return call_model(m, args[0])
+    answer = call_model(m, args[0])
+    builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
+    return answer
 
 
 @builtin("__call_tool")

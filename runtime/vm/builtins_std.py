@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_fork import branch_usage
 from runtime.vm.effects import observe
 from runtime.vm.llm_calls import MODEL_USAGE
 from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
@@ -173,10 +174,10 @@ def _system_notify(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
 @builtin("__thread_usage")
 def _thread_usage(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
     u = m.usage
-    tokens = u["input_tokens"] + u["output_tokens"]
+    tokens, cost = branch_usage(m)  # inside a fork branch: the branch's own view
     return JSObject(
         {
-            "cost": u["cost"],
+            "cost": cost,
             "tokens": tokens,
             "inputTokens": u["input_tokens"],
             "outputTokens": u["output_tokens"],

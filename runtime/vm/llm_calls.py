@@ -17,6 +17,7 @@ from runtime.language.syntax.ast import TFunc
 from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
+from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
 from runtime.vm.values import (
     BoundFunction,
@@ -172,6 +173,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
     m.usage["output_tokens"] += usage.output_tokens
     m.usage["cost"] += cost
     m.log((W_USAGE, m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]))
+    branch_spend(m, usage.input_tokens + usage.output_tokens, cost)  # fork branches' views
     count_model_usage(
         m, completion.model or "unknown", usage.input_tokens, usage.output_tokens, cost
     )

@@ -24,6 +24,7 @@ from runtime.vm import builtins
 from runtime.vm.builtins import get_member
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
 from runtime.vm.builtins_callbacks import HOOKED_CALL, active_callbacks
+from runtime.vm.builtins_fork import FORK_LOCAL, BranchCancelled, fork_unwound
 from runtime.vm.builtins_guard import DESTRUCTIVE, destructive_return
 from runtime.vm.checkpoints import apply_restore, entry_checkpoint
 from runtime.vm.classes import items_of
@@ -283,6 +284,8 @@ class Machine:
                 self._reject(rejected.value)
             except UnwindSignal as unwind:
                 self._unwind(unwind.depth, unwind.value)
+            except BranchCancelled:
+                pass  # a race branch lost: its frames are gone, the race frame goes on
             except PauseSignal as sig:
                 self.status = INTERRUPTED
                 self.pending = sig.payload
@@ -1047,6 +1050,8 @@ class Machine:
             if kind in ("prelude", "handler", "block"):
                 frames.pop()
                 self.log((W_POP_FRAME,))
+                if kind == "prelude" and FORK_LOCAL in f.locals:
+                    fork_unwound(self, f.locals[FORK_LOCAL])  # the parent's globals come back
                 continue
             break
         self.status = FAILED

@@ -46,7 +46,7 @@ from typing import NoReturn, TypeVar
 
 import runtime.language.syntax.ast as ast
 from runtime.errors import AgencySyntaxError, Diagnostic
-from runtime.language.syntax import validation
+from runtime.language.syntax import concurrency, validation
 from runtime.language.syntax.ast import Span
 from runtime.language.syntax.lexer import Lexer
 from runtime.language.syntax.tokens import (
@@ -219,6 +219,8 @@ class Parser:
         # `type` aliases written inside a def or node: hoisted to the top level of the file.
         self.inner_aliases: list[ast.TypeAlias] = []
         self.headers = 0  # inside an `if`/`while`/`for`/`match` header: `f() {` is not a block
+        self.parallels = 0  # `parallel` blocks so far: each gets its own hidden state local
+        self.threads_as_values = 0  # `x = thread { … }` so far: each keeps its thread's id
 
     # ----------------------------------------------------------------------------------------
     # Results and errors
@@ -705,12 +707,19 @@ class Parser:
         if word in ("thread", "subthread") and nxt.kind == "{":
             self.advance()
             return ast.ThreadBlock(word, self.block(), self.span_from(start.span))
+        if word in ("thread", "subthread") and nxt.kind == "(" and self.block_form_ahead():
+            return self.thread_statement(start, None)
         if word == "handle" and nxt.kind == "{":
             return self.handle_block()
         if word == "finalize" and (nxt.kind == "{" or (nxt.kind == NAME and nxt.text == "as")):
             return self.finalize_block(start)
         if word == "destructive" and nxt.kind == "{":
             return self.destructive_block(start)
+        if word == "parallel" and self.block_form_ahead():
+            return self.parallel_statement(start)
+        if word == "seq" and nxt.kind == "{":
+            self.advance()
+            return self.block()
         if word == "else":
             self.fail("`else` without `if`", start.span)
         if word == "shared" and nxt.kind == NAME:
@@ -879,10 +888,13 @@ class Parser:
         span = self.span_from(start.span)
         return ast.ExprStmt(ast.Call(ast.Name("__slice_assign", span), args, span), span)
 
-    def var_decl(self, start: Token, kind: str) -> ast.VarDecl:
+    def var_decl(self, start: Token, kind: str) -> ast.VarDecl | ast.Block:
         target = self.pattern(binding=True)
         type_ = self.type_expr() if self.accept(":") else None
         value = None
+        if self.at("=") and self.thread_value_ahead():
+            self.advance()
+            return self.thread_value(start, kind, target, type_)
         if self.at("="):
             value = self.expr_after(self.advance())
         elif kind in ("const", "static"):
@@ -1308,8 +1320,109 @@ class Parser:
             raised = self.raise_form(tok)
             if raised is not None:
                 return raised
+        if text == "async" and self.peek_after().kind == NAME:
+            return self.async_call(tok)
+        if text in concurrency.COMPREHENSION_PREFIXES and self.peek_after().kind == "[":
+            nxt = self.peek_after()
+            if (nxt.span.line, nxt.span.col) != (tok.span.end_line, tok.span.end_col):
+                return self.fork_prefix(tok)  # `fork [e for x in xs]`, not `fork[i]`
         self.advance()
         return ast.Name(text, tok.span)
+
+    def async_call(self, tok: Token) -> ast.Expr:
+        """`async f(x)`: the call runs as a branch the caller does not wait for; branches run in
+        turn here (runtime/vm/builtins_fork.py), so it is the call itself, finished before the
+        next statement."""
+        self.advance()
+        call = self.expr_after(tok, _PREFIX_OPERAND)
+        if not isinstance(call, ast.Call):
+            self.fail("`async` must be followed by a call, like `async f(x)`", call.span)
+        return call
+
+    def fork_prefix(self, tok: Token) -> ast.Call:
+        """`fork [e for x in xs if c]` (or `forkShared`, `race`, `raceShared`)."""
+        self.advance()
+        items = self.array(self.advance())
+        if not isinstance(items, ast.ListComp):
+            self.fail(
+                f"`{tok.text} [ … ]` needs a comprehension, like `{tok.text} [f(x) for x in xs]`",
+                items.span,
+            )
+        return concurrency.fork_comprehension(tok.text, items, self.span_from(tok.span))
+
+    def thread_value_ahead(self) -> bool:
+        """After `let x =`: `thread {`, `subthread {` or `thread(…) {`."""
+        tok = self.peek_after()
+        if tok.kind != NAME or tok.text not in ("thread", "subthread"):
+            return False
+        saved = self.pos
+        self.pos += 1
+        try:
+            return self.peek_after().kind == "{" or self.block_form_ahead()
+        finally:
+            self.pos = saved
+
+    def thread_value(
+        self, start: Token, kind: str, target: ast.Pattern, type_: ast.TypeExpr | None
+    ) -> ast.Block:
+        """`const msgs = thread { … }`: the block runs, then `msgs` holds its messages."""
+        self.threads_as_values += 1
+        handle = f"__thread#{self.threads_as_values}"
+        block = self.thread_statement(self.peek(), handle)
+        span = self.span_from(start.span)
+        value = concurrency.thread_value_expr(handle, span)
+        store = ast.VarDecl(kind, target, type_, value, span)
+        return concurrency.thread_value(block, handle, store, span)
+
+    def thread_statement(self, start: Token, handle: str | None) -> ast.ThreadBlock:
+        """`thread { … }`, `subthread(label: "x", hidden: true) { … }` and the like."""
+        word = self.advance().text
+        options: list[ast.Arg] = []
+        if self.at("("):
+            options = self.comma_list(self.advance(), self.argument)
+            for a in options:
+                if a.name not in concurrency.THREAD_OPTIONS:
+                    self.fail(
+                        f"`{word}` takes the options "
+                        + ", ".join(f"`{o}:`" for o in sorted(concurrency.THREAD_OPTIONS)),
+                        a.span,
+                    )
+        body = self.block()
+        span = self.span_from(start.span)
+        if handle is None and any(a.name == "summarize" for a in options):
+            self.threads_as_values += 1
+            handle = f"__thread#{self.threads_as_values}"
+        if not options and handle is None:
+            return ast.ThreadBlock(word, body, span)
+        return concurrency.thread_block(word, tuple(options), body, handle, span)
+
+    def block_form_ahead(self) -> bool:
+        """Whether `word {` or `word(…) {` follows (the block forms of `parallel`)."""
+        i = self.pos + 1
+        if self.toks[i].kind == "(":
+            depth = 0
+            while i < len(self.toks) and self.toks[i].kind != EOF:
+                kind = self.toks[i].kind
+                depth += kind == "("
+                depth -= kind == ")"
+                i += 1
+                if depth == 0:
+                    break
+        return i < len(self.toks) and self.toks[i].kind == "{"
+
+    def parallel_statement(self, start: Token) -> ast.Block:
+        """`parallel { … }` / `parallel(shared: true) { … }`: each statement is a branch."""
+        self.advance()
+        shared: ast.Expr | None = None
+        if self.at("("):
+            for a in self.comma_list(self.advance(), self.argument):
+                if a.name != "shared":
+                    self.fail("`parallel` takes only the option `shared: …`", a.span)
+                shared = a.value
+        body = self.block()
+        self.parallels += 1
+        state = f"__parallel#{self.parallels}"
+        return concurrency.parallel_block(body.body, shared, state, self.span_from(start.span))
 
     def raise_form(self, tok: Token) -> ast.Expr | None:
         """`interrupt ns::name(msg, data?)` (an interrupt with an effect name), and `raise`
