@@ -79,10 +79,22 @@ from runtime.language.syntax import ast as A
     STORE_OUTER,
     UPDATE_OUTER,
     MAKE_CLOSURE,
-) = range(62)
+    # Superinstructions: never emitted by the compiler; `runtime.vm.fuse` writes them over the
+    # first instruction of the sequence each stands for, leaving the rest in place.
+    STEP_NEXT,
+    LOCAL_OP_LOCAL_STORE,
+    LOCAL_OP_CONST_STORE,
+    LOCAL_OP_CONST_JUMP,
+    LOCAL_OP_LOCAL_JUMP,
+    LOCAL_OP_CONST,
+    LOCAL_OP_LOCAL,
+    OP_CONST_JUMP,
+    FOR_RANGE,
+    FOR_EACH,
+) = range(72)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 62
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 72
 }
 
 
