@@ -207,11 +207,14 @@ def main() -> None:
         f"# bench_interpreter ({'quick' if opts.quick else 'full'}) — {root}, "
         f"python {platform.python_version()}, nproc {os.cpu_count()}"
     )
-    print(f"\n## Interpreter (best of {opts.rounds}; ratios to CPython running the same algorithm)")
-    print(
-        f"{'program':<16} {'steps':>8} {'cpython':>9} {'bare':>9} {'recorded':>9}"
-        f" {'bare/py':>8} {'rec/py':>8} {'rec/bare':>9} {'µs/step':>8}"
-    )
+    if opts.part != "startup":
+        print(
+            f"\n## Interpreter (best of {opts.rounds}; ratios to CPython running the same algorithm)"
+        )
+        print(
+            f"{'program':<16} {'steps':>8} {'cpython':>9} {'bare':>9} {'recorded':>9}"
+            f" {'bare/py':>8} {'rec/py':>8} {'rec/bare':>9} {'µs/step':>8}"
+        )
     sizes = QUICK if opts.quick else SIZES
     for name, n in sizes.items() if opts.part != "startup" else ():
         r = measure(name, n, opts.rounds)

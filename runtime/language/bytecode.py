@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.language.location import Location as Location  # where a step is
 from runtime.language.syntax import ast as A
 
 # Opcodes, most frequent first (the machine tests them in roughly this order). The machine's
@@ -220,26 +221,6 @@ class FuncRef:
 
     def __repr__(self) -> str:
         return f"<function {self.name}>"
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Where a step is: `file:scope:path` plus a span for highlighting.
-
-    `path` is the statement's position inside its function as dotted indices ("3.body.0"),
-    stable across runs of the same source.
-    """
-
-    file: str
-    scope: str
-    path: str
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
 
 
 @dataclass(slots=True)
