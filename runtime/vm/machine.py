@@ -73,6 +73,20 @@ DEFAULT_RESTORE_CAP = 100
 class Machine:
     """Runs one program from one entry node. Use `run()` / `step()` / `run_until()`."""
 
+    # What every step reads or writes, as slots (quicker to reach than the instance's
+    # dictionary, which holds everything else).
+    __slots__ = (
+        "step_index",
+        "location",
+        "stop_at",
+        "breakpoints",
+        "on_step",
+        "wlog_limit",
+        "rec",
+        "methods",
+        "__dict__",
+    )
+
     def __init__(
         self,
         program: CompiledProgram,
