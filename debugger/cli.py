@@ -8,10 +8,11 @@ import os
 import sys
 import tempfile
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from debugger import __version__
 from runtime.errors import (
     EXIT_STOPPED,
     AgencyError,
@@ -19,9 +20,10 @@ from runtime.errors import (
     CheckpointFormatError,
     UsageError,
 )
-from runtime.vm.machine import Machine
-from runtime.vm.values import stringify
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
+
+if TYPE_CHECKING:  # the machine is imported by the commands that run programs (start-up time)
+    from runtime.vm.machine import Machine
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -102,7 +104,7 @@ class AgencyGroup(click.Group):
 
 
 @click.group(cls=AgencyGroup, context_settings=CONTEXT)
-@click.version_option(package_name="agency-debugger", prog_name="agency")
+@click.version_option(__version__, prog_name="agency")
 def cli() -> None:
     """Run, test and time-travel-debug Agency agent programs.
 
@@ -239,6 +241,8 @@ def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
 
 def finish(machine: Machine, as_json: bool) -> None:
     """Print the outcome of a run and exit with the right code."""
+    from runtime.vm.values import stringify
+
     if machine.status == HALTED:
         if as_json:
             click.echo(stringify(machine.result))

@@ -217,7 +217,7 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     """
     from dataclasses import asdict
 
-    from runtime.runs.fork import Timeline
+    from runtime.record.timeline import Timeline  # reading needs no machine (start-up time)
 
     run_ref, step = parse_ref(ref)
     store = open_store(db, read_only=True)

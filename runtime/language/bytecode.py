@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.language.location import Location as Location  # where a step is
 from runtime.language.syntax import ast as A
 
 # Opcodes, most frequent first (the machine tests them in roughly this order). The machine's
@@ -79,10 +80,22 @@ from runtime.language.syntax import ast as A
     STORE_OUTER,
     UPDATE_OUTER,
     MAKE_CLOSURE,
-) = range(62)
+    # Superinstructions: never emitted by the compiler; `runtime.vm.fuse` writes them over the
+    # first instruction of the sequence each stands for, leaving the rest in place.
+    STEP_NEXT,
+    LOCAL_OP_LOCAL_STORE,
+    LOCAL_OP_CONST_STORE,
+    LOCAL_OP_CONST_JUMP,
+    LOCAL_OP_LOCAL_JUMP,
+    LOCAL_OP_CONST,
+    LOCAL_OP_LOCAL,
+    OP_CONST_JUMP,
+    FOR_RANGE,
+    FOR_EACH,
+) = range(72)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 62
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 72
 }
 
 
@@ -255,26 +268,6 @@ class FuncRef:
 
     def __repr__(self) -> str:
         return f"<function {self.name}>"
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Where a step is: `file:scope:path` plus a span for highlighting.
-
-    `path` is the statement's position inside its function as dotted indices ("3.body.0"),
-    stable across runs of the same source.
-    """
-
-    file: str
-    scope: str
-    path: str
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.language.bytecode import Location as Location  # a view names where a step is
+from runtime.language.location import Location as Location  # a view names where a step is
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,8 @@ def unpack(data: Any) -> Any:
 
 
 def effect_key(m: Machine) -> str:
+    if m.call_step != m.step_index:  # the step's first effect call (steps reset it lazily)
+        m.call_step, m.call_index = m.step_index, 0
     key = f"{m.run_id or 'run'}:{m.branch}:{m.step_index}:{m.call_index}"
     m.call_index += 1
     return key

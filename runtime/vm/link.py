@@ -5,11 +5,13 @@ machine links them to its own objects once per program, before the first instruc
 from __future__ import annotations
 
 from runtime.language.bytecode import BINARY, CONST, UNARY, CompiledProgram
+from runtime.vm.fuse import fuse
 from runtime.vm.values import BINARY_OPS, UNARY_OPS, from_plain
 
 
 def link(program: CompiledProgram) -> CompiledProgram:
-    """Link `program` in place (once) and return it."""
+    """Link `program` in place (once), with its superinstructions (`runtime.vm.fuse`), and
+    return it."""
     if program.linked:
         return program
     for code in [*program.functions.values(), program.module]:
@@ -22,5 +24,6 @@ def link(program: CompiledProgram) -> CompiledProgram:
                 args[pc] = UNARY_OPS[arg]
             elif op == CONST and type(arg) in (dict, list):
                 args[pc] = from_plain(arg)
+        fuse(code)
     program.linked = True
     return program

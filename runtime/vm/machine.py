@@ -78,6 +78,20 @@ DEFAULT_RESTORE_CAP = 100
 class Machine:
     """Runs one program from one entry node. Use `run()` / `step()` / `run_until()`."""
 
+    # What every step reads or writes, as slots (quicker to reach than the instance's
+    # dictionary, which holds everything else).
+    __slots__ = (
+        "step_index",
+        "location",
+        "stop_at",
+        "breakpoints",
+        "on_step",
+        "wlog_limit",
+        "rec",
+        "methods",
+        "__dict__",
+    )
+
     def __init__(
         self,
         program: CompiledProgram,
@@ -117,6 +131,7 @@ class Machine:
         self.restores_of: dict[str, int] = {}  # per checkpoint site
         self.effects: dict[str, Any] = {}
         self.call_index = 0  # effect calls within the current step
+        self.call_step = -1  # the step `call_index` counts for (`effects.effect_key`)
         self.llm_calls = 0
         self.nodes_traversed: list[str] = []
         # Control
@@ -328,6 +343,140 @@ class Machine:
                     op = ops[pc]
                     arg = oargs[pc]
                     pc += 1
+                    if op >= 62:  # superinstructions (runtime/vm/fuse.py); others fall through
+                        if op == 62:  # STEP_NEXT (location index, location, op, arg, next pc)
+                            # STEP (below) and the instruction after it, in one dispatch.
+                            frame.stmt_pc = pc - 1
+                            frame.stmt_sp = len(stack)
+                            at, loc, op, next_arg, next_pc = arg
+                            self.location = loc
+                            step = self.step_index = self.step_index + 1
+                            if self.on_step is not None:
+                                frame.pc = pc
+                                self.on_step(self, "step")
+                            elif wlog is not None:
+                                wlog.append(markers[at])
+                                if len(wlog) > self.wlog_limit:
+                                    frame.pc = pc
+                                    self.on_flush(self)  # type: ignore[misc]
+                            if step >= self.stop_at:
+                                frame.pc = pc
+                                self.stopped_by = "step"
+                                return
+                            if self.breakpoints and (loc.file, loc.line) in self.breakpoints:
+                                frame.pc = pc
+                                self.stopped_by = "breakpoint"
+                                return
+                            arg = next_arg
+                            pc = next_pc
+                        if op >= 63:  # (a STEP_NEXT's next instruction may be one)
+                            if op == 63:  # LOCAL_OP_LOCAL_STORE (a, b, fn, int fn, name, next pc)
+                                x, y, fn, fast, name, pc = arg
+                                a = L.get(x)
+                                b = L.get(y)
+                                if fast is not None and type(a) is int and type(b) is int:
+                                    v = fast(a, b)
+                                else:
+                                    v = fn(a, b)
+                                L[name] = v
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            name,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
+                            if op == 64:  # LOCAL_OP_CONST_STORE (a, b, fn, int fn, name, next pc)
+                                x, b, fn, fast, name, pc = arg
+                                a = L.get(x)
+                                v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
+                                L[name] = v
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            name,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
+                            if op == 65:  # LOCAL_OP_CONST_JUMP (a, b, fn, int fn, target, next pc)
+                                x, b, fn, fast, target, pc = arg
+                                a = L.get(x)
+                                v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
+                                if v is not True and (v is False or v is None or not truthy(v)):
+                                    pc = target
+                                continue
+                            if op == 66:  # LOCAL_OP_LOCAL_JUMP (a, b, fn, int fn, target, next pc)
+                                x, y, fn, fast, target, pc = arg
+                                a = L.get(x)
+                                b = L.get(y)
+                                if fast is not None and type(a) is int and type(b) is int:
+                                    v = fast(a, b)
+                                else:
+                                    v = fn(a, b)
+                                if v is not True and (v is False or v is None or not truthy(v)):
+                                    pc = target
+                                continue
+                            if op == 67:  # LOCAL_OP_CONST (a, b, fn, int fn, next pc)
+                                x, b, fn, fast, pc = arg
+                                a = L.get(x)
+                                push(
+                                    fast(a, b) if fast is not None and type(a) is int else fn(a, b)
+                                )
+                                continue
+                            if op == 68:  # LOCAL_OP_LOCAL (a, b, fn, int fn, next pc)
+                                x, y, fn, fast, pc = arg
+                                a = L.get(x)
+                                b = L.get(y)
+                                if fast is not None and type(a) is int and type(b) is int:
+                                    push(fast(a, b))
+                                else:
+                                    push(fn(a, b))
+                                continue
+                            if op == 69:  # OP_CONST_JUMP (b, fn, int fn, target, next pc)
+                                b, fn, fast, target, pc = arg
+                                a = pop()
+                                v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
+                                if v is not True and (v is False or v is None or not truthy(v)):
+                                    pc = target
+                                continue
+                            if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
+                                target, slot, var, end_slot = arg
+                                i = L[slot]
+                                if i >= L[end_slot]:
+                                    pc = target
+                                    continue
+                                L[slot] = i + 1
+                                L[var] = i
+                                if wlog is not None:
+                                    wlog.append((1, depth, var, i))
+                                continue
+                            if op == 71:  # FOR_EACH (target, slot, var, index slot)
+                                # ITER_NEXT without a second variable
+                                target, slot, var, index_slot = arg
+                                seq = L[slot]
+                                i = L[index_slot]
+                                if i >= len(seq):
+                                    pc = target
+                                    continue
+                                L[index_slot] = i + 1
+                                v = seq[i]
+                                L[var] = v
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            var,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
                     if op == 0:  # STEP
                         frame.stmt_pc = pc - 1
                         frame.stmt_sp = len(stack)

@@ -1,0 +1,238 @@
+"""Measures the interpreter against CPython, and the `agency` command's start-up.
+
+Run: `python benchmarks/bench_interpreter.py [--quick] [--root DIR]`. Each program runs three
+ways in one process, alternated (best of `--rounds`): our machine unrecorded (`Machine.run()`),
+recorded to SQLite (`record_program`, flush and close included), and the same algorithm as
+plain CPython. Times are the process's CPU time (the store's writer thread included), which a
+busy shared machine disturbs less than wall time. Start-up is the CPU time (user + system) of the `agency` command's entry point
+in a child process, beside `python -c pass`.
+
+`--root DIR` measures another checkout (say main, for a before/after comparison) with this
+same script: its `runtime/` and `debugger/` are imported instead of this one's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# name -> (Agency source, CPython source), both with a `%d` for the size.
+PROGRAMS: dict[str, tuple[str, str]] = {
+    "while loop": (
+        """node main() {
+  let i = 0
+  let total = 0
+  while (i < %d) {
+    i = i + 1
+    total = total + i
+  }
+  return total
+}
+""",
+        """def main():
+    i = 0
+    total = 0
+    while i < %d:
+        i = i + 1
+        total = total + i
+    return total
+""",
+    ),
+    "for range loop": (
+        """node main() {
+  let total = 0
+  for (i in range(%d)) {
+    total = total + i * 2
+  }
+  return total
+}
+""",
+        """def main():
+    total = 0
+    for i in range(%d):
+        total = total + i * 2
+    return total
+""",
+    ),
+    "array loop": (
+        """node main() {
+  let xs = []
+  for (i in range(%d)) {
+    xs.push(i)
+  }
+  let total = 0
+  for (x in xs) {
+    if (x %% 3 == 0) {
+      total += x
+    }
+  }
+  return total
+}
+""",
+        """def main():
+    xs = []
+    for i in range(%d):
+        xs.append(i)
+    total = 0
+    for x in xs:
+        if x %% 3 == 0:
+            total += x
+    return total
+""",
+    ),
+    "calls (fib)": (
+        """def fib(n) {
+  if (n < 2) {
+    return n
+  }
+  return fib(n - 1) + fib(n - 2)
+}
+
+node main() {
+  return fib(%d)
+}
+""",
+        """def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+def main():
+    return fib(%d)
+""",
+    ),
+}
+
+SIZES = {"while loop": 100_000, "for range loop": 100_000, "array loop": 50_000, "calls (fib)": 20}
+QUICK = {"while loop": 10_000, "for range loop": 10_000, "array loop": 5_000, "calls (fib)": 15}
+
+
+def measure(name: str, n: int, rounds: int) -> dict[str, float]:
+    from runtime.language.program import compile_source
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig, new_machine
+
+    agency, python = PROGRAMS[name]
+    program = compile_source(agency % n, "bench.agency")
+    namespace: dict[str, Any] = {}
+    exec(compile(python % n, "bench.py", "exec"), namespace)
+    best = {"bare": float("inf"), "recorded": float("inf"), "cpython": float("inf")}
+    steps = 0
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = RunConfig(model_spec="sim", root=tmp, quiet=True)
+            m = new_machine(program, config)
+            t0 = time.process_time()
+            m.run()
+            best["bare"] = min(best["bare"], time.process_time() - t0)
+            store = SQLiteStore(Path(tmp) / "runs.db")
+            t0 = time.process_time()
+            rec = record_program(program, config, store)
+            store.flush()
+            store.close()
+            best["recorded"] = min(best["recorded"], time.process_time() - t0)
+            t0 = time.process_time()
+            expected = namespace["main"]()
+            best["cpython"] = min(best["cpython"], time.process_time() - t0)
+            assert m.result == rec.machine.result == expected, (m.result, expected)
+            steps = rec.machine.step_index + 1
+    best["steps"] = steps
+    return best
+
+
+def child_cpu(argv: list[str], cwd: str, env: dict[str, str]) -> float:
+    """CPU seconds (user + system) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def startup(root: Path, rounds: int) -> dict[str, float]:
+    """Best-of CPU time of `agency --version`, `agency show RUN:STEP` and `python -c pass`."""
+    from runtime.language.program import compile_source
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig
+
+    # The console script's own code (`from debugger.cli import main; sys.exit(main())`), with
+    # the measured checkout first on the path.
+    agency = [sys.executable, "-c", "import sys; from debugger.cli import main; sys.exit(main())"]
+    env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "runs.db")
+        store = SQLiteStore(Path(db))
+        program = compile_source(PROGRAMS["while loop"][0] % 50, "bench.agency")
+        rec = record_program(program, RunConfig(model_spec="sim", root=tmp, quiet=True), store)
+        store.close()
+        cases = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "agency --version": [*agency, "--version"],
+            "agency show RUN:STEP": [*agency, "show", f"{rec.run_id}:40", "--db", db],
+        }
+        for label, argv in cases.items():
+            out[label] = min(child_cpu(argv, tmp, env) for _ in range(rounds))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller programs (a smoke run)")
+    ap.add_argument("--rounds", type=int, default=3, help="best of this many (default 3)")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure")
+    ap.add_argument(
+        "--part", choices=("all", "interpreter", "startup"), default="all", help="what to measure"
+    )
+    opts = ap.parse_args()
+    root = opts.root.resolve()
+    sys.path.insert(0, str(root))
+    import runtime
+
+    assert Path(runtime.__file__).resolve().parent == root / "runtime", runtime.__file__
+    print(
+        f"# bench_interpreter ({'quick' if opts.quick else 'full'}) — {root}, "
+        f"python {platform.python_version()}, nproc {os.cpu_count()}"
+    )
+    if opts.part != "startup":
+        print(
+            f"\n## Interpreter (best of {opts.rounds}; ratios to CPython running the same algorithm)"
+        )
+        print(
+            f"{'program':<16} {'steps':>8} {'cpython':>9} {'bare':>9} {'recorded':>9}"
+            f" {'bare/py':>8} {'rec/py':>8} {'rec/bare':>9} {'µs/step':>8}"
+        )
+    sizes = QUICK if opts.quick else SIZES
+    for name, n in sizes.items() if opts.part != "startup" else ():
+        r = measure(name, n, opts.rounds)
+        print(
+            f"{name:<16} {int(r['steps']):>8} {r['cpython']:>8.3f}s {r['bare']:>8.3f}s"
+            f" {r['recorded']:>8.3f}s {r['bare'] / r['cpython']:>7.1f}x"
+            f" {r['recorded'] / r['cpython']:>7.1f}x {r['recorded'] / r['bare']:>8.2f}x"
+            f" {r['bare'] / r['steps'] * 1e6:>8.2f}"
+        )
+    if opts.part == "interpreter":
+        return
+    print(f"\n## Start-up (CPU time, user + system, best of {max(opts.rounds, 5)})")
+    s = startup(root, max(opts.rounds, 5))
+    base = s["python -c pass"]
+    for label, cpu in s.items():
+        extra = "" if label.startswith("python") else f"  ({cpu / base:.1f}x python -c pass)"
+        print(f"{label:<22} {cpu:.3f} s{extra}")
+
+
+if __name__ == "__main__":
+    main()
