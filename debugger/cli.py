@@ -307,6 +307,12 @@ def stopped_because(exc: BaseException) -> str:
     metavar="N",
     help="Stop after N steps (a program that never ends); the run is saved as interrupted.",
 )
+@click.option(
+    "--max-store-size",
+    metavar="SIZE",
+    help="Stop (saved as interrupted, resumable) once the run store grows past SIZE, e.g. 500M "
+    "(default AGENCY_MAX_STORE_SIZE, else 8G).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -324,6 +330,7 @@ def run(
     no_record: bool,
     db: str | None,
     max_steps: int | None,
+    max_store_size: str | None,
 ) -> None:
     """Run an Agency program and print what it prints.
 
@@ -340,7 +347,7 @@ def run(
     from runtime.language.program import load_program
     from runtime.runs.recording import at_checkpoint_step
     from runtime.runs.runner import check_entry, drive, new_machine
-    from runtime.runs.stopping import Stopper
+    from runtime.runs.stopping import Stopper, max_store_bytes
 
     if approve_all and reject_all:
         fail("choose one of --approve-all and --reject-all")
@@ -373,6 +380,8 @@ def run(
         machine = new_machine(program, config, model=model)
     answer = interactive_answer(approve_all, reject_all)
     stopper = Stopper(max_steps) if max_steps is not None else None
+    if not no_record:
+        stopper = Stopper(max_steps, max_store_bytes(max_store_size))
     if no_record:
         try:
             drive(machine, answer, stopper)

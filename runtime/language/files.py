@@ -14,10 +14,12 @@ and the machine's `World` can check, without either importing the other.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 from runtime.errors import AgencyError
 
@@ -27,6 +29,7 @@ __all__ = [
     "STORE_SUFFIXES",
     "check_regular",
     "kind_of",
+    "loads_json",
     "max_read_bytes",
     "protect",
     "protected_reason",
@@ -140,6 +143,18 @@ def read_text(
 ) -> str:
     """`read_bytes` decoded as UTF-8 (UnicodeDecodeError passes through)."""
     return read_bytes(path, what, error, shown).decode("utf-8")
+
+
+def _json_integer(text: str) -> int | float:
+    """A JSON integer: exact while it is short, else the double JavaScript reads (a 5,000-digit
+    integer is Infinity, never a number Python refuses to print)."""
+    return int(text) if len(text) <= 300 else float(text)
+
+
+def loads_json(text: str) -> Any:
+    """`json.loads` for input from outside (a mock file, `--args`, a checkpoint, `JSON.parse`):
+    integers of any length are read as JavaScript reads them; errors as json.loads raises them."""
+    return json.loads(text, parse_int=_json_integer)
 
 
 # -- files the runtime owns ----------------------------------------------------------------------

@@ -80,6 +80,8 @@ def _resolve(program: A.Program, item: A.Import) -> tuple[Path | None, str]:
         if path is None:
             return None, f"there is no standard library module {item.module!r}"
         return path.resolve(), ""
+    if "\0" in item.module:
+        return None, f"cannot import {item.module!r}: a file name cannot hold a NUL character"
     target = (Path(program.path).parent / item.module).resolve()
     return target, f"cannot import {item.module!r}: no such file"
 
@@ -189,9 +191,9 @@ def _module_functions(program: A.Program, item: A.Import) -> list[str]:
         if item.module.startswith(STD_PREFIX):
             tree = _parse_std(str(target))[0]
         else:
-            tree = parse(target.read_text(encoding="utf-8"), str(target))
-    except OSError:
-        return []
+            tree = parse(read_text(target, "import", shown=item.module), str(target))
+    except (OSError, AgencyError, UnicodeDecodeError):
+        return []  # gather_imports said why
     return [i.name for i in tree.items if type(i) is A.FuncDecl]
 
 

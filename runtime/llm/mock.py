@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError
-from runtime.language.files import read_text
+from runtime.language.files import loads_json, read_text
 from runtime.llm.base import Completion, LLMError, Message, ToolCall, ToolSpec, Usage
 from runtime.llm.schema import unwrap_schema
 
@@ -165,7 +165,7 @@ def load_mocks(source: str | Path) -> list[Any]:
         text = source
         origin = "the mock answers"
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise LLMError(
             f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",

@@ -227,6 +227,8 @@ def run_recorded(
     given to interrupts, and stops cleanly on Ctrl-C (resumable). `announce` hears the run id
     first. The caller closes the store."""
     rec = start_run(program, machine, store, config, at_step=at_step)
+    if stopper is not None:
+        stopper.watch_store(store, rec.recorder)
     claim = claim_run(store, rec.run_id, doing="record")  # a resume waits until this one ends
     mark_running(store, rec.run_id, machine.world.root, program)
     machine.host.journal = StoreJournal(store, rec.run_id)

@@ -11,6 +11,7 @@ from typing import Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError, UsageError
 from runtime.language.bytecode import CompiledProgram
+from runtime.language.files import loads_json
 from runtime.language.program import compile_source
 from runtime.llm.mock import load_mocks
 from runtime.llm.registry import resolve_model
@@ -50,7 +51,7 @@ def parse_args_json(text: str | None) -> tuple[list[Any], dict[str, Any]]:
     if text is None or text.strip() == "":
         return [], {}
     try:
-        value = json.loads(text)
+        value = loads_json(text)
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"--args is not valid JSON: {exc.msg} (column {exc.colno}); "

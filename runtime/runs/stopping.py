@@ -5,12 +5,14 @@ and marking a stopped run."""
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from runtime.errors import AgencyError
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
@@ -24,8 +26,9 @@ class Stopper:
 
     It works through the machine's `stop_at`, which the run loop checks at every step."""
 
-    def __init__(self, max_steps: int | None = None) -> None:
+    def __init__(self, max_steps: int | None = None, max_store_bytes: int | None = None) -> None:
         self.max_steps = max_steps
+        self.max_store_bytes = max_store_bytes  # see `watch_store`
         self.cancelled = False
         self.why = ""
         self.machine: Machine | None = None
@@ -43,6 +46,24 @@ class Stopper:
         m = self.machine
         if m is not None:
             m.stop_at = m.step_index
+
+    def watch_store(self, store: Any, recorder: Any) -> None:
+        """Stop the run (resumable) once the run store's file (with its `-wal`) grows past
+        `max_store_bytes`: looked at each time the recorder writes a batch of steps."""
+        path = getattr(store, "path", None)
+        if self.max_store_bytes is None or path is None:
+            return
+        limit = self.max_store_bytes
+
+        def check(step: int) -> None:
+            size = store_size(path)
+            if size > limit and not self.cancelled:
+                self.cancel(
+                    f"stopped: the run store {path} has grown to {size_text(size)}, over the "
+                    f"{size_text(limit)} allowed (--max-store-size, {MAX_STORE_ENV})"
+                )
+
+        recorder.listeners.append(check)
 
     def budget(self) -> float:
         """The step index to stop at, at the latest."""
@@ -64,6 +85,51 @@ class Stopper:
         if self.cancelled:
             return self.why
         return f"stopped after {self.max_steps:,} steps (--max-steps)"
+
+
+MAX_STORE_ENV = "AGENCY_MAX_STORE_SIZE"
+DEFAULT_MAX_STORE_BYTES = 8 << 30  # a recorded `while (true)` writes about 1 GB a minute
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """`500M`, `8G`, `1048576`, `2GiB` as a number of bytes (AgencyError when it is not one)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _UNITS else ""
+    number = t[: len(t) - len(unit)].strip()
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        value = -1
+    if not value > 0 or value > 1 << 62:
+        raise AgencyError(f"{what} {text!r}: expected a size such as 500M or 8G")
+    return int(value)
+
+
+def max_store_bytes(option: str | None) -> int:
+    """The run-store size cap: the option, else `$AGENCY_MAX_STORE_SIZE`, else 8 GiB."""
+    if option:
+        return parse_size(option, "--max-store-size")
+    env = os.environ.get(MAX_STORE_ENV, "").strip()
+    return parse_size(env, MAX_STORE_ENV) if env else DEFAULT_MAX_STORE_BYTES
+
+
+def store_size(path: Any) -> int:
+    """The bytes a SQLite store takes on disk: the database and its write-ahead log."""
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.stat(f"{path}{suffix}").st_size
+        except OSError:
+            pass
+    return total
+
+
+def size_text(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 class GracefulStop:

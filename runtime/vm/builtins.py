@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,11 +32,13 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_values,
     classes,
 )
+from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
+from runtime.vm.limits import SMALL, check_array_length, check_string_length
 from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_result
 from runtime.vm.values import (
     FUNCTION_TYPES,
@@ -83,6 +86,10 @@ class World:
     def resolve(self, path: Any) -> Path:
         if type(path) is not str or not path:
             raise AgencyRuntimeError(f"expected a file path, got {to_str(path)!r}")
+        if "\0" in path or well_formed(path) != path:
+            raise AgencyRuntimeError(
+                f"path {path!r} holds a NUL character or a lone surrogate: no file has that name"
+            )
         p = (self.root / path).resolve()
         if p != self.root and self.root not in p.parents:
             raise AgencyRuntimeError(f"path {path!r} escapes the working directory")
@@ -110,12 +117,12 @@ def _arg(args: list[Any], named: dict[str, Any], i: int, name: str, default: Any
 
 @builtin("print")
 def _print(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    m.print(" ".join(display(a) for a in args))
+    m.print(well_formed(" ".join(display(a) for a in args)))
 
 
 @builtin("printJSON")
 def _print_json(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    m.print(stringify(args[0] if args else None, 2))
+    m.print(well_formed(stringify(args[0] if args else None, 2)))
 
 
 # -- collections --------------------------------------------------------------------------------
@@ -123,12 +130,26 @@ def _print_json(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
 
 @builtin("range")
 def _range(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
-    nums = [int(to_number(a)) for a in args]
-    if len(nums) == 1:
-        return JSArray(range(nums[0]))
-    if len(nums) >= 2:
-        return JSArray(range(*nums[:3]))
-    raise AgencyRuntimeError("range() needs at least one argument")
+    nums = [integer(a) for a in args]
+    if not nums:
+        raise AgencyRuntimeError("range() needs at least one argument")
+    if len(nums) >= 3 and nums[2] == 0:
+        raise AgencyRuntimeError("range(): the step cannot be 0")
+    span = range(nums[0]) if len(nums) == 1 else range(*nums[:3])
+    if len(span) > SMALL:
+        check_array_length(len(span))
+    return JSArray(span)
+
+
+def integer(v: Any) -> int:
+    """A number argument as an integer, as JavaScript's ToIntegerOrInfinity with the infinities
+    clamped to ±2**63 (far past any length): NaN is 0."""
+    n = to_number(v)
+    if n != n:
+        return 0
+    if n in (math.inf, -math.inf):
+        return 2**63 if n > 0 else -(2**63)
+    return int(n)
 
 
 @builtin("keys")
@@ -272,24 +293,28 @@ def _parse_int(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             digits += ch
         else:
             break
-    try:
-        return int(digits)
-    except ValueError:
+    if digits in ("", "+", "-"):
         return math.nan
+    return int(digits) if len(digits) <= 16 else num_of_text(digits)
 
 
 @builtin("parseFloat")
 def _parse_float(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     text = to_str(args[0] if args else None).strip()
-    best: Any = math.nan
-    for end in range(len(text), 0, -1):
-        try:
-            f = float(text[:end])
-        except ValueError:
-            continue
-        best = int(f) if f.is_integer() and abs(f) < 2**53 else f
-        break
-    return best
+    found = _FLOAT_PREFIX.match(text)
+    if found is None:
+        return math.nan
+    return num_of_text(found.group(0))
+
+
+_FLOAT_PREFIX = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+
+
+def num_of_text(text: str) -> Any:
+    """A decimal number's text as JavaScript reads it: a double (so 5,000 digits are
+    Infinity, never a 5,000-digit integer)."""
+    f = float(text)
+    return int(f) if f.is_integer() and abs(f) < 2**53 else f
 
 
 @builtin("JSON")
@@ -308,7 +333,11 @@ def _math_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 
 def _math_round(x: Any) -> Any:
+    if x is None:
+        return math.nan
     n = to_number(x)
+    if type(n) is int:
+        return n
     return math.floor(n + 0.5) if n == n and abs(n) != math.inf else n
 
 
@@ -328,16 +357,16 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "isArray": lambda *a: bool(a) and type(a[0]) is JSArray,
     },
     "Math": {
-        "floor": lambda x: math.floor(to_number(x)) if _finite(x) else to_number(x),
-        "ceil": lambda x: math.ceil(to_number(x)) if _finite(x) else to_number(x),
-        "round": _math_round,
-        "abs": lambda x: abs(to_number(x)),
-        "sqrt": lambda x: _num(math.sqrt(to_number(x))) if to_number(x) >= 0 else math.nan,
+        "floor": lambda x=None, *_: math.floor(to_number(x)) if _finite(x) else _nan_or(x),
+        "ceil": lambda x=None, *_: math.ceil(to_number(x)) if _finite(x) else _nan_or(x),
+        "round": lambda x=None, *_: _math_round(x),
+        "abs": lambda x=None, *_: abs(to_number(x)) if x is not None else math.nan,
+        "sqrt": lambda x=None, *_: _sqrt(x),
         "max": lambda *a: _extreme(max, a, -math.inf),
         "min": lambda *a: _extreme(min, a, math.inf),
-        "pow": lambda x, y: js_pow(x, y),
-        "trunc": lambda x: math.trunc(to_number(x)) if _finite(x) else to_number(x),
-        "sign": lambda x: (to_number(x) > 0) - (to_number(x) < 0),
+        "pow": lambda x=None, y=None, *_: js_pow(x, y) if y is not None else math.nan,
+        "trunc": lambda x=None, *_: math.trunc(to_number(x)) if _finite(x) else _nan_or(x),
+        "sign": lambda x=None, *_: _sign(x),
     },
 }
 
@@ -361,7 +390,29 @@ def _extreme(pick: Callable[..., Any], args: tuple[Any, ...], empty: float) -> A
 
 def _finite(x: Any) -> bool:
     n = to_number(x)
-    return n == n and n not in (math.inf, -math.inf)
+    return x is not None and n == n and n not in (math.inf, -math.inf)
+
+
+def _nan_or(x: Any) -> Any:
+    """What Math.floor and the like give for a value that is not a finite number: NaN for a
+    missing argument (JavaScript's undefined), else the number itself (NaN, ±Infinity)."""
+    return math.nan if x is None else to_number(x)
+
+
+def _sqrt(x: Any) -> Any:
+    n = to_number(x)
+    if x is None or n != n or n < 0:
+        return math.nan
+    if n == math.inf:
+        return n
+    return _num(math.sqrt(n if type(n) is float or n < 2**53 else float(n)))
+
+
+def _sign(x: Any) -> Any:
+    n = to_number(x)
+    if x is None or n != n:
+        return math.nan
+    return (n > 0) - (n < 0)
 
 
 def _num(f: float) -> Any:
@@ -396,7 +447,7 @@ def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     path_arg = _arg(args, named, 0, "path")
     if path_arg is None:
         path_arg = named.get("filename")
-    text = to_str(_arg(args, named, 1, "text", named.get("content", "")))
+    text = well_formed(to_str(_arg(args, named, 1, "text", named.get("content", ""))))
     dir_ = _arg(args, named, 2, "dir")
     if dir_ is not None:  # write(filename, content, dir), inside the working directory
         path = builtins_fs.inside(m, path_arg, dir_, changes=True, what="write")
@@ -733,7 +784,11 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         if name == "toFixed":
             from decimal import ROUND_HALF_UP, Decimal
 
-            digits = int(to_number(args[0])) if args else 0
+            digits = integer(args[0]) if args else 0
+            if not 0 <= digits <= 100:  # as JavaScript's RangeError
+                raise AgencyRuntimeError(
+                    f"toFixed() digits must be between 0 and 100, got {to_str(args[0])}"
+                )
             if obj != obj or abs(obj) >= 1e21:  # JavaScript: NaN, Infinity, 1e+21
                 return format_number(obj)
             q = Decimal(1).scaleb(-digits)
@@ -778,7 +833,7 @@ def _a(args: list[Any], i: int, default: Any = None) -> Any:
 def _slice_index(v: Any, n: int, default: int) -> int:
     if v is None:
         return default
-    i = int(to_number(v))
+    i = integer(v)
     if i < 0:
         i = max(n + i, 0)
     return min(i, n)
@@ -809,8 +864,15 @@ def _arr_unshift(m: Machine, arr: JSArray, args: list[Any]) -> int:
 def _arr_splice(m: Machine, arr: JSArray, args: list[Any]) -> JSArray:
     n = len(arr)
     start = _slice_index(_a(args, 0, 0), n, 0)
-    count = n - start if len(args) < 2 else max(0, min(int(to_number(args[1])), n - start))
+    count = n - start if len(args) < 2 else max(0, min(integer(args[1]), n - start))
     return m.splice(arr, start, count, tuple(args[2:]))
+
+
+def _arr_concat(arr: JSArray, args: list[Any]) -> JSArray:
+    n = len(arr) + sum(len(v) if type(v) is JSArray else 1 for v in args)
+    if n > SMALL:
+        check_array_length(n)
+    return JSArray([*arr, *(x for v in args for x in (v if type(v) is JSArray else [v]))])
 
 
 def _arr_index_of(arr: JSArray, x: Any) -> int:
@@ -822,7 +884,15 @@ def _arr_index_of(arr: JSArray, x: Any) -> int:
 
 def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
     sep = "," if not args or args[0] is None else to_str(args[0])
-    return sep.join("" if v is None else to_str(v) for v in arr)
+    return checked(sep.join("" if v is None else to_str(v) for v in arr))
+
+
+def checked(s: str) -> str:
+    """`s`, refused when longer than a program may build (after the fact: for results at most
+    a few times their inputs' size)."""
+    if len(s) > SMALL:
+        check_string_length(len(s))
+    return s
 
 
 def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
@@ -872,13 +942,9 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     "slice": lambda m, a, args: JSArray(
         a[_slice_index(_a(args, 0), len(a), 0) : _slice_index(_a(args, 1), len(a), len(a))]
     ),
-    "concat": lambda m, a, args: JSArray(
-        [*a, *(x for v in args for x in (v if type(v) is JSArray else [v]))]
-    ),
+    "concat": lambda m, a, args: _arr_concat(a, args),
     "at": lambda m, a, args: (
-        a[int(to_number(_a(args, 0, 0)))]
-        if -len(a) <= int(to_number(_a(args, 0, 0))) < len(a)
-        else None
+        a[integer(_a(args, 0, 0))] if -len(a) <= integer(_a(args, 0, 0)) < len(a) else None
     ),
     "reverse": _arr_reverse,
     "sort": _arr_sort,
@@ -930,11 +996,27 @@ def _substitution(template: str, matched: str, before: str, after: str) -> str:
     return "".join(out)
 
 
+def _repeat(s: str, count: Any) -> str:
+    n = to_number(count)
+    if n != n:
+        n = 0
+    if n < 0 or n == math.inf:
+        raise AgencyRuntimeError(
+            f"repeat() count must be a finite number of 0 or more, got {to_str(count)}"
+        )
+    n = int(n)
+    if n * len(s) > SMALL:
+        check_string_length(n * len(s))
+    return s * n
+
+
 def _pad(s: str, args: list[Any], start: bool) -> str:
-    width = int(to_number(_a(args, 0, 0)))
+    width = integer(_a(args, 0, 0))
     fill = " " if _a(args, 1) is None else to_str(args[1])
     if width <= len(s) or not fill:
         return s
+    if width > SMALL:
+        check_string_length(width)
     need = width - len(s)
     padding = (fill * (need // len(fill) + 1))[:need]
     return padding + s if start else s + padding
@@ -947,7 +1029,7 @@ def _str_split(s: str, args: list[Any]) -> JSArray:
     sep = to_str(sep)
     parts = list(s) if sep == "" else s.split(sep)
     if len(args) > 1 and args[1] is not None:
-        parts = parts[: int(to_number(args[1]))]
+        parts = parts[: max(0, integer(args[1]))]
     return JSArray(parts)
 
 
@@ -962,8 +1044,8 @@ def _position(args: list[Any], n: int, default: int) -> int:
 
 def _substring(s: str, args: list[Any]) -> str:
     n = len(s)
-    a = min(max(int(to_number(_a(args, 0, 0))), 0), n)
-    b = n if _a(args, 1) is None else min(max(int(to_number(args[1])), 0), n)
+    a = min(max(integer(_a(args, 0, 0)), 0), n)
+    b = n if _a(args, 1) is None else min(max(integer(args[1]), 0), n)
     return s[min(a, b) : max(a, b)]
 
 
@@ -977,23 +1059,21 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
     "includes": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)) >= 0,
     "indexOf": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
     "lastIndexOf": lambda s, a: s.rfind(to_str(_a(a, 0, ""))),
-    "replace": lambda s, a: _str_replace(s, a, 1),
-    "replaceAll": lambda s, a: _str_replace(s, a, 0),
+    "replace": lambda s, a: checked(_str_replace(s, a, 1)),
+    "replaceAll": lambda s, a: checked(_str_replace(s, a, 0)),
     "toLowerCase": lambda s, a: s.lower(),
     "toUpperCase": lambda s, a: s.upper(),
     "substring": _substring,
     "slice": lambda s, a: s[
         _slice_index(_a(a, 0), len(s), 0) : _slice_index(_a(a, 1), len(s), len(s))
     ],
-    "charAt": lambda s, a: (
-        s[int(to_number(_a(a, 0, 0)))] if 0 <= int(to_number(_a(a, 0, 0))) < len(s) else ""
-    ),
-    "repeat": lambda s, a: s * max(0, int(to_number(_a(a, 0, 0)))),
+    "charAt": lambda s, a: s[integer(_a(a, 0, 0))] if 0 <= integer(_a(a, 0, 0)) < len(s) else "",
+    "repeat": lambda s, a: _repeat(s, _a(a, 0, 0)),
     "padStart": lambda s, a: _pad(s, a, True),
     "padEnd": lambda s, a: _pad(s, a, False),
     "toString": lambda s, a: s,
     "at": lambda s, a: (
-        s[int(to_number(_a(a, 0, 0)))] if -len(s) <= int(to_number(_a(a, 0, 0))) < len(s) else None
+        s[integer(_a(a, 0, 0))] if -len(s) <= integer(_a(a, 0, 0)) < len(s) else None
     ),
 }
 

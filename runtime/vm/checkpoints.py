@@ -19,11 +19,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
-from runtime.language.files import read_text
+from runtime.language import bytecode
+from runtime.language.files import loads_json, read_text
 from runtime.vm.effects import observe
 from runtime.vm.frames import Frame
 from runtime.vm.state import Decoder, Encoder
 from runtime.vm.values import JSArray, JSObject, from_plain, to_plain, to_str
+from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED, PAUSED, RUNNING
 
 if TYPE_CHECKING:
     from runtime.language.bytecode import CompiledProgram
@@ -319,8 +321,198 @@ def validate(
                 )
             if not 0 <= f["position"]["pc"] < len(code.ops):
                 raise CheckpointFormatError(f"{origin}: frame {i} position is outside `{scope}`")
+        check_against_program(data, program, origin)
         trial_decode(data, program, origin)
     return data
+
+
+# The largest step number, id or counter a checkpoint may hold (a double holds it exactly).
+MAX_COUNT = 2**53
+# Where a frame below the top one may stand: just after the call it waits on (a node's module
+# frame, after entering the node).
+_RETURN_POINTS = frozenset({bytecode.CALL, bytecode.CALL_METHOD, bytecode.ENTER_NODE})
+_STATUSES = frozenset({RUNNING, INTERRUPTED, PAUSED, HALTED, FAILED})
+_CALLS = frozenset({bytecode.CALL, bytecode.CALL_METHOD})
+
+
+def _check_operands(f: dict[str, Any], code: Any, top: bool, where: str) -> None:
+    """A top frame paused in a call that runs again holds the callee and its arguments."""
+    pc = f["position"]["pc"]
+    if not top or code.ops[pc] not in _CALLS:
+        return
+    spec = code.args[pc]
+    if code.ops[pc] == bytecode.CALL_METHOD:
+        spec = spec[1]
+    need = 1 + (spec if isinstance(spec, int) else len(spec or ()))
+    stack = f.get("stack") or []
+    if not isinstance(stack, list) or len(stack) < need:
+        raise CheckpointFormatError(f"{where}: the operand stack does not hold the call it is in")
+
+
+def check_against_program(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
+    """What a well-formed but tampered checkpoint could slip past the shape checks: every frame
+    stands at a statement boundary of its function (and at the line and column it names), a
+    checkpoint of the program's own holds no frame inside the prelude, every function value
+    names a function the program can see, every count is a count, and a failed run is not
+    continued."""
+    user = data.get("kind") == "checkpoint"
+    frames = data["stack"]
+    for i, f in enumerate(frames):
+        code = program.module if f["scope"] == "<module>" else program.functions[f["scope"]]
+        where = f"frame {i} (`{f['scope']}`)"
+        if code.kind == "prelude" and (user or i == 0):
+            raise CheckpointFormatError(
+                f"{origin}: {where} is inside the prelude; a checkpoint starts in the program's "
+                "own code"
+            )
+        top = i == len(frames) - 1
+        _check_position(f["position"], code, top, f"{origin}: {where}")
+        _check_operands(f, code, top, f"{origin}: {where}")
+    for key in ("step", "id", "branch"):
+        _count(data.get(key), f"{origin}: `{key}`", -1 if key == "step" else 0)
+    for key in ("run_id", "node"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise CheckpointFormatError(f"{origin}: `{key}` should be a string")
+    node = data.get("node")
+    if node is not None and getattr(program.functions.get(node), "kind", None) != "node":
+        raise CheckpointFormatError(f"{origin}: `node` names `{node}`, which is not a node here")
+    usage = data.get("usage")
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise CheckpointFormatError(f"{origin}: `usage` should be an object")
+        for key in ("input_tokens", "output_tokens", "cost"):
+            v = usage.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < MAX_COUNT:
+                raise CheckpointFormatError(f"{origin}: `usage.{key}` should be a number")
+    extra = data.get("machine")
+    if isinstance(extra, dict):
+        _check_machine(extra, origin)
+    _check_functions(data, program, origin)
+
+
+def _count(v: Any, what: str, low: int = 0) -> None:
+    """None or a whole number from `low` to MAX_COUNT."""
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= MAX_COUNT:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > MAX_COUNT:
+            shown = "a number too large to be one"
+        else:
+            shown = repr(v)[:40]
+        raise CheckpointFormatError(
+            f"{what} should be a whole number from {low} to 2^53, got {shown}"
+        )
+
+
+def _check_position(pos: dict[str, Any], code: Any, top: bool, where: str) -> None:
+    pc = pos["pc"]
+    stmt_pc = pos.get("stmt_pc", pc)
+    sp = pos.get("stmt_sp", 0)
+    for key, v in (("stmt_pc", stmt_pc), ("stmt_sp", sp)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= pc:
+            raise CheckpointFormatError(f"{where}: `position.{key}` is not a place in the function")
+    ops = code.ops
+    before = ops[pc - 1] if pc > 0 else None
+    if pc == 0 and top:
+        return  # a frame that has not started yet
+    if code.kind == "prelude":  # at a marked step (llm, tool), paused, or waiting on a call
+        if top:
+            ok = before == bytecode.MARK_STEP or ops[pc] in _CALLS
+        else:
+            ok = before in _RETURN_POINTS
+    else:
+        pcs = code.step_pcs
+        if stmt_pc not in pcs:
+            raise CheckpointFormatError(f"{where}: `position.stmt_pc` is not a statement boundary")
+        after = [p for p in pcs if p > stmt_pc]
+        if after and pc > after[0]:
+            raise CheckpointFormatError(f"{where}: `position.pc` is outside its statement")
+        loc = code.locations[pcs.index(stmt_pc)]
+        for key in ("line", "col"):
+            if key in pos and pos[key] != getattr(loc, key):
+                raise CheckpointFormatError(
+                    f"{where}: `position.{key}` is {pos[key]!r}, but the statement there is at "
+                    f"line {loc.line}, column {loc.col}"
+                )
+        if top:  # at the statement's start, at a marked step, or paused in a call
+            ok = pc in (stmt_pc, stmt_pc + 1) or before == bytecode.MARK_STEP or ops[pc] in _CALLS
+        else:  # waiting for the call it made to return
+            ok = before in _RETURN_POINTS
+    if not ok:
+        raise CheckpointFormatError(f"{where}: `position.pc` is not a statement boundary")
+
+
+def _check_machine(extra: dict[str, Any], origin: str) -> None:
+    """The fields `rebuild` reads from a snapshot's `machine`."""
+    where = f"{origin}: `machine"
+    for key in ("shared", "mutable", "entry_named", "checkpoints", "restore_counts"):
+        if not isinstance(extra.get(key) or {}, dict):
+            raise CheckpointFormatError(f"{where}.{key}` should be an object")
+    for key in ("restores_of", "effects", "model_state"):
+        if not isinstance(extra.get(key) or {}, dict):
+            raise CheckpointFormatError(f"{where}.{key}` should be an object")
+    for key in ("step_index", "cp_counter", "thread_counter", "llm_calls"):
+        _count(extra.get(key), f"{where}.{key}`", -1 if key == "step_index" else 0)
+    status = extra.get("status", RUNNING)
+    if status not in _STATUSES:
+        raise CheckpointFormatError(f"{where}.status` is {str(status)[:40]!r}, not a run status")
+    if status == FAILED:
+        raise CheckpointFormatError(
+            f"{origin}: the run failed at this point ({str(extra.get('error'))[:200]}); there is "
+            "nothing to continue (export an earlier step to retry from there)"
+        )
+    for key, kind in (
+        ("output", list),
+        ("entry_args", list),
+        ("nodes_traversed", list),
+        ("model_state", dict),
+    ):
+        if not isinstance(extra.get(key) or kind(), kind):
+            raise CheckpointFormatError(f"{where}.{key}` should be a {kind.__name__}")
+    if not all(isinstance(x, str) for x in extra.get("output") or []):
+        raise CheckpointFormatError(f"{where}.output` should be a list of strings")
+    if not all(isinstance(x, str) for x in extra.get("nodes_traversed") or []):
+        raise CheckpointFormatError(f"{where}.nodes_traversed` should be a list of names")
+    for key in ("restore_counts", "restores_of"):
+        for v in (extra.get(key) or {}).values():
+            _count(v, f"{where}.{key}` entry")
+    for k, v in (extra.get("checkpoints") or {}).items():
+        if not (isinstance(k, str) and k.isdigit() and len(k) < 16) or not isinstance(v, dict):
+            raise CheckpointFormatError(f"{where}.checkpoints` should map ids to checkpoints")
+    position = (extra.get("model_state") or {}).get("position")
+    _count(position, f"{where}.model_state.position`")
+    if extra.get("error") is not None and not isinstance(extra["error"], str):
+        raise CheckpointFormatError(f"{where}.error` should be a string")
+
+
+def visible_function(program: CompiledProgram, name: str) -> bool:
+    """Whether a program can name `name` itself: its own defs and nodes, the prelude's and the
+    builtins' public names (never an internal `__…` one)."""
+    if name.startswith("__"):
+        return False
+    return name in program.functions or name in bytecode.BUILTIN_NAMES
+
+
+def _check_functions(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
+    """Every `{"$function": name}` in the checkpoint names a visible function; only a prelude
+    frame's own operand stack may hold an internal one (the call a paused interrupt re-runs)."""
+    todo: list[Any] = [v for k, v in data.items() if k != "stack"]
+    for f in data["stack"]:
+        scope = f["scope"]
+        prelude = scope != "<module>" and program.functions[scope].kind == "prelude"
+        todo.extend(v for k, v in f.items() if not (prelude and k == "stack"))
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            name = v.get("$function")
+            if "$function" in v and not (isinstance(name, str) and visible_function(program, name)):
+                raise CheckpointFormatError(
+                    f"{origin}: a function value names {str(name)[:60]!r}, which is not a "
+                    "function of this program"
+                )
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
 
 
 def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
@@ -370,7 +562,15 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
             int(extra.get("thread_counter", 1))
     except CheckpointFormatError as exc:
         raise CheckpointFormatError(f"{origin}: {exc}") from None
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+    except (
+        TypeError,
+        ValueError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        ArithmeticError,
+        RecursionError,
+    ) as exc:
         what = str(exc) or type(exc).__name__
         raise CheckpointFormatError(f"{origin}: damaged checkpoint ({what})") from None
 
@@ -386,7 +586,7 @@ def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, An
     except UnicodeDecodeError:
         raise CheckpointFormatError(f"{path}: not a checkpoint (not UTF-8 text)") from None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         what = "truncated" if exc.pos >= len(text.rstrip()) else "malformed"
         raise CheckpointFormatError(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.effects import observe
+from runtime.vm.limits import SMALL, check_array_length
 from runtime.vm.values import (
     JSArray,
     JSDate,
@@ -230,7 +231,12 @@ CONSTRUCTORS: dict[str, Callable[[Machine, list[Any]], Any]] = {
 def array_from(v: Any = None, *rest: Any) -> JSArray:
     """`Array.from(iterable)`; an array-like `{length: n}` gives n nulls."""
     if type(v) is JSObject and "length" in v:
-        return JSArray([None] * max(0, int(to_number(v["length"]))))
+        n = to_number(v["length"])
+        if n != n or n <= 0:
+            return JSArray()
+        if n > SMALL:
+            check_array_length(n if n == math.inf else int(n))
+        return JSArray([None] * int(n))
     return JSArray(items_of(v, "Array.from"))
 
 

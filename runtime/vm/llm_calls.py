@@ -18,6 +18,7 @@ from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.vm.builtins_fork import branch_spend
+from runtime.vm.boundary import well_formed
 from runtime.vm.frames import TailCall
 from runtime.vm.values import (
     BoundFunction,
@@ -69,7 +70,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             params[key] = opts[key]
     extra = opts.get("messages")
     thread = m.active_thread()
-    m.append_message(thread, {"role": "user", "content": to_str(prompt)})
+    m.append_message(thread, {"role": "user", "content": well_formed(to_str(prompt))})
     return JSObject(
         {
             "thread": thread,
@@ -308,7 +309,7 @@ def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
             "role": "tool",
             "tool_call_id": to_str(tc.get("id")),
             "name": to_str(tc.get("name")),
-            "content": content,
+            "content": well_formed(content),
         },
     )
     m.event(

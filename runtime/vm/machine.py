@@ -21,6 +21,7 @@ from runtime.language.bytecode import Code, CompiledProgram, FuncRef, Location
 from runtime.language.syntax import ast as A
 from runtime.language.syntax.ast import Span
 from runtime.vm import builtins
+from runtime.vm.boundary import HOST_ERRORS, host_error
 from runtime.vm.builtins import get_member
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
 from runtime.vm.builtins_callbacks import HOOKED_CALL, active_callbacks
@@ -39,6 +40,7 @@ from runtime.vm.frames import (
     UnwindSignal,
 )
 from runtime.vm.host import Host
+from runtime.vm.limits import SMALL, check_array_length, out_of_memory
 from runtime.vm.link import link
 from runtime.vm.types import conforms
 from runtime.vm.values import (
@@ -267,6 +269,8 @@ class Machine:
 
     def splice(self, arr: JSArray, start: int, delete: int, items: tuple[Any, ...]) -> JSArray:
         """The one primitive all array mutations go through (push, pop, shift, splice, …)."""
+        if len(arr) + len(items) - delete > SMALL:
+            check_array_length(len(arr) + len(items) - delete)
         removed = JSArray(arr[start : start + delete])
         arr[start : start + delete] = items
         if self.wlog is not None:
@@ -311,15 +315,14 @@ class Machine:
             except RecursionError:
                 if not self._raise(AgencyRuntimeError("value is too deeply nested")):
                     return
-            except (
-                TypeError,
-                ValueError,
-                KeyError,
-                IndexError,
-                AttributeError,
-                OverflowError,
-            ) as exc:
-                if not self._raise(AgencyRuntimeError(_describe(exc))):
+            except MemoryError:
+                if not self._raise(out_of_memory()):
+                    return
+            except (ValueError, ArithmeticError) as exc:
+                # An operator given a value it cannot take (Infinity as an index, a number too
+                # large); a TypeError, KeyError or AttributeError here is a bug in agency and
+                # ends the run as an internal error (builtins convert theirs: `_call_builtin`).
+                if not self._raise(host_error("this statement", exc)):
                     return
 
     def _loop(self) -> None:  # noqa: C901 - the dispatch loop is one function for speed
@@ -652,6 +655,8 @@ class Machine:
                                 out.extend(_spread_items(v))
                             else:
                                 out.append(v)
+                        if len(out) > SMALL:
+                            check_array_length(len(out))
                         push(out)
                     elif op == 29:  # BUILD_OBJECT
                         n = len(arg)
@@ -667,7 +672,11 @@ class Machine:
                         if arg:
                             parts = stack[-arg:]
                             del stack[-arg:]
-                            push("".join(p if type(p) is str else to_str(p) for p in parts))
+                            push(
+                                builtins.checked(
+                                    "".join(p if type(p) is str else to_str(p) for p in parts)
+                                )
+                            )
                         else:
                             push("")
                     elif op == 32:  # SLICE
@@ -964,9 +973,11 @@ class Machine:
             raise AgencyRuntimeError(f"`{name}` is not defined")
         try:
             if "&" in named:  # a trailing block: a builtin takes it as its last argument
-                result = fn(self, [*args, named["&"]], {k: v for k, v in named.items() if k != "&"})
+                result = self._call_builtin(
+                    name, fn, [*args, named["&"]], {k: v for k, v in named.items() if k != "&"}
+                )
             else:
-                result = fn(self, args, named)
+                result = self._call_builtin(name, fn, args, named)
         except PauseSignal:
             # Put the call back so it runs again when the run continues.
             frame.stack.append(FuncRef(name))
@@ -1000,11 +1011,22 @@ class Machine:
             return False
         if "&" in named:
             args = [*args, named["&"]]
-        result = self.methods(self, obj, name, args)
+        try:
+            result = self.methods(self, obj, name, args)
+        except HOST_ERRORS as exc:
+            raise host_error(f".{name}()", exc) from exc
         if type(result) is TailCall:
             return self._invoke(frame, result.name, result.args, result.named, None, frame.pc)
         stack.append(result)
         return False
+
+    def _call_builtin(self, name: str, fn: Any, args: list[Any], named: dict[str, Any]) -> Any:
+        """The builtin boundary: a Python exception from inside a builtin is an Agency error
+        naming it (see `runtime.vm.boundary`)."""
+        try:
+            return fn(self, args, named)
+        except HOST_ERRORS as exc:
+            raise host_error(f"{name}()", exc) from exc
 
     def _invoke_bound(
         self,
@@ -1319,11 +1341,6 @@ def _accepts_results(t: Any, program: Any, depth: int = 0) -> bool:
     if kind is A.TUnion:
         return any(_accepts_results(o, program, depth + 1) for o in t.options)
     return False
-
-
-def _describe(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return text
 
 
 def _callee_text(v: Any) -> str:

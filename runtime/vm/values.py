@@ -24,6 +24,8 @@ from typing import Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
+from runtime.language.files import loads_json
+from runtime.vm.limits import SMALL, check_string_length
 
 
 class JSArray(list):  # type: ignore[type-arg]
@@ -388,8 +390,15 @@ def js_add(a: Any, b: Any) -> Any:
     if (ta is int or ta is float) and (tb is int or tb is float):
         return a + b
     if ta is str or tb is str or ta in CONTAINERS or tb in CONTAINERS or ta is Result:
-        return to_str(a) + to_str(b)
+        return concat(to_str(a), to_str(b))
     return to_number(a) + to_number(b)
+
+
+def concat(a: str, b: str) -> str:
+    """`a + b`, refused when it would be longer than a program may build."""
+    if len(a) + len(b) > SMALL:
+        check_string_length(len(a) + len(b))
+    return a + b
 
 
 def js_sub(a: Any, b: Any) -> Any:
@@ -423,12 +432,14 @@ def js_mod(a: Any, b: Any) -> Any:
 
 def js_pow(a: Any, b: Any) -> Any:
     x, y = to_number(a), to_number(b)
+    if type(x) is int and type(y) is int and y > 64 and abs(x) > 1:
+        x = int_to_double(x)  # the exact power could have billions of digits: a double's will do
     try:
         r = x**y
     except ZeroDivisionError:
         return math.inf
     except OverflowError:
-        return math.inf
+        return -math.inf if x < 0 and type(y) is int and y % 2 else math.inf
     if type(r) is complex:
         return math.nan
     return _exact(r) if type(r) is int else r
@@ -702,6 +713,6 @@ def from_plain(v: Any) -> Any:
 
 def parse_json(text: str) -> Any:
     try:
-        return from_plain(json.loads(text))
+        return from_plain(loads_json(text))
     except (json.JSONDecodeError, RecursionError) as exc:
         raise AgencyRuntimeError(f"JSON.parse: invalid JSON ({exc})") from None

@@ -1,0 +1,96 @@
+"""Issue 11, item 7: tampered checkpoint files give one line of error naming the file, or the
+untampered run; never an internal error, never a different run from a moved pc."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hardening import checkpoint_fuzz as fuzz
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[fuzz.Base]]:
+    work = tmp_path_factory.mktemp("fuzz")
+    return work, fuzz.make_corpus(work)
+
+
+def test_tampered_checkpoints_are_refused_or_run_as_they_were(corpus: Any) -> None:
+    work, bases = corpus
+    assert all(b.outcome[0] in (0, 3) for b in bases)
+    tally = fuzz.Tally()
+    fuzz.fuzz(work, bases, 150, tally)
+    assert sum(tally.attempts.values()) == 150
+    assert not tally.defects, "\n".join(tally.examples)
+
+
+def refused(corpus: Any, edit: Any, base_name: str = "dice-4.json") -> str:
+    work, bases = corpus
+    base = next(b for b in bases if b.path.name == base_name)
+    data = json.loads(json.dumps(base.data))
+    edit(data)
+    problem = fuzz.judge(base, data, True, work)
+    assert problem is None, problem
+    path = work / "tampered.json"
+    path.write_text(fuzz.to_text(data))
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        code, out = fuzz.agency(
+            "run", f"{base.program}.agency", "--no-record", "--checkpoint", str(path), *base.args
+        )
+    finally:
+        os.chdir(cwd)
+    assert code == 2, out
+    return out
+
+
+def test_a_pc_that_is_not_a_statement_boundary(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["stack"][0]["position"]["pc"] += 1
+
+    assert "`position.pc` is not a statement boundary" in refused(corpus, edit)
+
+
+def test_a_pc_moved_to_another_statement(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        pos = d["stack"][0]["position"]
+        pos["stmt_pc"], pos["pc"] = 3, 4  # the statement at line 3, while line/col say line 5
+
+    assert "the statement there is at line 3" in refused(corpus, edit)
+
+
+def test_an_internal_builtin_is_not_callable_from_a_file(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["stack"][0]["locals"]["result"] = {"$function": "__interrupt_wait"}
+
+    assert "names '__interrupt_wait', which is not a function" in refused(corpus, edit)
+
+
+def test_a_frame_inside_the_prelude(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["stack"][0]["scope"] = "llm"
+
+    out = refused(corpus, edit)
+    assert "is inside the prelude" in out or "not a statement boundary" in out
+
+
+@pytest.mark.parametrize("field", ["step", "branch"])
+def test_huge_step_numbers(corpus: Any, field: str) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d[field] = fuzz.HUGE
+
+    assert f"`{field}` should be a whole number" in refused(corpus, edit)
+
+
+def test_a_failed_run_says_so(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["machine"]["status"] = "failed"
+        d["machine"]["error"] = "division by zero"
+
+    out = refused(corpus, edit)
+    assert "the run failed at this point (division by zero)" in out
