@@ -37,9 +37,15 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
 
     location = store_location(db)
     if isinstance(location, str):  # a database server: there is nothing to look at beforehand
-        store = open_run_store(location, read_only=read_only)
-        if not read_only:
-            reap_dead_runs(store)
+        from runtime.record.store import StoreError
+
+        try:
+            store = open_run_store(location)
+        except StoreError:
+            if not read_only:
+                raise
+            return open_run_store(location, read_only=True)  # a role that may only read
+        reap_dead_runs(store)  # this host's runs whose process died show as interrupted
         return store
     path = location
     if must_exist and not path.exists():

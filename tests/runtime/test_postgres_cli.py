@@ -152,3 +152,20 @@ def test_debugger_trace_opens_a_run_from_postgres(url: str) -> None:
         assert run is not None
         session = trace_session(store, run.id)
         assert session.length == run.step_count
+
+
+def test_runs_marks_a_dead_recording_interrupted(url: str) -> None:
+    import socket
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    with PostgresStore(url) as store:
+        run_id = store.create_run(RunMeta(source_path="a.agency", source_sha256="0" * 64))
+        process = {"pid": int(dead.stdout), "host": socket.gethostname(), "started": 1.0}
+        store.update_run(run_id, meta={"process": process})
+    listed = json.loads(agency("runs", "--db", url, "--json").output)
+    assert [(r["id"], r["status"]) for r in listed] == [(run_id, "interrupted")]
