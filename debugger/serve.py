@@ -70,7 +70,7 @@ class API:
         from runtime.record.store import StoreError
 
         try:
-            run = self.store.get_run(ref)
+            run = self.store.get_run(ref) or self.manager.find_run(ref)  # an id, or an agent's name
         except StoreError as e:
             raise HTTPError(404, str(e)) from None
         if run is None:

@@ -322,7 +322,7 @@ class CheckpointManager:
         rid = self._names.get(run_id, run_id)
         if rid in self._lines:
             return self._lines[rid]
-        found = self._find(run_id)
+        found = self.find_run(run_id)
         if found is None:
             self.start_run(agent=agent, name=run_id, source=source)
             return self._lines[self._names[run_id]]
@@ -376,7 +376,7 @@ class CheckpointManager:
             rid = self._names.get(run_id, run_id)
             line = self._lines.get(rid)
             if line is None:
-                run = self._find(run_id)
+                run = self.find_run(run_id)
                 if run is None:
                     raise CheckpointNotFound(f"no run {run_id!r}")
                 line = self._lines.get(run.id) or self._load_line(run)
@@ -384,7 +384,7 @@ class CheckpointManager:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def _find(self, ref: str) -> RunRecord | None:
+    def find_run(self, ref: str) -> RunRecord | None:
         """A run by name (`save(run_id=…)` of your own), id, or unique id prefix."""
         rid = self._names.get(ref)
         if rid is not None:
@@ -402,7 +402,7 @@ class CheckpointManager:
         return run
 
     def _resolve(self, ref: str) -> str:
-        run = self._find(ref)
+        run = self.find_run(ref)
         if run is None:
             raise CheckpointNotFound(f"no run {ref!r}")
         return run.id
@@ -411,7 +411,7 @@ class CheckpointManager:
         """The checkpoints of the run's current line, oldest first (kept branches are not
         listed; `branches` and `get` reach them)."""
         with self._lock:
-            run = self._find(run_id)
+            run = self.find_run(run_id)
             if run is None:
                 raise CheckpointNotFound(f"no run {run_id!r}")
             if (run.meta or {}).get("kind") != AGENT_KIND:
@@ -443,7 +443,7 @@ class CheckpointManager:
         """The checkpoint at `step` of the run's `branch` (default: its current line), None
         when there is none there."""
         with self._lock:
-            run = self._find(run_id)
+            run = self.find_run(run_id)
             if run is None:
                 raise CheckpointNotFound(f"no run {run_id!r}")
             if branch is None:
@@ -477,7 +477,7 @@ class CheckpointManager:
         """Where the run goes on from (its latest checkpoint on the current line), claimed by
         this process: the next `save(run_id=…)` continues the run."""
         with self._lock:
-            run = self._find(run_id)
+            run = self.find_run(run_id)
             if run is None:
                 raise CheckpointNotFound(f"no run {run_id!r}")
             line = self._lines.get(run.id) or self._load_line(run)

@@ -86,7 +86,7 @@ class Recording:
         self._seen: dict[tuple[int, str], int] = {}  # (step, effect) -> calls so far
         self._sources: list[Any] = []  # the messages of the latest checkpoint, as given
         if replay:  # from the run's first roundtrip, reading its record only
-            run = manager._find(run_id)
+            run = manager.find_run(run_id)
             if run is None:
                 raise CheckpointError(f"no run {run_id!r} to replay")
             self.run_id = run.id
@@ -361,7 +361,7 @@ class record_agent:  # noqa: N801 - used as a function: `with record_agent(...)`
         if manager is None:
             manager = self._owned = CheckpointManager(self.storage, agent=self.agent)
         run_id = self.run_id
-        if run_id is None or manager._find(run_id) is None:
+        if run_id is None or manager.find_run(run_id) is None:
             run_id = manager.start_run(agent=self.agent, name=run_id)
         self.recording = Recording(manager, run_id, replay=self.replay)
         self._token = _current.set(self.recording)

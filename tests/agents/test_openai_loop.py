@@ -159,3 +159,31 @@ def test_an_async_openai_client_is_recorded_too(tmp_path: Path) -> None:
     assert [c.message_count for c in m.list("async-1")] == [3, 5, 6]
     assert outbox == ["person1@example.com", "person2@example.com"]
     assert len(m.store.llm_calls(m.list("async-1")[0].run_id)) == 3
+
+
+def test_a_run_its_agent_still_records_cannot_be_rolled_back_over_http(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.agents.serving import serving
+
+    db, outbox = tmp_path / "runs.db", tmp_path / "outbox.txt"
+    with FakeOpenAI(emails=3) as fake:
+        agent = start(db, fake.url, outbox, "3", "after")
+        try:
+            wait_for_line(agent, "PAUSED")  # two checkpoints saved, the agent alive
+            with serving(db) as base:
+                url = f"{base}/agents/mailer/checkpoints?runId=mailer-1"
+                cps = httpx.get(url, timeout=30).json()["checkpoints"]
+                assert [c["roundtrip"] for c in cps] == [1, 2]
+                target = f"{base}/agents/mailer/rollback/{cps[0]['id']}"
+                busy = httpx.post(target, timeout=30)
+                assert busy.status_code == 409, busy.text
+                assert "another process owns it" in busy.json()["error"]["message"]
+                agent.send_signal(signal.SIGKILL)
+                agent.wait()
+                done = httpx.post(target, timeout=30)  # a dead owner's claim is taken over
+                assert done.status_code == 200, done.text
+        finally:
+            if agent.poll() is None:
+                agent.kill()
+                agent.wait()
