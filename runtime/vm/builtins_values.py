@@ -1,7 +1,8 @@
-"""Provides builtins for values and types: `sleep(ms)` (unit literals make it `sleep(50ms)`).
+"""Provides builtins for values and types: regex values, the host side of schema validation
+and std::validation, and a fallback `sleep(ms)` (unit literals make it `sleep(50ms)`).
 
-`sleep` waits through the effect journal, so a replayed or resumed run is served the recorded
-wait instead of waiting again.
+The fallback `sleep` waits through the effect journal, so a replayed or resumed run is served
+the recorded wait instead of waiting again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.syntax.validation import SCHEMA_PREFIX
-from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtin_base import BUILTINS, arg, builtin
 from runtime.vm.classes import CLASS_TYPES
 from runtime.vm.effects import observe
 from runtime.vm.values import (
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 MAX_SLEEP_MS = 24 * 3_600_000
 
 
-@builtin("sleep")
 def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
     ms = to_number(arg(args, named, 0, "ms", 0))
     if ms != ms or ms < 0 or ms > MAX_SLEEP_MS:
@@ -47,6 +47,12 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
         time.sleep(ms / 1000)
 
     observe(m, "sleep", {"ms": ms}, wait)
+
+
+# A plain fallback: when a module registered before this one already provides `sleep` (the
+# guards' version, which also honours time budgets and the fake clock), that one stays.
+if "sleep" not in BUILTINS:
+    builtin("sleep")(_sleep)
 
 
 @builtin("__regex")
