@@ -11,7 +11,6 @@ deltas since the last one outweigh it, as the recorder does for Agency programs.
 
 from __future__ import annotations
 
-import marshal
 import zlib
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,10 @@ from runtime.record.format import (
     R_THREAD,
     R_USAGE,
     ZLIB_PREFIX,
+    encode_record,
 )
-from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import MemoryStore, RunStore
+from runtime.record.stores import open_run_store
 
 __all__ = [
     "AGENT_KIND",
@@ -70,7 +70,7 @@ class SqliteStorage(Storage):
 
     def __init__(self, path: str | Path) -> None:
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        super().__init__(SQLiteStore(Path(path).expanduser()))
+        super().__init__(open_run_store(Path(path).expanduser()))
 
 
 class RunStoreStorage(Storage):
@@ -170,11 +170,11 @@ def step_blob(step: int, writes: list[tuple[Any, ...]], location: int) -> bytes:
     """One roundtrip as a batch of one step (`(first_step, depth before, depth after,
     entries)`), its marker naming the location and the kind "tool"."""
     marker = location << 3 | KIND_CODES["tool"]
-    return marshal.dumps((step, 1, 1, [*writes, marker]))
+    return encode_record((step, 1, 1, [*writes, marker]))
 
 
 def keyframe_blob(state: dict[str, Any]) -> bytes:
-    blob = marshal.dumps(state)
+    blob = encode_record(state)
     if len(blob) > 4096:
         blob = ZLIB_PREFIX + zlib.compress(blob, 1)
     return blob

@@ -17,8 +17,8 @@ from runtime.language.syntax.ast import TFunc
 from runtime.llm.base import MISSING, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
-from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.boundary import well_formed
+from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
 from runtime.vm.values import (
     BoundFunction,
