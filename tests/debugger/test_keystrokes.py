@@ -5,6 +5,7 @@ worker). Quitting keys are left out: they end the test."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -21,9 +22,13 @@ KEYS = [
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-async def test_random_keys_never_break_the_app(seed: int) -> None:
+async def test_random_keys_never_break_the_app(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session: Session = make_session(PROGRAMS / "watched.agency", PROGRAMS / "watched.mocks.json")
     session.add_watch("score", stops=True)
+    session.source_text()  # read now: the keys may save files, which go to a scratch folder
+    monkeypatch.chdir(tmp_path)
     rng = random.Random(seed)
     app = DebuggerApp(session)
     async with app.run_test(size=SIZE) as pilot:
