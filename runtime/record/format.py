@@ -5,7 +5,10 @@ whose first item is an `R_*` code: the machine's write-log codes (`runtime.vm.wr
 numbers; a test holds them together), with containers replaced by their object ids, plus
 `R_CONTENTS`, which defines a container's whole contents the first time it becomes visible.
 Batches of step records are marshal-encoded; a keyframe is the full visible state, zlib-compressed
-when large (`ZLIB_PREFIX`).
+when large (`ZLIB_PREFIX`). An incremental keyframe has a `base` (the step of a full keyframe of its
+branch): its `heap` holds only the containers defined or changed since the base, and a thread (or
+the output) that only grew since is `("+", n, items)`: the base's first n, then these
+(`merge_keyframe` makes it whole).
 """
 
 from __future__ import annotations
@@ -35,6 +38,23 @@ R_CONTENTS = 17  # (R_CONTENTS, oid, contents)  a container's contents, when it 
 KINDS = ("step", "llm", "tool", "interrupt", "end")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 ZLIB_PREFIX = b"\x00z"  # marks a compressed keyframe (no marshal stream starts with NUL)
+
+
+def merge_keyframe(base: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The whole state an incremental keyframe `data` stands for, given its base's whole state.
+    Neither is changed; unchanged containers and messages are shared with the base."""
+    heap = dict(base["heap"])
+    heap.update(data["heap"])
+    threads = {tid: _grown(base["threads"].get(tid) or [], v) for tid, v in data["threads"].items()}
+    merged = dict(data, heap=heap, threads=threads, output=_grown(base["output"], data["output"]))
+    merged.pop("base", None)
+    return merged
+
+
+def _grown(was: list[Any], v: Any) -> Any:
+    if type(v) is tuple and len(v) == 3 and v[0] == "+":
+        return was[: v[1]] + list(v[2])
+    return v
 
 
 def decode_keyframe(blob: bytes) -> Any:

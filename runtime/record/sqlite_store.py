@@ -38,6 +38,7 @@ from typing import Any, Self
 
 from runtime.language.files import STORE_SUFFIXES, kind_of, protect
 from runtime.record import migrations
+from runtime.record.requests import PACKED, RequestPacker, packable
 from runtime.record.store import (
     EFFECT_STATUSES,
     MAX_STEP,
@@ -134,6 +135,12 @@ _INSERT_LLM_CALL = (
     " input_tokens, output_tokens, cost, latency_ms, created_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_INSERT_PACKED_LLM_CALL = (
+    "INSERT INTO llm_calls (run_id, branch, step, provider, model, request_json, response_json,"
+    " input_tokens, output_tokens, cost, latency_ms, created_at, request_form)"
+    f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {PACKED})"
+)
+_INSERT_LLM_PART = "INSERT INTO llm_parts (run_id, branch, seq, json) VALUES (?, ?, ?, ?)"
 _UPSERT_EFFECT = (
     "INSERT INTO effects (key, run_id, branch, step, kind, status, args_json, result_json,"
     " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -436,6 +443,9 @@ class SQLiteStore:
         self._readers_lock = threading.Lock()
         # Branch rows never change once written, so a lineage can be kept for the process.
         self._lineages: dict[tuple[str, int], list[Segment]] = {}
+        # Packed LLM requests (requests.py): what is known of each run's parts.
+        self._packer = RequestPacker(self._max_part_seq)
+        self._packer_lock = threading.Lock()
         _refuse_special(self.path)
         if read_only:
             self._uri = self._read_only_uri()
@@ -712,6 +722,8 @@ class SQLiteStore:
     def _forget(self, run_id: str) -> None:
         for key in [k for k in self._lineages if k[0] == run_id]:
             self._lineages.pop(key, None)
+        with self._packer_lock:
+            self._packer.forget(run_id)
 
     # steps
 
@@ -744,6 +756,22 @@ class SQLiteStore:
                 if row is not None:
                     return Keyframe(seg.branch, row[0], row[1])
             return None
+
+    def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
+        steps: set[int] = set()
+        with self._reading() as conn:
+            for seg in self._segments(conn, run_id, branch):
+                lo, hi = max(a, seg.lo), min(b, seg.hi)
+                if lo <= hi:
+                    steps.update(
+                        row[0]
+                        for row in conn.execute(
+                            "SELECT step FROM keyframes WHERE run_id = ? AND branch = ?"
+                            " AND step >= ? AND step <= ?",
+                            (run_id, seg.branch, lo, hi),
+                        )
+                    )
+        return sorted(steps)
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
         out: list[Batch] = []
@@ -832,13 +860,24 @@ class SQLiteStore:
         cost: float = 0.0,
         latency_ms: float = 0.0,
     ) -> None:
+        sql = _INSERT_LLM_CALL
+        if packable(request):
+            sql = _INSERT_PACKED_LLM_CALL
+            self._check()
+            with self._packer_lock:
+                packed, parts = self._packer.pack(run_id, branch, request)
+            for part in parts:
+                self._enqueue(_Op(_INSERT_LLM_PART, (run_id, *part)), len(part[2]))
+            request_json = dumps(packed, "LLM request")
+        else:
+            request_json = dumps(request, "LLM request")
         params = (
             run_id,
             branch,
             step,
             provider,
             model,
-            dumps(request, "LLM request"),
+            request_json,
             dumps(response, "LLM response"),
             int(input_tokens),
             int(output_tokens),
@@ -846,7 +885,37 @@ class SQLiteStore:
             float(latency_ms),
             format_ts(self._clock()),
         )
-        self._enqueue(_Op(_INSERT_LLM_CALL, params))
+        self._enqueue(_Op(sql, params))
+
+    def _max_part_seq(self, run_id: str, branch: int) -> int:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT max(seq) FROM llm_parts WHERE run_id = ? AND branch = ?", (run_id, branch)
+            ).fetchone()
+        return -1 if row[0] is None else int(row[0])
+
+    def _llm_call(self, conn: sqlite3.Connection, row: Any) -> LLMCallRecord:
+        """A call's record, its request rebuilt from its parts when it is stored packed."""
+        run_id = row["run_id"]
+
+        def load(b: int, lo: int, hi: int) -> Any:
+            return conn.execute(
+                "SELECT seq, json FROM llm_parts WHERE run_id = ? AND branch = ?"
+                " AND seq >= ? AND seq <= ?",
+                (run_id, b, lo, hi),
+            )
+
+        def unpack(packed: Any) -> Any:
+            with self._packer_lock:
+                return self._packer.unpack(run_id, packed, load)
+
+        try:
+            return llm_call_from_row(row, unpack)
+        except KeyError as exc:
+            raise StoreError(
+                f"run store {self.path}: run {run_id} has an LLM call at step {row['step']} "
+                f"whose request refers to a missing part {exc}"
+            ) from None
 
     def llm_calls(self, run_id: str, branch: int | None = None) -> list[LLMCallRecord]:
         with self._reading() as conn:
@@ -855,7 +924,7 @@ class SQLiteStore:
                 rows = self._rows(
                     conn, "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,)
                 )
-                return [llm_call_from_row(row) for row in rows]
+                return [self._llm_call(conn, row) for row in rows]
             out: list[LLMCallRecord] = []
             for seg in self._segments(conn, run_id, branch):
                 rows = self._rows(
@@ -864,7 +933,7 @@ class SQLiteStore:
                     " AND step <= ? ORDER BY step, id",
                     (run_id, seg.branch, seg.lo, seg.hi),
                 )
-                out.extend(llm_call_from_row(row) for row in rows)
+                out.extend(self._llm_call(conn, row) for row in rows)
             return out
 
     def put_effect(

@@ -15,7 +15,10 @@ state), and the child's records of step k come after the parent's.
 
 Values that are not blobs (run arguments, config, event data, LLM requests and answers, effect
 results, edits) are JSON-like Python values; the store keeps them as JSON text, so what comes back
-is a copy, with tuples turned into lists.
+is a copy, with tuples turned into lists. An LLM request of the shape `llm()` sends is kept packed
+(`requests.py`: each message stored once per run, a call referring to them), so a long thread
+costs O(new messages) per call; it comes back exactly as it went in, its messages shared with the
+other requests read with it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from types import TracebackType
 from typing import Any, NamedTuple, Protocol, Self
 
 from runtime.errors import AgencyError
+from runtime.record.requests import PACKED, WHOLE, RequestPacker, packable
 
 __all__ = [
     "EVENT_KINDS",
@@ -292,6 +296,11 @@ class RunStore(Protocol):
         Searches the branch itself, then its parent up to the fork step, and so on; a child's
         keyframe at its fork step (the edited state) wins over the parent's at the same step.
         """
+        ...
+
+    def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
+        """The steps within `a..b` (inclusive) that have a keyframe along the branch's lineage,
+        ascending (no blobs read: a reader walking forward knows where the next one is)."""
         ...
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
@@ -625,14 +634,19 @@ def effect_from_row(row: Any) -> EffectRecord:
     )
 
 
-def llm_call_from_row(row: Any) -> LLMCallRecord:
+def llm_call_from_row(row: Any, unpack: Callable[[Any], Any] | None = None) -> LLMCallRecord:
+    """An `LLMCallRecord` from a row of the llm_calls table; `unpack` rebuilds a packed request
+    (`request_form` PACKED, a column older stores do not have)."""
+    request = loads(row["request_json"])
+    if unpack is not None and "request_form" in row.keys() and row["request_form"] == PACKED:
+        request = unpack(request)
     return LLMCallRecord(
         run_id=row["run_id"],
         branch=row["branch"],
         step=row["step"],
         provider=row["provider"],
         model=row["model"],
-        request=loads(row["request_json"]),
+        request=request,
         response=loads(row["response_json"]),
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
@@ -685,11 +699,12 @@ class _MemBranch:
 
 
 class _MemRun:
-    __slots__ = ("row", "branches")
+    __slots__ = ("row", "branches", "parts")
 
     def __init__(self, row: dict[str, Any]) -> None:
         self.row = row
         self.branches: dict[int, _MemBranch] = {}
+        self.parts: dict[tuple[int, int], str] = {}  # packed LLM requests' parts (requests.py)
 
 
 class MemoryStore:
@@ -707,8 +722,16 @@ class MemoryStore:
         self._owners: dict[str, dict[str, Any]] = {}  # run id -> the process continuing it
         self._seq = 0
         self._closed = False
+        self._packer = RequestPacker(self._max_part_seq)
 
     # plumbing
+
+    def _max_part_seq(self, run_id: str, branch: int) -> int:
+        return max((s for b, s in self._run(run_id).parts if b == branch), default=-1)
+
+    def _load_parts(self, run_id: str, branch: int, lo: int, hi: int) -> list[tuple[int, str]]:
+        parts = self._run(run_id).parts
+        return [(s, parts[(branch, s)]) for s in range(lo, hi + 1) if (branch, s) in parts]
 
     def _now(self) -> datetime:
         moment: datetime = self._clock()
@@ -814,6 +837,7 @@ class MemoryStore:
             if resolved is None:
                 raise StoreError(f"no run {run_id!r} in the store")
             del self._runs[resolved]
+            self._packer.forget(resolved)
             self._effects = {k: e for k, e in self._effects.items() if e["run_id"] != resolved}
 
     def prune(self, older_than: timedelta, keep: Collection[str] = ()) -> int:
@@ -873,6 +897,20 @@ class MemoryStore:
                 if at >= 0 and mb.kf_steps[at] >= seg.lo:
                     return Keyframe(seg.branch, mb.kf_steps[at], mb.kf_blobs[at])
             return None
+
+    def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
+        with self._lock:
+            self._open()
+            run = self._run(run_id)
+            steps: set[int] = set()
+            for seg in self._segments(run_id, branch):
+                lo, hi = max(a, seg.lo), min(b, seg.hi)
+                mb = run.branches[seg.branch]
+                at = bisect.bisect_left(mb.kf_steps, lo)
+                while at < len(mb.kf_steps) and mb.kf_steps[at] <= hi:
+                    steps.add(mb.kf_steps[at])
+                    at += 1
+            return sorted(steps)
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
         with self._lock:
@@ -970,23 +1008,32 @@ class MemoryStore:
         cost: float = 0.0,
         latency_ms: float = 0.0,
     ) -> None:
+        response_json = dumps(response, "LLM response")
         row = {
             "run_id": run_id,
             "branch": branch,
             "step": step,
             "provider": provider,
             "model": model,
-            "request_json": dumps(request, "LLM request"),
-            "response_json": dumps(response, "LLM response"),
+            "request_json": "",
+            "request_form": WHOLE,
+            "response_json": response_json,
             "input_tokens": int(input_tokens),
             "output_tokens": int(output_tokens),
             "cost": float(cost),
             "latency_ms": float(latency_ms),
             "created_at": format_ts(self._now()),
         }
+        if not packable(request):
+            row["request_json"] = dumps(request, "LLM request")
         with self._lock:
             self._open()
-            self._branch(run_id, branch).llm.append((self._next_seq(), row))
+            mb = self._branch(run_id, branch)
+            if packable(request):
+                packed, parts = self._packer.pack(run_id, branch, request)
+                self._runs[run_id].parts.update(((b, s), text) for b, s, text in parts)
+                row["request_json"], row["request_form"] = dumps(packed, "LLM request"), PACKED
+            mb.llm.append((self._next_seq(), row))
 
     def llm_calls(self, run_id: str, branch: int | None = None) -> list[LLMCallRecord]:
         with self._lock:
@@ -994,15 +1041,24 @@ class MemoryStore:
             run = self._run(run_id)
             if branch is None:
                 rows = sorted(c for mb in run.branches.values() for c in mb.llm)
-                return [llm_call_from_row(row) for _, row in rows]
+                return [self._llm_call(row) for _, row in rows]
             out: list[LLMCallRecord] = []
             for seg in self._segments(run_id, branch):
                 calls = sorted(
                     ((row["step"], seq, row) for seq, row in run.branches[seg.branch].llm),
                     key=lambda c: (c[0], c[1]),
                 )
-                out.extend(llm_call_from_row(r) for s, _, r in calls if seg.lo <= s <= seg.hi)
+                out.extend(self._llm_call(r) for s, _, r in calls if seg.lo <= s <= seg.hi)
             return out
+
+    def _llm_call(self, row: dict[str, Any]) -> LLMCallRecord:
+        run_id = row["run_id"]
+        return llm_call_from_row(
+            row,
+            lambda packed: self._packer.unpack(
+                run_id, packed, lambda b, lo, hi: self._load_parts(run_id, b, lo, hi)
+            ),
+        )
 
     def put_effect(
         self,
