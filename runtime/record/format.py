@@ -6,8 +6,8 @@ numbers; a test holds them together), with containers replaced by their object i
 `R_CONTENTS`, which defines a container's whole contents the first time it becomes visible.
 Batches of step records are marshal-encoded; a keyframe is the full visible state, zlib-compressed
 when large (`ZLIB_PREFIX`). An incremental keyframe has a `base` (the step of a full keyframe of its
-branch): its `heap` holds only the containers defined or changed since the base, and a thread (or
-the output) that only grew since is `("+", n, items)`: the base's first n, then these
+branch): its `heap` holds only the containers defined or changed since the base, and a list in the heap,
+a thread or the output that only grew since is `("+", n, items)`: the base's first n, then these
 (`merge_keyframe` makes it whole).
 """
 
@@ -44,7 +44,9 @@ def merge_keyframe(base: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]
     """The whole state an incremental keyframe `data` stands for, given its base's whole state.
     Neither is changed; unchanged containers and messages are shared with the base."""
     heap = dict(base["heap"])
-    heap.update(data["heap"])
+    old = base["heap"]
+    for oid, c in data["heap"].items():
+        heap[oid] = _grown(old.get(oid) or [], c)
     threads = {tid: _grown(base["threads"].get(tid) or [], v) for tid, v in data["threads"].items()}
     merged = dict(data, heap=heap, threads=threads, output=_grown(base["output"], data["output"]))
     merged.pop("base", None)

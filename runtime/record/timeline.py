@@ -84,7 +84,7 @@ class _Raw:
         self.step = step
         self.heap_version = 0  # raised by every change to a list or object (`_ViewCache`)
 
-    def apply(self, writes: tuple[Any, ...]) -> None:  # noqa: C901 - one dispatch on write kind
+    def apply(self, writes: tuple[Any, ...] | list[Any]) -> None:  # noqa: C901 - one dispatch on write kind
         frames = self.frames
         heap = self.heap
         for w in writes:
@@ -457,6 +457,15 @@ class Timeline:
             return found
         raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
 
+    def _segment_end(self, step: int) -> int:
+        """The last step of the lineage segment that holds `step`."""
+        if self._segs is None:
+            self._segs = self.store.lineage(self.run_id, self.branch)
+        for seg in self._segs:
+            if seg.lo <= step <= seg.hi:
+                return int(seg.hi)
+        return step
+
     def _segment_branch(self, step: int) -> int:
         segs = self._segs
         if segs is None:
@@ -505,19 +514,30 @@ class Timeline:
         cur = self._cursor
         kf_step = self._keyframe_step(step)
         if cur is not None and kf_step <= cur.step <= step and step - cur.step <= 4096:
-            for s in range(cur.step + 1, step + 1):
-                cur.apply(self._record(s)[2])
+            self._replay(cur, cur.step + 1, step)
             cur.step = step
             return cur
         kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
         if kf is None:
             raise IndexError(f"no keyframe at or before step {step}")
         raw = _Raw(self._keyframe_state(kf), kf.step)
-        for s in range(kf.step + 1, step + 1):
-            raw.apply(self._record(s)[2])
+        self._replay(raw, kf.step + 1, step)
         raw.step = step
         self._cursor = raw
         return raw
+
+    def _replay(self, raw: _Raw, a: int, b: int) -> None:
+        """Apply the writes of steps `a..b` to `raw`, a batch's run of steps at a time."""
+        s = a
+        while s <= b:
+            batch = self._batch(s)
+            hi = min(b, batch.last, self._segment_end(s))  # a parent's batch may go on past
+            # the fork step: those steps are not this lineage's
+            i = s - batch.first
+            start = batch.marks[i - 1] + 1 if i else 0
+            writes = batch.entries[start : batch.marks[hi - batch.first]]
+            raw.apply([w for w in writes if type(w) is not int])  # without the step markers
+            s = hi + 1
 
     def _keyframe_state(self, kf: Keyframe) -> dict[str, Any]:
         """The whole state a keyframe holds, merged with its base when it is incremental.
