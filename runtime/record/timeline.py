@@ -23,6 +23,7 @@ from runtime.record.format import (
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
+    R_RESET,
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
@@ -398,6 +399,7 @@ class Timeline:
         self._views: OrderedDict[int, StateView] = OrderedDict()
         self._cursor: _Raw | None = None
         self._view_cache = _ViewCache()
+        self._marks_resets = bool(run is not None and (run.meta or {}).get("reset_marks"))
         self._kf_states: OrderedDict[tuple[int, int], dict[str, Any]] = OrderedDict()
         self._length: int | None = None
         self._kf_cache: list[tuple[int, int]] = []
@@ -513,10 +515,19 @@ class Timeline:
     def _materialise(self, step: int) -> _Raw:
         cur = self._cursor
         kf_step = self._keyframe_step(step)
-        if cur is not None and kf_step <= cur.step <= step and step - cur.step <= 4096:
-            self._replay(cur, cur.step + 1, step)
-            cur.step = step
-            return cur
+        if cur is not None and cur.step <= step and step - cur.step <= 4096:
+            if kf_step <= cur.step:
+                self._replay(cur, cur.step + 1, step)
+                cur.step = step
+                return cur
+            # Past a keyframe on deltas alone: fine unless the state was replaced on the way
+            # (marked by R_RESET in runs that mark it) or the lineage changes branch.
+            if self._marks_resets and not self._fork_between(cur.step, step):
+                writes = self._writes(cur.step + 1, step)
+                if not any(w[0] == R_RESET for w in writes):
+                    cur.apply(writes)
+                    cur.step = step
+                    return cur
         kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
         if kf is None:
             raise IndexError(f"no keyframe at or before step {step}")
@@ -527,7 +538,12 @@ class Timeline:
         return raw
 
     def _replay(self, raw: _Raw, a: int, b: int) -> None:
-        """Apply the writes of steps `a..b` to `raw`, a batch's run of steps at a time."""
+        """Apply the writes of steps `a..b` to `raw`."""
+        raw.apply(self._writes(a, b))
+
+    def _writes(self, a: int, b: int) -> list[Any]:
+        """The writes of steps `a..b`, in order, a batch's run of steps at a time."""
+        out: list[Any] = []
         s = a
         while s <= b:
             batch = self._batch(s)
@@ -536,8 +552,15 @@ class Timeline:
             i = s - batch.first
             start = batch.marks[i - 1] + 1 if i else 0
             writes = batch.entries[start : batch.marks[hi - batch.first]]
-            raw.apply([w for w in writes if type(w) is not int])  # without the step markers
+            out.extend([w for w in writes if type(w) is not int])  # without the step markers
             s = hi + 1
+        return out
+
+    def _fork_between(self, a: int, b: int) -> bool:
+        """Whether a lineage segment after the first starts within steps `a+1..b`."""
+        if self._segs is None:
+            self._segs = self.store.lineage(self.run_id, self.branch)
+        return any(a < seg.lo <= b for seg in self._segs[1:])
 
     def _keyframe_state(self, kf: Keyframe) -> dict[str, Any]:
         """The whole state a keyframe holds, merged with its base when it is incremental.

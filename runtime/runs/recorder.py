@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
-from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX
+from runtime.record.format import KIND_CODES, R_CONTENTS, R_RESET, ZLIB_PREFIX
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
@@ -111,7 +111,7 @@ class Recorder:
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
-        machine.wlog = []
+        machine.wlog = [(R_RESET,)]  # a new recorder: what came before is replaced
         machine.rec = self
         machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
         machine.on_flush = self.flush_chunk
@@ -351,8 +351,9 @@ class Recorder:
         self.flush_chunk(m)
 
     def reset(self) -> None:
-        """A restore replaced the state: the next step gets a keyframe."""
+        """A restore replaced the state: the next step gets a keyframe (and a mark)."""
         self.force_keyframe = True
+        self.m.wlog.append((R_RESET,))  # type: ignore[union-attr]
         self.m.wlog_limit = 0
 
     def event(self, step: int, kind: str, summary: str, data: dict[str, Any]) -> None:
