@@ -246,6 +246,7 @@ class _Raw:
 
 
 _KF_LOOKAHEAD = 4096  # steps past the one asked for that `_keyframe_step` looks at
+_KF_LOAD_STEPS = 64  # steps of deltas that cost about as much as loading a keyframe
 _READ_AHEAD = 64  # steps past the one asked for whose batches `_batch` reads with it
 
 
@@ -522,7 +523,10 @@ class Timeline:
                 return cur
             # Past a keyframe on deltas alone: fine unless the state was replaced on the way
             # (marked by R_RESET in runs that mark it) or the lineage changes branch.
-            if self._marks_resets and not self._fork_between(cur.step, step):
+            # Only when that is shorter than from the keyframe (loading one costs about as
+            # much as _KF_LOAD_STEPS steps of deltas): random reads still start from keyframes.
+            near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
+            if near and self._marks_resets and not self._fork_between(cur.step, step):
                 writes = self._writes(cur.step + 1, step)
                 if not any(w[0] == R_RESET for w in writes):
                     cur.apply(writes)
