@@ -164,8 +164,14 @@ class SQLiteStore(SQLStore):
         migrations.check_file(path)
         base = "file:" + urllib.parse.quote(str(path.resolve()))
         # `mode=ro` still needs the WAL index beside the file; where it cannot be made (a
-        # read-only directory) and no log is pending, the file is read as it is.
-        for uri in (base + "?mode=ro", base + "?immutable=1"):
+        # read-only directory) and no log is pending, the file is read as it is. Where the file
+        # and its directory are writable, a read-write connection that only reads (`query_only`)
+        # is used instead: as the last one to close it removes the `-wal` and `-shm` it made,
+        # where a `mode=ro` one leaves them behind.
+        uris = [base + "?mode=ro", base + "?immutable=1"]
+        if os.access(path, os.W_OK) and os.access(path.resolve().parent, os.W_OK):
+            uris.insert(0, base + "?mode=rw")
+        for uri in uris:
             if uri.endswith("immutable=1") and _has_wal(path):
                 break
             try:
@@ -198,6 +204,7 @@ class SQLiteStore(SQLStore):
                 isolation_level=None,
                 check_same_thread=False,
             )
+            conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runtime.errors import AgencyError
+from runtime.language.files import read_text
 from runtime.llm.base import Completion
 from runtime.runs.config import program_of
 from runtime.runs.fork import (
@@ -260,9 +262,9 @@ class _Replay:
         lines = self.lines.get(loc.file)
         if lines is None:
             try:
-                lines = Path(loc.file).read_text(encoding="utf-8").splitlines()
-            except OSError:
-                lines = []
+                lines = read_text(loc.file, "source file").splitlines()
+            except (OSError, AgencyError, UnicodeDecodeError):
+                lines = []  # unreadable now (a FIFO, too large, gone): no text to compare
             self.lines[loc.file] = lines
         return span_text(lines, loc)
 

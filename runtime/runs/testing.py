@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError, AgencySyntaxError
+from runtime.language.files import loads_json, read_text
 from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.runs.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
@@ -88,7 +89,7 @@ def same_output(got: str, expected: Any) -> bool:
 def run_suite(path: Path) -> Iterator[TestOutcome]:
     label = str(path)
     try:
-        suite = json.loads(path.read_text(encoding="utf-8"))
+        suite = loads_json(read_text(path, "test file"))
     except json.JSONDecodeError as exc:
         detail = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         yield TestOutcome(label, "<suite>", False, detail=detail)
@@ -99,6 +100,12 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
     except OSError as exc:
         detail = f"cannot read test file: {exc.strerror or exc}"
         yield TestOutcome(label, "<suite>", False, detail=detail)
+        return
+    except AgencyError as exc:  # a FIFO, a device, a file over the size limit
+        yield TestOutcome(label, "<suite>", False, detail=str(exc))
+        return
+    except RecursionError:
+        yield TestOutcome(label, "<suite>", False, detail="nested too deeply to read")
         return
     if isinstance(suite, dict) and "expectedCompileError" in suite and "tests" not in suite:
         yield compile_error_suite(path, suite)

@@ -360,12 +360,14 @@ def check_against_program(data: dict[str, Any], program: CompiledProgram, origin
     for i, f in enumerate(frames):
         code = program.module if f["scope"] == "<module>" else program.functions[f["scope"]]
         where = f"frame {i} (`{f['scope']}`)"
-        if code.kind == "prelude" and (user or i == 0):
+        top = i == len(frames) - 1
+        # `checkpoint()` is called from the program's own code, which may itself run under a
+        # prelude call (a validator, a `map` callback): only the ends are the program's
+        if code.kind == "prelude" and (i == 0 or (user and top)):
             raise CheckpointFormatError(
                 f"{origin}: {where} is inside the prelude; a checkpoint starts in the program's "
                 "own code"
             )
-        top = i == len(frames) - 1
         _check_position(f["position"], code, top, f"{origin}: {where}")
         _check_operands(f, code, top, f"{origin}: {where}")
     for key in ("step", "id", "branch"):
@@ -486,33 +488,41 @@ def _check_machine(extra: dict[str, Any], origin: str) -> None:
 
 
 def visible_function(program: CompiledProgram, name: str) -> bool:
-    """Whether a program can name `name` itself: its own defs and nodes, the prelude's and the
-    builtins' public names (never an internal `__…` one)."""
-    if name.startswith("__"):
-        return False
-    return name in program.functions or name in bytecode.BUILTIN_NAMES
+    """Whether a checkpoint may name `name`: a function written in Agency that the program
+    holds (its own defs and nodes, the prelude's and the standard library's, the helpers its
+    syntax compiles to, such as `__validate` for `T!`), or a builtin's public name; never an
+    internal `__…` builtin of the host."""
+    if name in program.functions:
+        return True
+    return not name.startswith("__") and name in bytecode.BUILTIN_NAMES
 
 
 def _check_functions(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
     """Every `{"$function": name}` in the checkpoint names a visible function; only a prelude
-    frame's own operand stack may hold an internal one (the call a paused interrupt re-runs)."""
-    todo: list[Any] = [v for k, v in data.items() if k != "stack"]
-    for f in data["stack"]:
-        scope = f["scope"]
-        prelude = scope != "<module>" and program.functions[scope].kind == "prelude"
-        todo.extend(v for k, v in f.items() if not (prelude and k == "stack"))
+    frame's own operand stack may hold an internal builtin (the call it is making: a paused
+    interrupt re-runs it), here and in the checkpoints the program saved inside this one."""
+    todo: list[tuple[Any, bool]] = [(data, False)]
     while todo:
-        v = todo.pop()
+        v, internal_ok = todo.pop()
         if isinstance(v, dict):
             name = v.get("$function")
-            if "$function" in v and not (isinstance(name, str) and visible_function(program, name)):
+            if "$function" in v and not (
+                isinstance(name, str)
+                and (
+                    visible_function(program, name)
+                    or (internal_ok and name in bytecode.BUILTIN_NAMES)
+                )
+            ):
                 raise CheckpointFormatError(
                     f"{origin}: a function value names {str(name)[:60]!r}, which is not a "
                     "function of this program"
                 )
-            todo.extend(v.values())
+            code = program.functions.get(v["scope"]) if isinstance(v.get("scope"), str) else None
+            prelude_frame = code is not None and code.kind == "prelude"
+            for k, item in v.items():
+                todo.append((item, prelude_frame and k == "stack"))
         elif isinstance(v, list):
-            todo.extend(v)
+            todo.extend((item, internal_ok) for item in v)
 
 
 def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
