@@ -18,7 +18,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.frames import TailCall
-from runtime.vm.values import FUNCTION_TYPES, Closure, JSArray
+from runtime.vm.values import FUNCTION_TYPES, Closure, JSArray, type_name
 from runtime.vm.writelog import PLAIN
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def active_callbacks(m: Machine, hook: str) -> JSArray:
 def _run_callback(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call one callback with the event's data (its value is ignored). A block written at the
     top level of a module reads only module variables, so it runs over the current frame."""
-    fn, data = args[0], args[1]
+    fn, data = arg(args, named, 0, "fn"), arg(args, named, 1, "data")
+    _callable(fn, "__run_callback")
     if type(fn) is Closure:
         owner = m.functions.get(fn.owner)
         if owner is None or owner.kind == "module":
@@ -98,9 +99,18 @@ def _run_callback(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 @builtin("__call_spread")
 def _call_spread(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with an array of arguments and an object of named ones."""
-    fn, call_args, call_named = args[0], args[1], args[2]
+    fn = arg(args, named, 0, "fn")
+    call_args, call_named = arg(args, named, 1, "args"), arg(args, named, 2, "named")
+    _callable(fn, "__call_spread")
+    if not isinstance(call_args, JSArray | None) or not isinstance(call_named, dict | None):
+        raise AgencyRuntimeError("__call_spread takes a function, an array and an object")
     target = fn.name if type(fn) is FuncRef else fn
     return TailCall(target, list(call_args or ()), dict(call_named or {}))
+
+
+def _callable(fn: Any, what: str) -> None:
+    if type(fn) not in FUNCTION_TYPES:
+        raise AgencyRuntimeError(f"{what}: expected a function, got {type_name(fn)}")
 
 
 @builtin("__callbacks_for")

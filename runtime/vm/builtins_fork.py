@@ -28,13 +28,12 @@ machine's logged writes:
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.frames import Frame, Signal
-from runtime.vm.values import JSArray, JSObject, to_number, truthy
+from runtime.vm.values import JSArray, JSObject, truthy
 from runtime.vm.writelog import PLAIN, W_ACTIVE, W_GLOBAL, W_POP_FRAME, W_THREAD
 
 if TYPE_CHECKING:
@@ -184,20 +183,14 @@ def _innermost(m: Machine, below: int) -> tuple[int, JSObject] | None:
     return None
 
 
-@builtin("sleep")
-def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    """`sleep(ms)`: inside a fork or race branch it advances the branch's virtual clock (and a
-    race branch that can no longer win stops here); elsewhere it waits."""
-    ms = to_number(arg(args, named, 0, "ms", 0))
-    if ms != ms or ms <= 0:
-        return None
+def branch_sleep(m: Machine, ms: Any) -> bool:
+    """`sleep(ms)` inside a fork or race branch: advance the branch's virtual clock (a race
+    branch that can no longer win stops here). False outside any branch."""
     found = _innermost(m, below=len(m.frames))
     if found is None:
-        if not m.replaying:
-            time.sleep(min(ms, 60_000) / 1000)
-        return None
+        return False
     _advance(m, found, ms)
-    return None
+    return True
 
 
 def _advance(m: Machine, found: tuple[int, JSObject], by: Any) -> None:

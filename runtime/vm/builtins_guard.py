@@ -19,9 +19,19 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import RETURN as _RETURN
 from runtime.language.bytecode import STORE_LOCAL as _STORE_LOCAL
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_fork import branch_sleep
 from runtime.vm.builtins_std import FAKE_CLOCK, now_ms
+from runtime.vm.builtins_values import MAX_SLEEP_MS, journaled_wait
 from runtime.vm.frames import Decision, Frame, TailCall, UnwindSignal
-from runtime.vm.values import Closure, JSArray, JSObject, Result, to_number, to_plain
+from runtime.vm.values import (
+    Closure,
+    JSArray,
+    JSObject,
+    Result,
+    to_number,
+    to_plain,
+    to_str,
+)
 from runtime.vm.writelog import PLAIN, W_SHARED
 
 if TYPE_CHECKING:
@@ -336,21 +346,29 @@ def _save_draft(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
 
 @builtin("sleep")
 def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    """Wait `ms` milliseconds (under a fake clock, move it instead). A time guard cuts the wait
-    short at its deadline, and trips."""
-    ms = max(0.0, float(to_number(arg(args, named, 0, "ms", 0))))
+    """Wait `ms` milliseconds. Inside a fork or race branch it advances the branch's virtual
+    clock instead; under a fake clock it moves the clock; otherwise it waits through the effect
+    journal (a resumed or replayed run does not wait again), cut short at a time guard's
+    deadline. Then the running guards are checked (a time budget may have run out)."""
+    ms = to_number(arg(args, named, 0, "ms", 0))
+    if ms != ms or ms < 0 or ms > MAX_SLEEP_MS:
+        raise AgencyRuntimeError(
+            f"sleep(ms): ms must be between 0 and {MAX_SLEEP_MS} (a day), not {to_str(ms)}"
+        )
+    if branch_sleep(m, ms):
+        return None
     if FAKE_CLOCK in m.mutable:
         value = m.mutable[FAKE_CLOCK] + ms
         value = int(value) if float(value).is_integer() else value
         m.mutable[FAKE_CLOCK] = value
         m.log((W_SHARED, "mutable:" + FAKE_CLOCK, value))
-    elif not m.replaying:
-        deadline = ms
+    elif ms > 0:
+        deadline = float(ms)
         for _at, g in _guards(m):
             if g["maxTime"] is not None and g["timeBase"] is not None:
                 left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
-        time.sleep(deadline / 1000)
+        journaled_wait(m, deadline)
     return TailCall("__guard_check", [])
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.syntax.validation import SCHEMA_PREFIX
-from runtime.vm.builtin_base import BUILTINS, arg, builtin
+from runtime.vm.builtin_base import builtin
 from runtime.vm.classes import CLASS_TYPES
 from runtime.vm.effects import observe
 from runtime.vm.values import (
@@ -28,7 +28,6 @@ from runtime.vm.values import (
     make_regex,
     regex_test,
     stringify,
-    to_number,
     to_str,
 )
 
@@ -38,21 +37,14 @@ if TYPE_CHECKING:
 MAX_SLEEP_MS = 24 * 3_600_000
 
 
-def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    ms = to_number(arg(args, named, 0, "ms", 0))
-    if ms != ms or ms < 0 or ms > MAX_SLEEP_MS:
-        raise AgencyRuntimeError(f"sleep takes 0 to {MAX_SLEEP_MS} milliseconds, not {ms}")
+def journaled_wait(m: Machine, ms: float) -> None:
+    """Wait `ms` milliseconds through the effect journal, so a replayed or resumed run is served
+    the wait it already did instead of waiting again."""
 
     def wait() -> None:
         time.sleep(ms / 1000)
 
     observe(m, "sleep", {"ms": ms}, wait)
-
-
-# A plain fallback: when a module registered before this one already provides `sleep` (the
-# guards' version, which also honours time budgets and the fake clock), that one stays.
-if "sleep" not in BUILTINS:
-    builtin("sleep")(_sleep)
 
 
 @builtin("__regex")
