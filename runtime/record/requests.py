@@ -39,7 +39,7 @@ _KEYS = ["messages", "tools", "schema", "params"]
 
 
 def _dumps(value: Any) -> str:
-    """JSON text as the stores write it (`store.dumps`), with the same error for a bad value."""
+    """JSON text as the stores write it (`rows.dumps`), with the same error for a bad value."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
