@@ -368,7 +368,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             if g["maxTime"] is not None and g["timeBase"] is not None:
                 left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
-        journaled_wait(m, deadline)
+        journaled_wait(m, ms, deadline)
     return TailCall("__guard_check", [])
 
 

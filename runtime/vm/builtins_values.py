@@ -37,12 +37,13 @@ if TYPE_CHECKING:
 MAX_SLEEP_MS = 24 * 3_600_000
 
 
-def journaled_wait(m: Machine, ms: float) -> None:
-    """Wait `ms` milliseconds through the effect journal, so a replayed or resumed run is served
-    the wait it already did instead of waiting again."""
+def journaled_wait(m: Machine, ms: float, wait_ms: float | None = None) -> None:
+    """`sleep(ms)` through the effect journal, so a replayed or resumed run is served the wait
+    it already did instead of waiting again. It waits `wait_ms` (a time guard's deadline can
+    cut it short), but is journaled as the `ms` the program asked for, which replay compares."""
 
     def wait() -> None:
-        time.sleep(ms / 1000)
+        time.sleep((ms if wait_ms is None else wait_ms) / 1000)
 
     observe(m, "sleep", {"ms": ms}, wait)
 
