@@ -17,7 +17,10 @@ state), and the child's records of step k come after the parent's.
 
 Values that are not blobs (run arguments, config, event data, LLM requests and answers, effect
 results, edits) are JSON-like Python values; the store keeps them as JSON text, so what comes back
-is a copy, with tuples turned into lists.
+is a copy, with tuples turned into lists. An LLM request of the shape `llm()` sends is kept packed
+(`requests.py`: each message stored once per run, a call referring to them), so a long thread
+costs O(new messages) per call; it comes back exactly as it went in, its messages shared with the
+other requests read with it.
 """
 
 from __future__ import annotations
@@ -306,6 +309,11 @@ class RunStore(Protocol):
         Searches the branch itself, then its parent up to the fork step, and so on; a child's
         keyframe at its fork step (the edited state) wins over the parent's at the same step.
         """
+        ...
+
+    def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
+        """The steps within `a..b` (inclusive) that have a keyframe along the branch's lineage,
+        ascending (no blobs read: a reader walking forward knows where the next one is)."""
         ...
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:

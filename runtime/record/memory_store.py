@@ -27,6 +27,7 @@ from runtime.record.contract import (
     StoreError,
     choose_prunable,
 )
+from runtime.record.requests import PACKED, WHOLE, RequestPacker, packable
 from runtime.record.rows import (
     ambiguous_prefix,
     as_blob,
@@ -65,11 +66,12 @@ class _MemBranch:
 
 
 class _MemRun:
-    __slots__ = ("row", "branches")
+    __slots__ = ("row", "branches", "parts")
 
     def __init__(self, row: dict[str, Any]) -> None:
         self.row = row
         self.branches: dict[int, _MemBranch] = {}
+        self.parts: dict[tuple[int, int], str] = {}  # packed LLM requests' parts (requests.py)
 
 
 def _recorded_bytes(run: _MemRun) -> int:
@@ -78,7 +80,7 @@ def _recorded_bytes(run: _MemRun) -> int:
     for b in run.branches.values():
         total += sum(len(blob) for _, _, blob in b.batches) + sum(len(k) for k in b.kf_blobs)
         total += sum(len(str(row)) for _, row in b.llm)
-    return total
+    return total + sum(len(text) for text in run.parts.values())
 
 
 class MemoryStore:
@@ -96,8 +98,16 @@ class MemoryStore:
         self._owners: dict[str, dict[str, Any]] = {}  # run id -> the process continuing it
         self._seq = 0
         self._closed = False
+        self._packer = RequestPacker(self._max_part_seq)
 
     # plumbing
+
+    def _max_part_seq(self, run_id: str, branch: int) -> int:
+        return max((s for b, s in self._run(run_id).parts if b == branch), default=-1)
+
+    def _load_parts(self, run_id: str, branch: int, lo: int, hi: int) -> list[tuple[int, str]]:
+        parts = self._run(run_id).parts
+        return [(s, parts[(branch, s)]) for s in range(lo, hi + 1) if (branch, s) in parts]
 
     def _now(self) -> datetime:
         moment: datetime = self._clock()
@@ -224,6 +234,7 @@ class MemoryStore:
             if resolved is None:
                 raise StoreError(f"no run {run_id!r} in the store")
             del self._runs[resolved]
+            self._packer.forget(resolved)
             self._effects = {k: e for k, e in self._effects.items() if e["run_id"] != resolved}
 
     def prune(
@@ -293,6 +304,20 @@ class MemoryStore:
                 if at >= 0 and mb.kf_steps[at] >= seg.lo:
                     return Keyframe(seg.branch, mb.kf_steps[at], mb.kf_blobs[at])
             return None
+
+    def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
+        with self._lock:
+            self._open()
+            run = self._run(run_id)
+            steps: set[int] = set()
+            for seg in self._segments(run_id, branch):
+                lo, hi = max(a, seg.lo), min(b, seg.hi)
+                mb = run.branches[seg.branch]
+                at = bisect.bisect_left(mb.kf_steps, lo)
+                while at < len(mb.kf_steps) and mb.kf_steps[at] <= hi:
+                    steps.add(mb.kf_steps[at])
+                    at += 1
+            return sorted(steps)
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
         with self._lock:
@@ -390,23 +415,32 @@ class MemoryStore:
         cost: float = 0.0,
         latency_ms: float = 0.0,
     ) -> None:
+        response_json = dumps(response, "LLM response")
         row = {
             "run_id": run_id,
             "branch": branch,
             "step": step,
             "provider": provider,
             "model": model,
-            "request_json": dumps(request, "LLM request"),
-            "response_json": dumps(response, "LLM response"),
+            "request_json": "",
+            "request_form": WHOLE,
+            "response_json": response_json,
             "input_tokens": int(input_tokens),
             "output_tokens": int(output_tokens),
             "cost": float(cost),
             "latency_ms": float(latency_ms),
             "created_at": format_ts(self._now()),
         }
+        if not packable(request):
+            row["request_json"] = dumps(request, "LLM request")
         with self._lock:
             self._open()
-            self._branch(run_id, branch).llm.append((self._next_seq(), row))
+            mb = self._branch(run_id, branch)
+            if packable(request):
+                packed, parts = self._packer.pack(run_id, branch, request)
+                self._runs[run_id].parts.update(((b, s), text) for b, s, text in parts)
+                row["request_json"], row["request_form"] = dumps(packed, "LLM request"), PACKED
+            mb.llm.append((self._next_seq(), row))
 
     def llm_calls(self, run_id: str, branch: int | None = None) -> list[LLMCallRecord]:
         with self._lock:
@@ -414,15 +448,24 @@ class MemoryStore:
             run = self._run(run_id)
             if branch is None:
                 rows = sorted(c for mb in run.branches.values() for c in mb.llm)
-                return [llm_call_from_row(row) for _, row in rows]
+                return [self._llm_call(row) for _, row in rows]
             out: list[LLMCallRecord] = []
             for seg in self._segments(run_id, branch):
                 calls = sorted(
                     ((row["step"], seq, row) for seq, row in run.branches[seg.branch].llm),
                     key=lambda c: (c[0], c[1]),
                 )
-                out.extend(llm_call_from_row(r) for s, _, r in calls if seg.lo <= s <= seg.hi)
+                out.extend(self._llm_call(r) for s, _, r in calls if seg.lo <= s <= seg.hi)
             return out
+
+    def _llm_call(self, row: dict[str, Any]) -> LLMCallRecord:
+        run_id = row["run_id"]
+        return llm_call_from_row(
+            row,
+            lambda packed: self._packer.unpack(
+                run_id, packed, lambda b, lo, hi: self._load_parts(run_id, b, lo, hi)
+            ),
+        )
 
     def put_effect(
         self,

@@ -171,7 +171,26 @@ def _v2(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2]
+def _v3(conn: sqlite3.Connection) -> None:
+    """Packed LLM requests (`requests.py`): each message, tool list and schema stored once per
+    run as a part, a call's request referring to them (`request_form` 1). Calls recorded
+    before keep their whole request (`request_form` 0) and read as they always did."""
+    conn.execute(
+        """
+        CREATE TABLE llm_parts (
+            run_id TEXT NOT NULL,
+            branch INTEGER NOT NULL,
+            seq    INTEGER NOT NULL,
+            json   TEXT NOT NULL,
+            PRIMARY KEY (run_id, branch, seq),
+            FOREIGN KEY (run_id, branch) REFERENCES branches (run_id, branch) ON DELETE CASCADE
+        ) WITHOUT ROWID
+        """
+    )
+    conn.execute("ALTER TABLE llm_calls ADD COLUMN request_form INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
 
 
 def latest_version(migrations: list[Migration] | None = None) -> int:

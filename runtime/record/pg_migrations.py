@@ -148,7 +148,26 @@ def _v1(conn: Any) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS = [_v1]
+def _v2(conn: Any) -> None:
+    """Packed LLM requests (`requests.py`): each message, tool list and schema stored once per
+    run as a part, a call's request referring to them (`request_form` 1). Calls recorded
+    before keep their whole request (`request_form` 0) and read as they always did."""
+    conn.execute(
+        """
+        CREATE TABLE llm_parts (
+            run_id TEXT NOT NULL,
+            branch INTEGER NOT NULL,
+            seq    BIGINT NOT NULL,
+            json   TEXT NOT NULL,
+            PRIMARY KEY (run_id, branch, seq),
+            FOREIGN KEY (run_id, branch) REFERENCES branches (run_id, branch) ON DELETE CASCADE
+        )
+        """
+    )
+    conn.execute("ALTER TABLE llm_calls ADD COLUMN request_form INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS = [_v1, _v2]
 
 
 def latest_version() -> int:

@@ -28,6 +28,7 @@ from runtime.record.contract import (
     Segment,
     StoreError,
 )
+from runtime.record.requests import PACKED
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, in ASCII order: sorts right
 _id_lock = threading.Lock()
@@ -261,14 +262,19 @@ def effect_from_row(row: Any) -> EffectRecord:
     )
 
 
-def llm_call_from_row(row: Any) -> LLMCallRecord:
+def llm_call_from_row(row: Any, unpack: Callable[[Any], Any] | None = None) -> LLMCallRecord:
+    """An `LLMCallRecord` from a row of the llm_calls table; `unpack` rebuilds a packed request
+    (`request_form` PACKED, a column older stores do not have)."""
+    request = loads(row["request_json"])
+    if unpack is not None and "request_form" in row.keys() and row["request_form"] == PACKED:
+        request = unpack(request)
     return LLMCallRecord(
         run_id=row["run_id"],
         branch=row["branch"],
         step=row["step"],
         provider=row["provider"],
         model=row["model"],
-        request=loads(row["request_json"]),
+        request=request,
         response=loads(row["response_json"]),
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from collections.abc import Callable, Collection, Iterator
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
 from runtime.record.contract import choose_prunable
+from runtime.record.requests import PACKED, RequestPacker, packable
 from runtime.record.store import (
     EFFECT_STATUSES,
     MAX_STEP,
@@ -73,6 +75,12 @@ _INSERT_LLM_CALL = (
     " input_tokens, output_tokens, cost, latency_ms, created_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_INSERT_PACKED_LLM_CALL = (
+    "INSERT INTO llm_calls (run_id, branch, step, provider, model, request_json, response_json,"
+    " input_tokens, output_tokens, cost, latency_ms, created_at, request_form)"
+    f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {PACKED})"
+)
+_INSERT_LLM_PART = "INSERT INTO llm_parts (run_id, branch, seq, json) VALUES (?, ?, ?, ?)"
 _UPSERT_EFFECT = (
     "INSERT INTO effects (key, run_id, branch, step, kind, status, args_json, result_json,"
     " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -121,6 +129,9 @@ class SQLStore:
     def _init_lineages(self) -> None:
         # Branch rows never change once written, so a lineage can be kept for the process.
         self._lineages: dict[tuple[str, int], list[Segment]] = {}
+        # Packed LLM requests (requests.py): what is known of each run's parts.
+        self._packer = RequestPacker(self._max_part_seq)
+        self._packer_lock = threading.Lock()
 
     # plumbing
 
@@ -350,7 +361,9 @@ class SQLStore:
                 " + (SELECT COALESCE(SUM(LENGTH(blob)), 0) FROM keyframes k"
                 "  WHERE k.run_id = runs.id)"
                 " + (SELECT COALESCE(SUM(LENGTH(request_json) + LENGTH(response_json)), 0)"
-                "  FROM llm_calls c WHERE c.run_id = runs.id),"
+                "  FROM llm_calls c WHERE c.run_id = runs.id)"
+                " + (SELECT COALESCE(SUM(LENGTH(json)), 0) FROM llm_parts p"
+                "  WHERE p.run_id = runs.id),"
                 " EXISTS (SELECT 1 FROM run_owners WHERE run_id = runs.id)"
                 " FROM runs" + self._dialect.for_update,
             ).fetchall()
@@ -370,6 +383,8 @@ class SQLStore:
     def _forget(self, run_id: str) -> None:
         for key in [k for k in self._lineages if k[0] == run_id]:
             self._lineages.pop(key, None)
+        with self._packer_lock:
+            self._packer.forget(run_id)
 
     # steps
 
@@ -402,6 +417,23 @@ class SQLStore:
                 if row is not None:
                     return Keyframe(seg.branch, row[0], bytes(row[1]))
             return None
+
+    def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
+        steps: set[int] = set()
+        with self._reading() as conn:
+            for seg in self._segments(conn, run_id, branch):
+                lo, hi = max(a, seg.lo), min(b, seg.hi)
+                if lo <= hi:
+                    steps.update(
+                        row[0]
+                        for row in self._exec(
+                            conn,
+                            "SELECT step FROM keyframes WHERE run_id = ? AND branch = ?"
+                            " AND step >= ? AND step <= ?",
+                            (run_id, seg.branch, lo, hi),
+                        )
+                    )
+        return sorted(steps)
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
         out: list[Batch] = []
@@ -489,13 +521,24 @@ class SQLStore:
         cost: float = 0.0,
         latency_ms: float = 0.0,
     ) -> None:
+        sql = _INSERT_LLM_CALL
+        if packable(request):
+            sql = _INSERT_PACKED_LLM_CALL
+            self._check()
+            with self._packer_lock:
+                packed, parts = self._packer.pack(run_id, branch, request)
+            for part in parts:
+                self._enqueue(Op(_INSERT_LLM_PART, (run_id, *part)), len(part[2]))
+            request_json = dumps(packed, "LLM request")
+        else:
+            request_json = dumps(request, "LLM request")
         params = (
             run_id,
             branch,
             step,
             provider,
             model,
-            dumps(request, "LLM request"),
+            request_json,
             dumps(response, "LLM response"),
             int(input_tokens),
             int(output_tokens),
@@ -503,7 +546,40 @@ class SQLStore:
             float(latency_ms),
             format_ts(self._clock()),
         )
-        self._enqueue(Op(_INSERT_LLM_CALL, params))
+        self._enqueue(Op(sql, params))
+
+    def _max_part_seq(self, run_id: str, branch: int) -> int:
+        with self._reading() as conn:
+            row = self._one(
+                conn,
+                "SELECT max(seq) FROM llm_parts WHERE run_id = ? AND branch = ?",
+                (run_id, branch),
+            )
+        return -1 if row[0] is None else int(row[0])
+
+    def _llm_call(self, conn: Connection, row: Any) -> LLMCallRecord:
+        """A call's record, its request rebuilt from its parts when it is stored packed."""
+        run_id = row["run_id"]
+
+        def load(b: int, lo: int, hi: int) -> Any:
+            return self._exec(
+                conn,
+                "SELECT seq, json FROM llm_parts WHERE run_id = ? AND branch = ?"
+                " AND seq >= ? AND seq <= ?",
+                (run_id, b, lo, hi),
+            )
+
+        def unpack(packed: Any) -> Any:
+            with self._packer_lock:
+                return self._packer.unpack(run_id, packed, load)
+
+        try:
+            return llm_call_from_row(row, unpack)
+        except KeyError as exc:
+            raise StoreError(
+                f"run store {self.where}: run {run_id} has an LLM call at step {row['step']} "
+                f"whose request refers to a missing part {exc}"
+            ) from None
 
     def llm_calls(self, run_id: str, branch: int | None = None) -> list[LLMCallRecord]:
         with self._reading() as conn:
@@ -512,7 +588,7 @@ class SQLStore:
                 rows = self._rows(
                     conn, "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,)
                 )
-                return [llm_call_from_row(row) for row in rows]
+                return [self._llm_call(conn, row) for row in rows]
             out: list[LLMCallRecord] = []
             for seg in self._segments(conn, run_id, branch):
                 rows = self._rows(
@@ -521,7 +597,7 @@ class SQLStore:
                     " AND step <= ? ORDER BY step, id",
                     (run_id, seg.branch, seg.lo, seg.hi),
                 )
-                out.extend(llm_call_from_row(row) for row in rows)
+                out.extend(self._llm_call(conn, row) for row in rows)
             return out
 
     def put_effect(

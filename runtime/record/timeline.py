@@ -23,6 +23,7 @@ from runtime.record.format import (
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
+    R_RESET,
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
@@ -31,9 +32,10 @@ from runtime.record.format import (
     R_USAGE,
     decode_batch,
     decode_keyframe,
+    merge_keyframe,
 )
 from runtime.record.index import WriteIndex
-from runtime.record.store import RunStore, StoreError
+from runtime.record.store import Keyframe, RunStore, StoreError
 from runtime.record.views import (
     BranchInfo,
     Change,
@@ -62,6 +64,7 @@ class _Raw:
         "error",
         "heap",
         "step",
+        "heap_version",
     )
 
     def __init__(self, data: dict[str, Any], step: int) -> None:
@@ -81,8 +84,9 @@ class _Raw:
             k: (list(v) if type(v) is list else dict(v)) for k, v in data["heap"].items()
         }
         self.step = step
+        self.heap_version = 0  # raised by every change to a list or object (`_ViewCache`)
 
-    def apply(self, writes: tuple[Any, ...]) -> None:  # noqa: C901 - one dispatch on write kind
+    def apply(self, writes: tuple[Any, ...] | list[Any]) -> None:  # noqa: C901 - one dispatch on write kind
         frames = self.frames
         heap = self.heap
         for w in writes:
@@ -96,7 +100,9 @@ class _Raw:
             elif code == R_CONTENTS:
                 c = w[2]
                 heap[w[1]] = list(c) if type(c) is list else dict(c)
+                self.heap_version += 1
             elif code == R_SETKEY:
+                self.heap_version += 1
                 c = heap.get(w[1])
                 if type(c) is list:
                     i = w[2]
@@ -108,10 +114,12 @@ class _Raw:
                 elif c is not None:
                     c[w[2]] = w[3]
             elif code == R_DELKEY:
+                self.heap_version += 1
                 c = heap.get(w[1])
                 if c is not None:
                     c.pop(w[2], None)
             elif code == R_SPLICE:
+                self.heap_version += 1
                 c = heap.get(w[1])
                 if c is not None:
                     c[w[2] : w[2] + w[3]] = w[4]
@@ -194,7 +202,11 @@ class _Raw:
             return [self.plain(x, depth + 1) for x in v]
         return v
 
-    def view(self, step: int, branch: int, location: Location | None) -> StateView:
+    def view(
+        self, step: int, branch: int, location: Location | None, cache: _ViewCache | None = None
+    ) -> StateView:
+        """The state as a view; `cache` lets it reuse what an earlier view converted."""
+        plain = self.plain if cache is None else cache.plain_function(self)
         frames = []
         n = len(self.frames)
         for i, f in enumerate(self.frames):
@@ -203,15 +215,21 @@ class _Raw:
                 continue
             if i == n - 1 and location is not None:
                 line, col = location.line, location.col
-            args = {p: self.plain(locals_.get(p)) for p in params if not p.startswith("__")}
-            rest = {k: self.plain(v) for k, v in locals_.items() if k not in params}
+            args = {p: plain(locals_.get(p)) for p in params if not p.startswith("__")}
+            rest = {k: plain(v) for k, v in locals_.items() if k not in params}
             frames.append(FrameView(scope, kind, args, rest, line, col))
-        glob = {k: self.plain(v) for k, v in self.globals.items()}
+        glob = {k: plain(v) for k, v in self.globals.items()}
         for k, v in self.shared.items():
-            glob.setdefault(k, self.plain(v))
-        threads = {
-            tid: tuple(_message(self.plain(m)) for m in msgs) for tid, msgs in self.threads.items()
-        }
+            glob.setdefault(k, plain(v))
+        if cache is None:
+            threads = {
+                tid: tuple(_message(self.plain(m)) for m in msgs)
+                for tid, msgs in self.threads.items()
+            }
+            output = tuple(self.output)
+        else:
+            threads = {tid: cache.thread(self, tid, msgs) for tid, msgs in self.threads.items()}
+            output = cache.output(self.output)
         return StateView(
             step=step,
             branch=branch,
@@ -220,12 +238,91 @@ class _Raw:
             globals=glob,
             threads=threads,
             active_thread=self.active,
-            output=tuple(self.output),
+            output=output,
             usage=Usage(int(self.usage[0]), int(self.usage[1]), float(self.usage[2] or 0.0)),
             status=self.status,
             result=self.plain(self.result),
             error=self.error,
         )
+
+
+_KF_LOOKAHEAD = 4096  # steps past the one asked for that `_keyframe_step` looks at
+_KF_LOAD_STEPS = 64  # steps of deltas that cost about as much as loading a keyframe
+_READ_AHEAD = 64  # steps past the one asked for whose batches `_batch` reads with it
+
+
+class _ViewCache:
+    """What the last views built from materialised states converted, for the next view to reuse.
+
+    A view is a copy of the state, so building one from scratch is O(state) however little a
+    step changed: walking a history step by step would be O(steps x state). Most of a state is
+    append-only (threads, output) or untouched by a step, so the cache keeps, per thread, the
+    raw messages last converted and their `Message`s (a new view reuses the longest common
+    prefix, compared in C), the output likewise, and the plain copy of every top-level list or
+    object until the heap changes. Views share these (immutable by contract) pieces.
+    """
+
+    __slots__ = ("threads", "out_raw", "out_view", "plains", "plains_raw", "plains_version")
+
+    def __init__(self) -> None:
+        self.threads: dict[str, tuple[list[Any], tuple[Message, ...]]] = {}
+        self.out_raw: list[str] = []
+        self.out_view: tuple[str, ...] = ()
+        self.plains: dict[int, Any] = {}
+        self.plains_raw: _Raw | None = None  # the state `plains` were copied from
+        self.plains_version = -1  # ... and its heap version then
+
+    def plain_function(self, raw: _Raw) -> Any:
+        """`raw.plain`, with the copies of top-level containers kept while the heap stays."""
+        if raw is not self.plains_raw or raw.heap_version != self.plains_version:
+            self.plains = {}
+            self.plains_raw, self.plains_version = raw, raw.heap_version
+        plains = self.plains
+
+        def plain(v: Any) -> Any:
+            if type(v) is tuple and v and v[0] == "r":
+                found = plains.get(v[1], _MISSING)
+                if found is _MISSING:
+                    found = plains[v[1]] = raw.plain(v)
+                return found
+            return raw.plain(v)
+
+        return plain
+
+    def thread(self, raw: _Raw, tid: str, msgs: list[Any]) -> tuple[Message, ...]:
+        old = self.threads.get(tid)
+        k = 0
+        if old is not None:
+            k = _common_prefix(old[0], msgs)
+            if k == len(msgs) == len(old[1]):
+                return old[1]
+        head = old[1][:k] if old is not None and k else ()
+        view = head + tuple(_message(raw.plain(m)) for m in msgs[k:])
+        self.threads[tid] = (list(msgs), view)
+        return view
+
+    def output(self, out: list[str]) -> tuple[str, ...]:
+        k = _common_prefix(self.out_raw, out)
+        if k == len(out) == len(self.out_view):
+            return self.out_view
+        self.out_view = self.out_view[:k] + tuple(out[k:])
+        self.out_raw = list(out)
+        return self.out_view
+
+
+def _common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items `a` and `b` share (compared in C; identical items at once)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class _Batch:
@@ -300,8 +397,12 @@ class Timeline:
             locations = [Location(*row) for row in table]
         self.locations = locations
         self._batches: OrderedDict[tuple[int, int], _Batch] = OrderedDict()
+        self._last_batch: tuple[int, _Batch] | None = None
         self._views: OrderedDict[int, StateView] = OrderedDict()
         self._cursor: _Raw | None = None
+        self._view_cache = _ViewCache()
+        self._marks_resets = bool(run is not None and (run.meta or {}).get("reset_marks"))
+        self._kf_states: OrderedDict[tuple[int, int], dict[str, Any]] = OrderedDict()
         self._length: int | None = None
         self._kf_cache: list[tuple[int, int]] = []
         self._segs: Any = None
@@ -325,6 +426,8 @@ class Timeline:
         """Forget cached facts about a run that is still being recorded."""
         self._length = None
         self._batches.clear()
+        self._last_batch = None
+        self._kf_states.clear()
         self._kf_cache.clear()
         self._segs = None
 
@@ -334,17 +437,38 @@ class Timeline:
 
     def _batch(self, step: int) -> _Batch:
         branch = self._segment_branch(step)
+        last = self._last_batch
+        if last is not None and last[0] == branch and last[1].first <= step <= last[1].last:
+            return last[1]
         for (b, first), batch in reversed(self._batches.items()):
             if b == branch and first <= step <= batch.last:
+                self._last_batch = (b, batch)
                 return batch
-        for stored in self.store.batches(self.run_id, self.branch, step, step):
-            if stored.first_step <= step <= stored.last_step and stored.branch == branch:
-                batch = _Batch(stored.blob)
-                self._batches[(stored.branch, stored.first_step)] = batch
-                if len(self._batches) > 64:
-                    self._batches.popitem(last=False)
-                return batch
+        # Read ahead: short batches (a run of LLM calls stores one per call) would otherwise
+        # cost a query each when walking forward.
+        found = None
+        for stored in self.store.batches(self.run_id, self.branch, step, step + _READ_AHEAD):
+            if stored.last_step < step or (stored.branch, stored.first_step) in self._batches:
+                continue
+            batch = _Batch(stored.blob)
+            self._batches[(stored.branch, stored.first_step)] = batch
+            if len(self._batches) > 256:
+                self._batches.popitem(last=False)
+            if found is None and stored.first_step <= step and stored.branch == branch:
+                found = batch
+        if found is not None:
+            self._last_batch = (branch, found)
+            return found
         raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
+
+    def _segment_end(self, step: int) -> int:
+        """The last step of the lineage segment that holds `step`."""
+        if self._segs is None:
+            self._segs = self.store.lineage(self.run_id, self.branch)
+        for seg in self._segs:
+            if seg.lo <= step <= seg.hi:
+                return int(seg.hi)
+        return step
 
     def _segment_branch(self, step: int) -> int:
         segs = self._segs
@@ -384,7 +508,7 @@ class Timeline:
             self._views.move_to_end(step)
             return view
         raw = self._materialise(step)
-        view = raw.view(step, self.branch, self.location_at(step))
+        view = raw.view(step, self.branch, self.location_at(step), self._view_cache)
         self._views[step] = view
         if len(self._views) > 1024:
             self._views.popitem(last=False)
@@ -408,20 +532,78 @@ class Timeline:
     def _materialise(self, step: int) -> _Raw:
         cur = self._cursor
         kf_step = self._keyframe_step(step)
-        if cur is not None and kf_step <= cur.step <= step and step - cur.step <= 4096:
-            for s in range(cur.step + 1, step + 1):
-                cur.apply(self._record(s)[2])
-            cur.step = step
-            return cur
+        if cur is not None and cur.step <= step and step - cur.step <= 4096:
+            if kf_step <= cur.step:
+                self._replay(cur, cur.step + 1, step)
+                cur.step = step
+                return cur
+            # Past a keyframe on deltas alone: fine unless the state was replaced on the way
+            # (marked by R_RESET in runs that mark it) or the lineage changes branch.
+            # Only when that is shorter than from the keyframe (loading one costs about as
+            # much as _KF_LOAD_STEPS steps of deltas): random reads still start from keyframes.
+            near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
+            if near and self._marks_resets and not self._fork_between(cur.step, step):
+                writes = self._writes(cur.step + 1, step)
+                if not any(w[0] == R_RESET for w in writes):
+                    cur.apply(writes)
+                    cur.step = step
+                    return cur
         kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
         if kf is None:
             raise IndexError(f"no keyframe at or before step {step}")
-        raw = _Raw(decode_keyframe(kf.blob), kf.step)
-        for s in range(kf.step + 1, step + 1):
-            raw.apply(self._record(s)[2])
+        raw = _Raw(self._keyframe_state(kf), kf.step)
+        self._replay(raw, kf.step + 1, step)
         raw.step = step
         self._cursor = raw
         return raw
+
+    def _replay(self, raw: _Raw, a: int, b: int) -> None:
+        """Apply the writes of steps `a..b` to `raw`."""
+        raw.apply(self._writes(a, b))
+
+    def _writes(self, a: int, b: int) -> list[Any]:
+        """The writes of steps `a..b`, in order, a batch's run of steps at a time."""
+        out: list[Any] = []
+        s = a
+        while s <= b:
+            batch = self._batch(s)
+            hi = min(b, batch.last, self._segment_end(s))  # a parent's batch may go on past
+            # the fork step: those steps are not this lineage's
+            i = s - batch.first
+            start = batch.marks[i - 1] + 1 if i else 0
+            writes = batch.entries[start : batch.marks[hi - batch.first]]
+            out.extend([w for w in writes if type(w) is not int])  # without the step markers
+            s = hi + 1
+        return out
+
+    def _fork_between(self, a: int, b: int) -> bool:
+        """Whether a lineage segment after the first starts within steps `a+1..b`."""
+        if self._segs is None:
+            self._segs = self.store.lineage(self.run_id, self.branch)
+        return any(a < seg.lo <= b for seg in self._segs[1:])
+
+    def _keyframe_state(self, kf: Keyframe) -> dict[str, Any]:
+        """The whole state a keyframe holds, merged with its base when it is incremental.
+        Kept for a while: the keyframes after a full one all start from it."""
+        key = (kf.branch, kf.step)
+        found = self._kf_states.get(key)
+        if found is not None:
+            self._kf_states.move_to_end(key)
+            return found
+        data: dict[str, Any] = decode_keyframe(kf.blob)
+        base_step = data.get("base")
+        if base_step is not None:
+            base = self.store.keyframe_at_or_before(self.run_id, kf.branch, base_step)
+            if base is None or base.step != base_step or base.branch != kf.branch:
+                raise StoreError(
+                    f"run {self.run_id}: the keyframe at step {kf.step} of branch {kf.branch} "
+                    f"is based on one at step {base_step} that is not in the store"
+                )
+            data = merge_keyframe(self._keyframe_state(base), data)
+        self._kf_states[key] = data
+        if len(self._kf_states) > 8:
+            self._kf_states.popitem(last=False)
+        return data
 
     def _keyframe_step(self, step: int) -> int:
         """The step of the latest keyframe at or before `step` (cached per range)."""
@@ -431,7 +613,13 @@ class Timeline:
                 return lo
         kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
         lo = kf.step if kf is not None else 0
-        cache.append((lo, step))
+        # Look ahead to the next keyframe, so walking forward asks the store once per keyframe
+        # (or per _KF_LOOKAHEAD steps), not once per step. Only over recorded steps: a run
+        # still being recorded gets keyframes later.
+        end = max(step, min(step + _KF_LOOKAHEAD, len(self) - 1))
+        later = self.store.keyframe_steps(self.run_id, self.branch, step + 1, end)
+        hi = later[0] - 1 if later else end
+        cache.append((lo, hi))
         if len(cache) > 256:
             del cache[:128]
         return lo

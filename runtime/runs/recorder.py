@@ -4,8 +4,13 @@ The machine appends each write it makes to `machine.wlog` and calls `on_step` at
 boundary. The recorder turns the writes made since the last boundary into one compact record
 (`(location, kind, writes, depth, keyframe?)`), groups records into batches of consecutive steps
 (bytes from `encode_record`, never live objects) and hands them to the run store. A keyframe (the full
-visible state) is taken when the bytes written since the last one outweigh its size, so its cost
-stays proportional to what changed; and after a restore, which replaces the state wholesale.
+visible state) is taken when the bytes written since the last one outweigh what it cost to make,
+so its cost stays proportional to what changed; and after a restore, which replaces the state
+wholesale. Most keyframes are incremental: they hold the lists and objects defined or changed since
+the last full keyframe (their `base`) and the messages and output appended since, and refer to the
+base for the rest, so a large container written once is not captured again and again. A full
+keyframe is taken once recording has spent ten times what the last one cost to make
+(`write_keyframe`), so capturing a large state takes a bounded share of the run's CPU.
 
 Containers get a stable object id (`oid`) the first time the recorder meets them; a delta
 refers to them by id, and defines a container (its whole contents) the first time it becomes
@@ -15,12 +20,13 @@ recorded state is what a person inspects; exact machine state is rebuilt by re-e
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Callable
 from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
-from runtime.record.format import KIND_CODES, R_CONTENTS, ZLIB_PREFIX, encode_record
+from runtime.record.format import KIND_CODES, R_CONTENTS, R_RESET, ZLIB_PREFIX, encode_record
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine, stmt_position
@@ -37,6 +43,7 @@ from runtime.vm.values import (
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
+FULL_KEYFRAME_BUDGET = 10  # process time between full keyframes, in times what one cost
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
 
 
@@ -63,6 +70,7 @@ class Recorder:
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
     chunk_limit = 1024  # entries per batch: bounds what a random read decodes and replays
+    incremental = True  # keyframes on a full one (False: every keyframe full, for comparison)
 
     def __init__(
         self,
@@ -90,10 +98,19 @@ class Recorder:
         self.since_keyframe = 0
         self.keyframe_size = 0
         self.force_keyframe = True
+        # Incremental keyframes: what changed since the last full one (`capture_changes`).
+        self.full_step: int | None = None  # the step of the last full keyframe
+        self.full_size = 0  # its size, encoded (what capturing it cost)
+        self.full_at = 0.0  # process time when it was taken
+        self.full_cost = 0.0  # process time it took
+        self.dirty: dict[int, Any] = {}  # oid -> list or object defined or changed since it
+        self.full_seqs: dict[str, tuple[Any, int, Any]] = {}  # its threads and output, by name
+        self.full_lens: dict[int, int] = {}  # oid -> length of a list (set, map) in it
+        self.touched: set[int] = set()  # lists changed within that length since it
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
-        machine.wlog = []
+        machine.wlog = [(R_RESET,)]  # a new recorder: what came before is replaced
         machine.rec = self
         machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
         machine.on_flush = self.flush_chunk
@@ -122,6 +139,7 @@ class Recorder:
             oid = self.oid_of(v)
             if oid not in self.known:
                 self.known.add(oid)
+                self.dirty[oid] = v
                 if t is JSArray:
                     contents: Any = [self.enc(x, out) for x in v]
                 elif t is JSObject:
@@ -164,18 +182,25 @@ class Recorder:
     def log_set(self, obj: Any, key: Any, value: Any) -> None:
         oid = getattr(obj, "oid", None)
         if oid is not None and oid in self.known:
+            self.dirty[oid] = obj
+            if type(key) is int and key < self.full_lens.get(oid, 0):
+                self.touched.add(oid)
             wlog = self.m.wlog
             wlog.append((3, oid, key, self.enc(value, wlog)))  # type: ignore[union-attr, arg-type]
 
     def log_splice(self, arr: Any, start: int, delete: int, items: tuple[Any, ...]) -> None:
         oid = getattr(arr, "oid", None)
         if oid is not None and oid in self.known:
+            self.dirty[oid] = arr
+            if start < self.full_lens.get(oid, 0):
+                self.touched.add(oid)
             wlog = self.m.wlog
             wlog.append((5, oid, start, delete, [self.enc(x, wlog) for x in items]))  # type: ignore[union-attr, arg-type]
 
     def log_del(self, obj: Any, key: str) -> None:
         oid = getattr(obj, "oid", None)
         if oid is not None and oid in self.known:
+            self.dirty[oid] = obj
             self.m.wlog.append((4, oid, key))  # type: ignore[union-attr]
 
     def log_frame(self, f: Any, caller_pos: tuple[int, int]) -> None:
@@ -197,8 +222,29 @@ class Recorder:
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
+        state = self._capture(None)
+        self.known = set(state["heap"])
+        return state
+
+    def capture_changes(self) -> dict[str, Any]:
+        """An incremental keyframe: the state as `capture` gives it, except that `heap` holds
+        only the containers defined or changed since the last full keyframe (`base`), and a
+        thread (or the output) that only grew since is `("+", n, items)`: the base's first n
+        messages, then these. The timeline merges it with its base (`Timeline`)."""
+        state = self._capture(self.dirty, self.full_seqs)
+        self.known.update(state["heap"])
+        state["base"] = self.full_step
+        return state
+
+    def _capture(
+        self, dirty: dict[int, Any] | None, grown: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The visible state; with `dirty`, known containers not in it are referred to and not
+        encoded, and every container in it is encoded, reachable or not; with `grown`, a
+        thread or the output that only grew since its mark there is `("+", n, new items)`."""
         m = self.m
         heap: dict[int, Any] = {}
+        known = self.known if dirty is not None else ()
 
         pending: list[Any] = []  # containers met but not yet encoded: no recursion on depth
 
@@ -208,7 +254,7 @@ class Recorder:
                 return v
             if t is JSArray or t is JSObject or t is JSSet or t is JSMap:
                 oid = self.oid_of(v)
-                if oid not in heap:
+                if oid not in heap and (oid not in known or oid in dirty):  # type: ignore[operator]
                     heap[oid] = None
                     pending.append((oid, v))
                 return ("r", oid)
@@ -226,9 +272,20 @@ class Recorder:
                 return [enc(x) for x in v]
             return repr(v)
 
+        full_lens = self.full_lens if dirty is not None else {}
+        touched = self.touched if dirty is not None else ()
+
         def drain() -> None:
             while pending:
                 oid, c = pending.pop()
+                n = full_lens.get(oid)
+                if n is not None and oid not in touched and type(c) is not JSObject:
+                    # Only grown since the full keyframe: its first n items are the base's.
+                    if type(c) is JSArray:
+                        heap[oid] = ("+", n, [enc(x) for x in c[n:]])
+                    else:
+                        heap[oid] = ("+", n, [enc(_entry(x)) for x in list(c.values())[n:]])
+                    continue
                 if type(c) is JSSet or type(c) is JSMap:
                     heap[oid] = [enc(_entry(x)) for x in c.values()]
                     continue
@@ -236,6 +293,11 @@ class Recorder:
                     [enc(x) for x in c] if type(c) is JSArray else {k: enc(x) for k, x in c.items()}
                 )
 
+        if dirty is not None:  # changed containers, even unreachable now: they may be again
+            for oid, c in dirty.items():
+                if oid not in heap:
+                    heap[oid] = None
+                    pending.append((oid, c))
         frames = []
         for f in m.frames:
             code = f.code
@@ -254,9 +316,11 @@ class Recorder:
             "frames": frames,
             "globals": {k: enc(v) for k, v in m.globals.items()},
             "shared": {k: enc(v) for k, v in m.shared.items()},
-            "threads": {tid: [enc(msg) for msg in msgs] for tid, msgs in m.threads.items()},
+            "threads": {
+                tid: _appended(grown, "thread:" + tid, msgs, enc) for tid, msgs in m.threads.items()
+            },
             "active": m.active_thread(),
-            "output": list(m.output),
+            "output": _appended(grown, "output", m.output, None),
             "usage": [m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]],
             "status": m.status if m.status in (HALTED, FAILED, INTERRUPTED) else "running",
             "result": enc(m.result),
@@ -264,7 +328,6 @@ class Recorder:
             "heap": heap,
         }
         drain()
-        self.known = set(heap)
         return state
 
     # -- hooks the machine calls ----------------------------------------------------------------
@@ -287,8 +350,9 @@ class Recorder:
         self.flush_chunk(m)
 
     def reset(self) -> None:
-        """A restore replaced the state: the next step gets a keyframe."""
+        """A restore replaced the state: the next step gets a keyframe (and a mark)."""
         self.force_keyframe = True
+        self.m.wlog.append((R_RESET,))  # type: ignore[union-attr]
         self.m.wlog_limit = 0
 
     def event(self, step: int, kind: str, summary: str, data: dict[str, Any]) -> None:
@@ -385,14 +449,44 @@ class Recorder:
         self.flush_chunk(m)
 
     def write_keyframe(self, step: int) -> None:
-        blob = encode_record(self.capture())
+        """Store a keyframe at `step`: a full one when forced (the first, after a restore),
+        once the process has spent FULL_KEYFRAME_BUDGET times what the last full one cost
+        to make since it (so full captures take a bounded share of the run's CPU however
+        large the state), or when the changes since it are half its size; else an incremental
+        one on the last full one. Sizes are encoded bytes, what capturing costs."""
+        started = time.process_time()
+        full = (
+            self.force_keyframe
+            or not self.incremental
+            or self.full_step is None
+            or self.full_step >= step
+            or started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
+            or 2 * self.keyframe_size > self.full_size
+        )
+        state = self.capture() if full else self.capture_changes()
+        raw = encode_record(state)
+        blob = raw
         if len(blob) > 4096:  # large states (long histories) compress well and are rare
             blob = ZLIB_PREFIX + zlib.compress(blob, 1)
+        if full:
+            self.full_at = time.process_time()
+            self.full_cost = self.full_at - started
         self.store.put_keyframe(self.run_id, self.branch, step, blob)
-        self.keyframe_size = len(blob)
+        # The next one comes once the deltas outweigh this one twice; after a full one, what
+        # the next (incremental) one costs is what counts, and that starts small.
+        self.keyframe_size = 0 if full and self.incremental else len(raw)
         self.bytes_written += len(blob)
         self.since_keyframe = 0
         self.force_keyframe = False
+        if full:
+            self.full_step, self.full_size = step, len(raw)
+            self.full_lens = {o: len(c) for o, c in state["heap"].items() if type(c) is list}
+            self.touched = set()
+            m = self.m
+            self.full_seqs = {"output": _seq_mark(m.output)}
+            for tid, msgs in m.threads.items():
+                self.full_seqs["thread:" + tid] = _seq_mark(msgs)
+        self.dirty = {} if full else self.dirty
 
     def finish(self) -> None:
         """Record the end of the run (a final step holding the result) and flush."""
@@ -427,6 +521,33 @@ class Recorder:
         m.wlog = None
         m.rec = None
         m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
+
+
+def _seq_mark(items: list[Any]) -> tuple[Any, int, Any]:
+    """What tells later that an append-only list (a thread, the output) only grew: the list
+    itself, its length, its last item."""
+    return (items, len(items), items[-1] if items else None)
+
+
+def _grown_from(mark: tuple[Any, int, Any] | None, items: list[Any]) -> int | None:
+    """How many leading items `items` still shares with what `mark` saw, if it only grew."""
+    if mark is None:
+        return None
+    was, n, last = mark
+    if was is not items or len(items) < n or (n and items[n - 1] is not last):
+        return None
+    return n
+
+
+def _appended(
+    marks: dict[str, Any] | None, name: str, items: list[Any], enc: Callable[[Any], Any] | None
+) -> Any:
+    """A thread's messages (or the output) for a keyframe, encoded with `enc`: all of them, or
+    `("+", n, the rest)` when they only grew since their mark in `marks`."""
+    n = None if marks is None else _grown_from(marks.get(name), items)
+    rest = items if n is None else items[n:]
+    encoded = [enc(x) for x in rest] if enc is not None else list(rest)
+    return encoded if n is None else ("+", n, encoded)
 
 
 def _entry(x: Any) -> Any:

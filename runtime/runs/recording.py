@@ -116,6 +116,9 @@ def start_run(
         # The defs the program can offer as tools, with their parameters (a call records the
         # tools it offered, with schemas, and its temperature).
         "tools": {c.name: c.param_names for c in program.functions.values() if c.kind == "def"},
+        # Where the state was replaced is marked in the steps (R_RESET): a reader walking
+        # forward may go past the other keyframes on deltas alone.
+        "reset_marks": True,
     }
     base_url = public_base_url(getattr(machine.model, "base_url", None))
     if base_url is not None:

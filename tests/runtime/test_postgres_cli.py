@@ -142,7 +142,7 @@ def test_a_password_in_the_url_is_never_stored_or_shown(url: str) -> None:
 
 def test_debugger_trace_opens_a_run_from_postgres(url: str) -> None:
     from debugger.debug_command import build_app
-    from debugger.session import trace_session
+    from debugger.opening import trace_session
 
     mocks = str(EXAMPLES / "dice.mocks.json")
     assert agency("run", str(EXAMPLES / "dice.agency"), "--mock", mocks, "--db", url).exit_code == 0

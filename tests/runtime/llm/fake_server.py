@@ -30,6 +30,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""  # the body as it came over the wire
 
 
 class FakeServer:
@@ -52,7 +53,9 @@ class FakeServer:
                     body = raw.decode("utf-8", "replace")
                 with server._lock:
                     server.requests.append(
-                        Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                        Request(
+                            self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw
+                        )
                     )
                     if len(server.replies) > 1:
                         reply = server.replies.pop(0)

@@ -1,0 +1,120 @@
+"""Incremental keyframes (only what changed since the last full one) read back the same states
+as full ones, from the keyframes themselves (random access) and walking forward."""
+
+from __future__ import annotations
+
+import marshal
+import random
+from typing import Any
+
+import pytest
+
+from runtime.language.program import compile_source
+from runtime.record.format import decode_keyframe
+from runtime.record.store import MemoryStore
+from runtime.record.timeline import Timeline
+from runtime.runs.recorder import Recorder
+from runtime.runs.recording import record_program
+from runtime.runs.runner import RunConfig
+
+PROGRAM = """
+let history = []
+let counts = {a: 0, b: [1, 2]}
+
+def note(i: number) {
+  history.push({n: i, text: "entry " + i})
+  return history.length
+}
+
+node main() {
+  let i = 0
+  let big = []
+  while (i < 3000) {
+    big.push("item number " + i)
+    i = i + 1
+  }
+  i = 0
+  let last = ""
+  while (i < 1200) {
+    i = i + 1
+    if (i % 100 == 0) {
+      note(i)
+      last = llm("question " + i)
+      print("got " + last)
+    }
+    if (i % 250 == 0) {
+      counts.a = counts.a + 1
+      counts.b.push(i)
+      big[3] = "changed at " + i
+    }
+    if (i == 700) {
+      thread {
+        llm("in a thread of its own")
+      }
+    }
+  }
+  return history.length
+}
+"""
+
+
+def record(incremental: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[MemoryStore, str]:
+    monkeypatch.setattr(Recorder, "incremental", incremental)
+    store = MemoryStore()
+    mocks: list[Any] = [{"return": f"answer {i}"} for i in range(20)]
+    rec = record_program(compile_source(PROGRAM, "p.agency"), RunConfig(mocks=mocks), store)
+    assert rec.machine.error is None, rec.machine.error
+    return store, rec.run_id
+
+
+def test_incremental_keyframes_read_back_the_same_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    full_store, full_id = record(False, monkeypatch)
+    inc_store, inc_id = record(True, monkeypatch)
+    kinds = [
+        "base" in decode_keyframe(blob)
+        for blob in inc_store._runs[inc_id].branches[0].kf_blobs  # noqa: SLF001
+    ]
+    assert kinds[0] is False and sum(kinds) >= 3  # the first is full, many are incremental
+
+    want = Timeline.open(full_store, full_id)
+    walked = Timeline.open(inc_store, inc_id)
+    n = len(want)
+    assert len(walked) == n
+    for k in range(n):  # forward: deltas on the cursor, crossing keyframes
+        assert walked.state_at(k) == want.state_at(k), k
+    steps = sorted(inc_store._runs[inc_id].branches[0].kf_steps)  # noqa: SLF001
+    probes = steps + [s + 1 for s in steps if s + 1 < n] + random.Random(3).sample(range(n), 60)
+    for k in probes:  # each from its keyframe: a fresh timeline, nothing cached
+        assert Timeline.open(inc_store, inc_id).state_at(k) == want.state_at(k), k
+
+
+def test_a_large_container_written_once_is_not_captured_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = """node main() {
+  let big = []
+  let i = 0
+  while (i < 3000) {
+    big.push(i)
+    i = i + 1
+  }
+  i = 0
+  while (i < 20000) {
+    i = i + 1
+  }
+  return big.length
+}
+"""
+
+    store = MemoryStore()
+    rec = record_program(compile_source(source, "p.agency"), RunConfig(), store)
+    assert rec.machine.result == 3000
+    branch = store._runs[rec.run_id].branches[0]  # noqa: SLF001
+    keyframes = [decode_keyframe(blob) for blob in branch.kf_blobs]
+    costs = [len(marshal.dumps(k)) for k in keyframes]  # what capturing each one cost
+    deltas = sum(len(blob) for _, _, blob in branch.batches)
+    # Full captures come once the deltas outweigh them twice; the rest are a few hundred bytes
+    # (the array is referred to, not captured again), so keyframes cost less than the deltas.
+    assert sum(costs) < deltas
+    small = [c for k, c in zip(keyframes, costs, strict=True) if "base" in k and c < 1000]
+    assert len(small) > len(keyframes) / 2
