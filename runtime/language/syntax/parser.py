@@ -45,8 +45,9 @@ from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
 import runtime.language.syntax.ast as ast
+import runtime.language.syntax.concurrency as concurrency
+import runtime.language.syntax.validation as validation
 from runtime.errors import AgencySyntaxError, Diagnostic
-from runtime.language.syntax import concurrency, validation
 from runtime.language.syntax.ast import Span
 from runtime.language.syntax.lexer import Lexer
 from runtime.language.syntax.tokens import (

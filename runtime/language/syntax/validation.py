@@ -32,7 +32,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.language.syntax import ast as A
+import runtime.language.syntax.ast as A
 
 SCHEMA_PREFIX = "type "  # `type Age`: its generated def (no program can write that name)
 
