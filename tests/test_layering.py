@@ -89,9 +89,8 @@ def imports(mod: str, path: Path, known: dict[str, Path]) -> list[tuple[str, boo
                 pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
                 pkg = pkg[: len(pkg) - node.level + 1]
                 base = ".".join(pkg + ([node.module] if node.module else []))
-            targets = [
-                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
-            ]
+            # `from pkg import sub` runs pkg/__init__ first, then sub
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
         for t in targets:
             if t in known and t != mod:
                 out.append((t, id(node) not in top, node.lineno))
