@@ -9,6 +9,7 @@ progress line; the UI keeps answering and Escape cancels a scan.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from functools import partial
@@ -48,6 +49,7 @@ Opener = Callable[[Callable[[int], None]], Session]
 """Builds the session (records the program, opens a stored run...) in a worker; gets a
 progress callback taking the step reached."""
 
+STORE_WARN_BYTES = 2 * 2**30  # a run store this big is worth a word (AGENCY_STORE_WARN_BYTES)
 SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 
@@ -281,7 +283,24 @@ class DebuggerApp(Commands, App[None]):
     def _attached(self) -> None:
         assert self.session is not None
         self.title = f"agency debugger · {self.session.source_path}"
+        self._warn_store_size()
         self._refresh_view()
+
+    def _warn_store_size(self) -> None:
+        """Every recorded session adds to the run store: say so once it is big, with the way
+        to bound it."""
+        size = self.session.store_bytes() if self.session is not None else None
+        try:
+            limit = int(os.environ.get("AGENCY_STORE_WARN_BYTES", STORE_WARN_BYTES))
+        except ValueError:
+            limit = STORE_WARN_BYTES
+        if size is not None and size >= limit:
+            self.notify(
+                f"the run store is {size / 2**30:.1f} GiB: `agency prune --max-size 1GB` (or "
+                "--keep N, --older-than 7d) deletes the oldest runs",
+                severity="warning",
+                timeout=10,
+            )
 
     # -- drawing -----------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ Values are the plain JSON-like data of `runtime.record.views`. How they are writ
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -629,6 +630,21 @@ class Session(Points, Editing):
         if step is None:
             raise SessionError(f"`{name}` was not written at or before step {self.step}")
         return self.goto(step, f"`{name}` last written here")
+
+    def store_bytes(self) -> int | None:
+        """How big the SQLite run store holding this run is on disk (with its write-ahead log);
+        None for a store in memory or a database server."""
+        store = getattr(self.timeline, "store", None)
+        path = getattr(store, "path", None)
+        if path is None:
+            return None
+        total = 0
+        for suffix in ("", "-wal"):
+            try:
+                total += os.path.getsize(f"{path}{suffix}")
+            except OSError:
+                pass
+        return total
 
     # -- frames -----------------------------------------------------------------------------------
 

@@ -328,3 +328,23 @@ async def test_t_shows_each_message_thread_and_z_zooms_a_value(tmp_path) -> None
                 path.unlink()
         await pilot.press("escape")
         assert errors == []
+
+
+async def test_a_big_run_store_is_mentioned_once_opened(tmp_path, monkeypatch) -> None:
+    from debugger.app import DebuggerApp
+    from debugger.opening import record_session
+    from runtime.language.program import load_program
+    from runtime.record.sqlite_store import SQLiteStore
+    from tests.debugger.conftest import SIZE, config, settle
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    program = load_program(str(WATCHED))
+    session = record_session(program, config(PROGRAMS / "watched.mocks.json"), store=store)
+    assert (session.store_bytes() or 0) > 0
+    monkeypatch.setenv("AGENCY_STORE_WARN_BYTES", "1")
+    app = DebuggerApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        said = [str(n.message) for n in app._notifications]
+        assert any("agency prune --max-size" in m for m in said), said
+    store.close()
