@@ -2,7 +2,8 @@
 
 The top row carries a marker per column for what happened in the steps that column covers (LLM
 calls, tool rounds, checkpoints, restores, interrupts, errors, `debugger()` stops, branches);
-the bottom row is the track with the cursor. Clicking or dragging asks for a step
+the next row is the track with the cursor; a run that spent tokens gets a third row, a bar per
+column as high as the tokens its LLM calls used (where the money went). Clicking or dragging asks for a step
 (`StepSelected`, collapsed while the app is busy so a drag never queues up hundreds of moves).
 """
 
@@ -29,6 +30,8 @@ MARKERS: dict[str, tuple[str, str, int]] = {
     "tool": ("T", "$text-secondary", 30),
     "llm": ("L", "bold $text-primary", 20),
 }
+SPARKS = " ▁▂▃▄▅▆▇█"
+SPEND = "$text-warning"
 TRACK_DONE = "$primary"
 TRACK_TODO = "$foreground 30%"
 CURSOR = "bold $text-accent"
@@ -48,6 +51,9 @@ class TimelineBar(Widget):
     DEFAULT_CSS = """
     TimelineBar {
         height: 2;
+    }
+    TimelineBar.-spends {
+        height: 3;
     }
     """
 
@@ -80,6 +86,8 @@ class TimelineBar(Widget):
         self._fork_step = fork_step
         self._markers = None
         self.length = max(length, 1)
+        # a run that spent tokens gets the spend row: the class lets the layout give it a line
+        self.set_class(any(_tokens(e) > 0 for e in self._events if e.kind == "llm"), "-spends")
         self.refresh()
 
     # -- geometry ---------------------------------------------------------------------------------
@@ -101,6 +109,22 @@ class TimelineBar(Widget):
         if n > w:
             return round(x * (n - 1) / (w - 1)) if w > 1 else 0
         return min(n - 1, (x * n + n // 2) // w) if w else 0
+
+    def _spend_row(self) -> list[tuple[str, str]] | None:
+        """Where the tokens went: a bar per column, as high as the tokens of the LLM calls in
+        the steps it covers (None when the run has spent none, as with scripted answers)."""
+        w = self._width()
+        spent = [0] * w
+        for event in self._events:
+            if event.kind != "llm":
+                continue
+            spent[self.column_of(event.step)] += _tokens(event)
+        top = max(spent)
+        if top <= 0:
+            return None
+        return [
+            (SPARKS[(n * (len(SPARKS) - 1) + top - 1) // top] if n else " ", SPEND) for n in spent
+        ]
 
     def _marker_row(self) -> list[tuple[str, str]]:
         w = self._width()
@@ -135,7 +159,11 @@ class TimelineBar(Widget):
                 track.append(("━", TRACK_DONE))
             else:
                 track.append(("─", TRACK_TODO))
-        return Content("\n").join([top, Content.assemble(*_runs(track))])
+        rows = [top, Content.assemble(*_runs(track))]
+        spend = self._spend_row()
+        if spend is not None:  # a third row, only for runs that spent tokens
+            rows.append(Content.assemble(*_runs(spend)))
+        return Content("\n").join(rows)
 
     def watch_step(self) -> None:
         self.refresh()
@@ -160,6 +188,14 @@ class TimelineBar(Widget):
     def _select(self, event: events.MouseEvent) -> None:
         x = event.get_content_offset_capture(self).x
         self.post_message(self.StepSelected(self.step_at(x)))
+
+
+def _tokens(event: Event) -> int:
+    data = event.data or {}
+    try:
+        return max(int(data.get("input_tokens") or 0) + int(data.get("output_tokens") or 0), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _runs(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:

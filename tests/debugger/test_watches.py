@@ -348,3 +348,32 @@ async def test_a_big_run_store_is_mentioned_once_opened(tmp_path, monkeypatch) -
         said = [str(n.message) for n in app._notifications]
         assert any("agency prune --max-size" in m for m in said), said
     store.close()
+
+
+async def test_the_timeline_shows_where_the_tokens_went() -> None:
+    from textual.app import App, ComposeResult
+
+    from debugger.widgets.timeline_bar import SPARKS, TimelineBar
+    from runtime.record.views import Event
+
+    class Bar(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TimelineBar(id="timeline")
+
+    app = Bar()
+    async with app.run_test(size=(40, 6)) as pilot:
+        bar = app.query_one(TimelineBar)
+        bar.set_events([Event(5, "llm", "a", {})], 100)  # scripted answers spend nothing
+        await pilot.pause()
+        assert not bar.has_class("-spends") and len(str(bar.render()).splitlines()) == 2
+        spent = [
+            Event(10, "llm", "small", {"input_tokens": 10, "output_tokens": 0}),
+            Event(90, "llm", "big", {"input_tokens": 900, "output_tokens": 100}),
+        ]
+        bar.set_events(spent, 100)
+        await pilot.pause()
+        assert bar.has_class("-spends") and bar.size.height == 3
+        strip = str(bar.render()).splitlines()[2]
+        assert strip[bar.column_of(90)] == SPARKS[-1]  # the biggest spend is a full bar
+        assert strip[bar.column_of(10)] == SPARKS[1]  # a little is still visible
+        assert len(strip.replace(" ", "")) == 2  # nothing where nothing was spent
