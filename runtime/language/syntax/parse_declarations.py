@@ -1,0 +1,259 @@
+"""Provides the declaration grammar: functions and nodes, type aliases, decorators, imports and effect clauses."""
+
+from __future__ import annotations
+
+import inspect
+
+import runtime.language.syntax.ast as ast
+import runtime.language.syntax.validation as validation
+from runtime.language.syntax.parse_expressions import ExpressionParser
+from runtime.language.syntax.reader import (
+    _plain,
+    _string_text,
+)
+from runtime.language.syntax.tokens import (
+    NAME,
+    RESERVED,
+    STRING,
+    Token,
+    describe,
+)
+
+
+class DeclarationParser(ExpressionParser):
+    """Top-level declarations: `def`/`node`, parameters, `type` aliases, decorators, imports, effects."""
+
+    def function(self, start: Token, modifiers: tuple[str, ...]) -> ast.FuncDecl:
+        kind = self.advance().text  # def | node
+        name = self.expect_name(f"a {kind} name").text
+        opener = self.expect(
+            "(", f"expected `(` after the {kind} name, got {describe(self.peek())}"
+        )
+        params = tuple(self.comma_list(opener, self.param))
+        seen_rest = False
+        for param in params:
+            if seen_rest:
+                self.report("a `...rest` parameter must be the last one", param.span)
+            seen_rest = seen_rest or param.rest
+        return_type = None
+        if self.accept(":"):
+            return_type = self.type_expr()
+        if self.at_word("raises"):
+            self.raises_clause()
+        saved = self.loops, self.in_function
+        self.loops, self.in_function = 0, True
+        try:
+            body = self.block()
+        finally:
+            self.loops, self.in_function = saved
+        doc = start.doc
+        if body.body:
+            first = body.body[0]
+            if (
+                isinstance(first, ast.ExprStmt)
+                and isinstance(first.expr, ast.Literal)
+                and id(first.expr) in self._triple_literals
+                and isinstance(first.expr.value, str)
+            ):
+                doc = inspect.cleandoc(first.expr.value)
+                body = ast.Block(body.body[1:], body.span)
+        return validation.bang_function(
+            ast.FuncDecl(
+                kind, name, params, return_type, body, doc, modifiers, self.span_from(start.span)
+            )
+        )
+
+    def param(self) -> ast.Param:
+        start = self.peek().span
+        rest = self.accept("...") is not None
+        name = self.expect_name("a parameter name").text
+        self.accept("?")  # `prefix?: string`: optional; an omitted argument is null anyway
+        type_ = self.type_expr() if self.accept(":") else None
+        default = None
+        if self.at("="):
+            eq = self.advance()
+            default = self.expr_after(eq)
+            if rest:
+                self.report("a `...rest` parameter cannot have a default", eq.span)
+        return ast.Param(name, type_, default, rest, self.span_from(start))
+
+    def type_alias(self) -> ast.TypeAlias:
+        start = self.advance().span  # type
+        name = self.expect_name("a type name").text
+        type_params: tuple[str, ...] = ()
+        params: tuple[ast.Param, ...] = ()
+        if self.at("<"):
+            type_params = self.alias_type_params(self.advance())
+        if self.at("("):
+            params = tuple(self.comma_list(self.advance(), self.param))
+        self.expect("=", f"expected `=` after `type {name}`, got {describe(self.peek())}")
+        self.skip_newlines()
+        return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
+
+    def alias_type_params(self, opener: Token) -> tuple[str, ...]:
+        """`<T, U = string>` after an alias name: the names (defaults are parsed and dropped)."""
+        names = [self.expect_name("a type parameter").text]
+        if self.accept("="):
+            self.type_expr()
+        while self.accept(","):
+            names.append(self.expect_name("a type parameter").text)
+            if self.accept("="):
+                self.type_expr()
+        if not self.accept(">"):
+            where = f"{opener.span.line}:{opener.span.col}"
+            self.fail(f"expected `>` to close `<` opened at {where}, got {describe(self.peek())}")
+        return tuple(names)
+
+    def decorated_alias(self, start: Token, top: bool) -> ast.TypeAlias:
+        """`@validate(f, …)` / `@jsonSchema({…})` lines, then `[export] type X = …`."""
+        validators, json = self.decorators()
+        if self.at_word("export"):
+            self.advance()
+        if not self.at_word("type"):
+            self.fail(
+                f"`@validate` and `@jsonSchema` go before a `type` alias or an object-type field, "
+                f"not before {describe(self.peek())}",
+                self.peek().span,
+            )
+        self.module_only(start, top, "`type` aliases are")
+        alias = self.type_alias()
+        inner = ast.TValidated(alias.type, validators, json, alias.span)
+        return ast.TypeAlias(alias.name, inner, alias.span, alias.type_params, alias.params)
+
+    def decorators(self) -> tuple[tuple[ast.Expr, ...], tuple[ast.Expr, ...]]:
+        """A run of `@validate(…)` / `@jsonSchema(…)`: their arguments, in source order."""
+        validators: list[ast.Expr] = []
+        json: list[ast.Expr] = []
+        while self.at("@"):
+            at = self.advance()
+            name = self.expect_name("a decorator name after `@`")
+            if name.text not in ("validate", "jsonSchema"):
+                self.fail(
+                    f"unknown decorator `@{name.text}`: there are `@validate` and `@jsonSchema`",
+                    name.span,
+                )
+            opener = self.expect(
+                "(", f"expected `(` after `@{name.text}`, got {describe(self.peek())}"
+            )
+            args = self.comma_list(opener, self.expression)
+            if not args:
+                self.fail(f"`@{name.text}(…)` needs at least one argument", at.span)
+            (validators if name.text == "validate" else json).extend(args)
+            self.skip_newlines()
+        return tuple(validators), tuple(json)
+
+    def import_(self) -> ast.Import:
+        start = self.advance().span  # import
+        names: list[str] = []
+        namespace = None
+        aliases: tuple[tuple[str, str], ...] = ()
+        tok = self.peek()
+        if tok.kind != STRING:
+            if (
+                tok.kind == NAME
+                and tok.text in ("nodes", "tools", "node", "test")
+                and self.peek_after().kind == "{"
+            ):
+                self.advance()  # `import nodes|tools|node|test { … }`
+            if self.at("{"):
+                opener = self.advance()
+                self.import_aliases: list[tuple[str, str]] = []
+                names = [t for t in self.comma_list(opener, self.import_name)]
+                aliases = tuple(self.import_aliases)
+            elif self.accept("*"):
+                self.expect_word(
+                    "as", f"expected `as` after `import *`, got {describe(self.peek())}"
+                )
+                namespace = self.expect_name("a module name").text
+            else:
+                names = [self.expect_name("a name to import").text]
+            self.expect_word("from", f"expected `from`, got {describe(self.peek())}")
+        tok = self.peek()
+        if tok.kind != STRING or not _plain(tok):
+            self.fail(f"expected the module path as a string, got {describe(tok)}", tok.span)
+        self.advance()
+        module = _string_text(tok)
+        return ast.Import(tuple(names), module, self.span_from(start), namespace, aliases)
+
+    def import_name(self) -> str:
+        tok = self.peek()
+        if tok.kind != NAME:
+            self.fail(f"expected a name to import, got {describe(tok)}", tok.span)
+        self.advance()
+        if self.at_word("as"):
+            self.advance()
+            alias = self.expect_name("a name")
+            self.import_aliases.append((tok.text, alias.text))
+        return tok.text
+
+    def effect_declaration(self, start: Token) -> ast.Block:
+        """`effect ns::name { field: T, … }`: the payload type of an effect. Checked at compile
+        time by the reference; here it is parsed and has no run-time meaning (an empty block)."""
+        self.advance()  # effect
+        self.effect_name()
+        if self.at("{"):
+            self.type_expr()
+        return ast.Block((), self.span_from(start.span))
+
+    def effect_set(self, start: Token) -> ast.Block:
+        """`effectSet Name = <a::b, OtherSet, …>`: a named set for `raises` (parsed, no effect)."""
+        self.advance()  # effectSet
+        self.expect_name("an effect set name")
+        self.expect("=", f"expected `=` after the effect set name, got {describe(self.peek())}")
+        self.effect_list()
+        return ast.Block((), self.span_from(start.span))
+
+    def raises_clause(self) -> None:
+        """`raises <std::read, Set>`, `raises <*>`, `raises <>` or `raises SetName` after a
+        function's parameters: which effects it may raise (parsed and not checked)."""
+        self.advance()  # raises
+        if self.at("<"):
+            self.effect_list()
+        else:
+            self.expect_name("an effect set after `raises`")
+
+    def effect_list(self) -> None:
+        opener = self.expect(
+            "<", f"expected `<` to open an effect list, got {describe(self.peek())}"
+        )
+        while not self.at(">"):
+            if self.at("*"):
+                self.advance()
+            else:
+                self.effect_name()
+            if not self.accept(","):
+                break
+        if not self.accept(">"):
+            self.fail(
+                f"expected `>` to close the effect list opened at {opener.span.line}:"
+                f"{opener.span.col}, got {describe(self.peek())}",
+                self.peek().span,
+            )
+
+    def effect_name(self) -> str:
+        """`ns::name` (any number of `::` segments) or a plain set name."""
+        parts = [self.expect_name("an effect name").text]
+        while self.at(":") and self.peek_after().kind == ":":
+            self.advance()
+            self.advance()
+            parts.append(self.expect_name("an effect name after `::`").text)
+        return "::".join(parts)
+
+    def module_only(self, start: Token, top: bool, what: str) -> None:
+        if not top:
+            self.report(f"{what} only allowed at the top level", start.span)
+
+    def modifiers_before_function(self) -> list[str] | None:
+        """The words before `def`/`node` when a declaration starts here (`[]` for none)."""
+        words: list[str] = []
+        j = self.pos
+        toks = self.toks
+        while toks[j].kind == NAME and len(words) < 8:
+            word = toks[j].text
+            if word in ("def", "node") and toks[j + 1].kind == NAME:
+                return words
+            if word in RESERVED:
+                return None
+            words.append(word)
+            j += 1
+        return None
