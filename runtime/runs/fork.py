@@ -23,6 +23,7 @@ from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
 from runtime.runs.stopping import Stopper
 from runtime.vm.builtins import World
+from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.checkpoints import snapshot
 from runtime.vm.effects import short_key
 from runtime.vm.frames import Decision
@@ -209,6 +210,13 @@ def _program(tl: record.Timeline) -> Any:
     return program
 
 
+def start_fake_clock(m: Machine, run: Any) -> None:
+    """A run recorded under a test's fake clock re-executes from its start on that clock."""
+    start = ((run.meta or {}) if run is not None else {}).get("fake_clock")
+    if isinstance(start, int | float) and not isinstance(start, bool):
+        m.mutable[FAKE_CLOCK] = start
+
+
 def machine_at(
     tl: record.Timeline,
     step: int,
@@ -233,6 +241,7 @@ def machine_at(
             model=model,
             world=World(quiet=True),
         )
+        start_fake_clock(m, run)
     m.host.models = RouteAll(m.model)
     m.replaying = True
     m.host.journal = journal

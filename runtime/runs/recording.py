@@ -17,6 +17,7 @@ from runtime.runs.processes import claim_run, mark_running, process_meta
 from runtime.runs.recorder import Recorder, location_table, public_base_url
 from runtime.runs.runner import drive, new_machine
 from runtime.runs.stopping import GracefulStop, Stopper, mark_stopped, recording_answers
+from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.checkpoints import snapshot
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
@@ -123,6 +124,8 @@ def start_run(
     base_url = public_base_url(getattr(machine.model, "base_url", None))
     if base_url is not None:
         meta["base_url"] = base_url  # resume goes on with the same server
+    if FAKE_CLOCK in machine.mutable:
+        meta["fake_clock"] = machine.mutable[FAKE_CLOCK]  # a replay starts its clock there too
     run_id = store.create_run(
         RunMeta(
             source_path=program.path,

@@ -20,6 +20,7 @@ from runtime.runs.fork import (
     counts_calls,
     live_model,
     recorded_effects,
+    start_fake_clock,
 )
 from runtime.runs.journal import StoreJournal
 from runtime.runs.processes import span_text
@@ -414,6 +415,7 @@ def replay_run(
         world=world,
     )
     m.host.models = RouteAll(m.model)
+    start_fake_clock(m, run)
     world.machine = m
     replay.m = m
     m.replaying = True

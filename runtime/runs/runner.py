@@ -18,6 +18,7 @@ from runtime.llm.registry import resolve_model
 from runtime.runs.stopping import Stopper
 from runtime.vm import builtins
 from runtime.vm.builtins import World
+from runtime.vm.builtins_std import FAKE_CLOCK, FAKE_CLOCK_START
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
 from runtime.vm.values import JSArray, JSObject, from_plain
@@ -39,6 +40,9 @@ class RunConfig:
     base_url: str | None = None
     root: str | None = None
     quiet: bool = False
+    # A test's `"fakeClock": true`: the clock starts at FAKE_CLOCK_START and moves only by
+    # `sleep` and `_advanceTime`, so time budgets do not depend on how loaded the machine is.
+    fake_clock: bool = False
 
     def make_model(self) -> Any:
         return resolve_model(
@@ -126,7 +130,7 @@ def check_entry(
 
 def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) -> Machine:
     world = World(root=config.root, quiet=config.quiet)
-    return Machine(
+    machine = Machine(
         program,
         config.node,
         config.args,
@@ -134,6 +138,9 @@ def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) 
         model=model if model is not None else config.make_model(),
         world=world,
     )
+    if config.fake_clock:
+        machine.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
+    return machine
 
 
 def drive(

@@ -16,7 +16,6 @@ from runtime.language.files import loads_json, read_text
 from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.runs.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
-from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.values import from_plain, stringify
 from runtime.vm.writelog import HALTED, INTERRUPTED
 
@@ -163,7 +162,6 @@ CANNOT = {
     "fetchMocks": "std::http is not available, so HTTP answers cannot be mocked",
     "argv": "std::args is not available, so extra process arguments cannot be passed",
 }
-FAKE_CLOCK_START = 1_700_000_000_000  # epoch ms the fake clock starts at
 
 
 def _unsupported(where: dict[str, Any], known: frozenset[str], what: str) -> str:
@@ -325,6 +323,7 @@ def run_test(
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
         config = RunConfig(node=node_of(test), args=args, named=named, mocks=mocks, root=tmp)
+        config.fake_clock = bool(test.get("fakeClock"))
         config.quiet = True
         model = None
         if test.get("useTestLLMProvider"):
@@ -333,8 +332,6 @@ def run_test(
             config.model_spec = "sim"
         try:
             machine = new_machine(program, config, model)
-            if test.get("fakeClock"):
-                machine.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
             drive(machine, answer)
         except AgencyError as exc:
             return TestOutcome(label, title, False, detail=str(exc))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
 FAKE_CLOCK = "__fakeClock"  # m.mutable key holding the fake clock's epoch milliseconds
+FAKE_CLOCK_START = 1_700_000_000_000  # epoch ms a fake clock starts at
 
 
 def _s(v: Any) -> str:

@@ -99,6 +99,7 @@ def test_replay_equals_the_record_for_every_conformance_program(
         mocks=test.get("llmMocks"),
         root=str(work),
         quiet=True,
+        fake_clock=bool(test.get("fakeClock")),
     )
     if config.mocks is None:
         config.model_spec = "sim"
@@ -146,6 +147,7 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run_for_every_conformance
             mocks=test.get("llmMocks"),
             root=str(root),
             quiet=True,
+            fake_clock=bool(test.get("fakeClock")),
         )
         if c.mocks is None:
             c.model_spec = "sim"

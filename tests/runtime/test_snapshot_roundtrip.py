@@ -29,9 +29,8 @@ from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.llm.sim import SimModel
 from runtime.runs.runner import decision_from, evaluate_input
-from runtime.runs.testing import FAKE_CLOCK_START
 from runtime.vm.builtins import World
-from runtime.vm.builtins_std import FAKE_CLOCK
+from runtime.vm.builtins_std import FAKE_CLOCK, FAKE_CLOCK_START
 from runtime.vm.checkpoints import snapshot
 from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild
