@@ -22,6 +22,7 @@ from runtime.language.bytecode import (
     CompiledProgram,
     ParamInfo,
 )
+from runtime.language.compile_emit import CodeEmitter
 from runtime.language.compiler import FunctionCompiler
 from runtime.language.schemas import type_to_schema, wrap_schema
 from runtime.language.scopes import constants, declared_names, pattern_names
@@ -213,7 +214,7 @@ class ProgramCompiler:
         self.functions[name] = code
         return ("code", name)
 
-    def compile_block(self, b: A.BlockFn, owner_fc: FunctionCompiler) -> str:
+    def compile_block(self, b: A.BlockFn, owner_fc: CodeEmitter) -> str:
         """A block (trailing or inline) as its own Code; like a handler body, it reads and writes
         the variables of the frame that created it (LOAD_OUTER / STORE_OUTER through the
         closure's `__owner`). Its parameters and the names it declares are its own."""
