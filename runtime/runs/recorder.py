@@ -29,7 +29,8 @@ from runtime.language.bytecode import CompiledProgram, FuncRef
 from runtime.record.format import KIND_CODES, R_CONTENTS, R_RESET, ZLIB_PREFIX, encode_record
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
-from runtime.vm.machine import Machine, stmt_position
+from runtime.vm.machine import Machine
+from runtime.vm.operations import stmt_position
 from runtime.vm.values import (
     BoundFunction,
     Closure,

@@ -18,7 +18,8 @@ from typing import Any
 from runtime.errors import AgencyError
 from runtime.language.bytecode import FuncRef
 from runtime.language.program import compile_source
-from runtime.vm import builtins, classes
+from runtime.vm import builtins, builtins_data, classes
+from runtime.vm import methods as value_methods
 from runtime.vm.frames import Frame, Signal
 from runtime.vm.machine import Machine
 from runtime.vm.values import JSArray, JSObject
@@ -139,15 +140,15 @@ def builtin_calls() -> Iterator[tuple[str, Callable[[Machine], Any]]]:
 
 
 RECEIVERS: list[tuple[str, Callable[[], Any], list[str]]] = [
-    ("string", lambda: "abc", [*builtins.STRING_METHODS, "toString"]),
-    ("array", lambda: JSArray([3, 1, 2]), [*builtins.ARRAY_METHODS]),
+    ("string", lambda: "abc", [*value_methods.STRING_METHODS, "toString"]),
+    ("array", lambda: JSArray([3, 1, 2]), [*value_methods.ARRAY_METHODS]),
     ("number", lambda: 1.5, ["toFixed", "toString"]),
     ("huge number", lambda: 10**5000, ["toFixed", "toString"]),
     ("object", lambda: JSObject({"a": 1}), ["hasOwnProperty", "toString"]),
-    ("JSON", lambda: FuncRef("JSON"), [*builtins.NAMESPACES["JSON"]]),
-    ("Math", lambda: FuncRef("Math"), [*builtins.NAMESPACES["Math"]]),
-    ("Object", lambda: FuncRef("Object"), [*builtins.NAMESPACES["Object"]]),
-    ("Array", lambda: FuncRef("Array"), [*builtins.NAMESPACES["Array"]]),
+    ("JSON", lambda: FuncRef("JSON"), [*builtins_data.NAMESPACES["JSON"]]),
+    ("Math", lambda: FuncRef("Math"), [*builtins_data.NAMESPACES["Math"]]),
+    ("Object", lambda: FuncRef("Object"), [*builtins_data.NAMESPACES["Object"]]),
+    ("Array", lambda: FuncRef("Array"), [*builtins_data.NAMESPACES["Array"]]),
 ]
 
 
