@@ -61,24 +61,24 @@ class ExpressionCompiler(CodeEmitter):
 
     def expr(self, e: A.Expr, type_hint: A.TypeExpr | None = None) -> None:
         t = type(e)
-        if t is A.Literal:
-            self.emit(CONST, e.value)  # type: ignore[union-attr]
-        elif t is A.Name:
-            self.load_name(e.id, e.span)  # type: ignore[union-attr]
-        elif t is A.Binary:
-            self.expr(e.left)  # type: ignore[union-attr]
-            self.expr(e.right)  # type: ignore[union-attr]
-            self.emit(BINARY, e.op)  # type: ignore[union-attr]
-        elif t is A.Call:
-            self.call(e, type_hint)  # type: ignore[arg-type]
-        elif t is A.Member or t is A.Index:
+        if isinstance(e, A.Literal):
+            self.emit(CONST, e.value)
+        elif isinstance(e, A.Name):
+            self.load_name(e.id, e.span)
+        elif isinstance(e, A.Binary):
+            self.expr(e.left)
+            self.expr(e.right)
+            self.emit(BINARY, e.op)
+        elif isinstance(e, A.Call):
+            self.call(e, type_hint)
+        elif isinstance(e, A.Member) or isinstance(e, A.Index):
             exits: list[int] = []
             self.chain_link(e, exits)
             for j in exits:
                 self.patch(j)
-        elif t is A.Template:
+        elif isinstance(e, A.Template):
             n = 0
-            for part in e.parts:  # type: ignore[union-attr]
+            for part in e.parts:
                 if isinstance(part, str):
                     if part:
                         self.emit(CONST, part)
@@ -87,22 +87,22 @@ class ExpressionCompiler(CodeEmitter):
                     self.expr(part)
                     n += 1
             self.emit(BUILD_STRING, n)
-        elif t is A.Logical:
-            self.expr(e.left)  # type: ignore[union-attr]
+        elif isinstance(e, A.Logical):
+            self.expr(e.left)
             op = {"&&": JUMP_IF_FALSE_KEEP, "||": JUMP_IF_TRUE_KEEP, "??": JUMP_IF_NOT_NULL_KEEP}[
-                e.op  # type: ignore[union-attr]
+                e.op
             ]
             j = self.emit(op, None)
             self.emit(POP)
-            self.expr(e.right)  # type: ignore[union-attr]
+            self.expr(e.right)
             self.patch(j)
-        elif t is A.Unary:
-            self.expr(e.operand)  # type: ignore[union-attr]
-            self.emit(UNARY, e.op)  # type: ignore[union-attr]
-        elif t is A.ArrayLit:
-            if any(type(i) is A.Spread for i in e.items):  # type: ignore[union-attr]
+        elif isinstance(e, A.Unary):
+            self.expr(e.operand)
+            self.emit(UNARY, e.op)
+        elif isinstance(e, A.ArrayLit):
+            if any(type(i) is A.Spread for i in e.items):
                 flags = []
-                for item in e.items:  # type: ignore[union-attr]
+                for item in e.items:
                     if type(item) is A.Spread:
                         self.expr(item.value)
                         flags.append(True)
@@ -111,42 +111,42 @@ class ExpressionCompiler(CodeEmitter):
                         flags.append(False)
                 self.emit(BUILD_ARRAY_SPREAD, tuple(flags))
             else:
-                for item in e.items:  # type: ignore[union-attr]
+                for item in e.items:
                     self.expr(item)  # type: ignore[arg-type]
-                self.emit(BUILD_ARRAY, len(e.items))  # type: ignore[union-attr]
-        elif t is A.ObjectLit:
-            self.object_lit(e)  # type: ignore[arg-type]
-        elif t is A.Conditional:
-            self.expr(e.cond)  # type: ignore
+                self.emit(BUILD_ARRAY, len(e.items))
+        elif isinstance(e, A.ObjectLit):
+            self.object_lit(e)
+        elif isinstance(e, A.Conditional):
+            self.expr(e.cond)
             jf = self.emit(JUMP_IF_FALSE, None)
-            self.expr(e.then)  # type: ignore[union-attr]
+            self.expr(e.then)
             end = self.emit(JUMP, None)
             self.patch(jf)
-            self.expr(e.orelse)  # type: ignore[union-attr]
+            self.expr(e.orelse)
             self.patch(end)
-        elif t is A.Update:
-            self.update(e)  # type: ignore[arg-type]
-        elif t is A.Slice:
-            self.expr(e.obj)  # type: ignore[union-attr]
-            self.expr(e.start) if e.start is not None else self.emit(CONST, None)  # type: ignore[union-attr]
-            self.expr(e.end) if e.end is not None else self.emit(CONST, None)  # type: ignore[union-attr]
+        elif isinstance(e, A.Update):
+            self.update(e)
+        elif isinstance(e, A.Slice):
+            self.expr(e.obj)
+            self.expr(e.start) if e.start is not None else self.emit(CONST, None)
+            self.expr(e.end) if e.end is not None else self.emit(CONST, None)
             self.emit(SLICE)
-        elif t is A.Catch:
+        elif isinstance(e, A.Catch):
             trap = self.emit(TRAP_PUSH, (None, False))
             self.blocks.append("trap")
-            self.expr(e.value)  # type: ignore
+            self.expr(e.value)
             self.blocks.pop()
             self.emit(TRAP_POP)
             unwrap = self.emit(UNWRAP_OR_JUMP, None)
             end = self.emit(JUMP, None)
             self.patch(trap)
             self.patch(unwrap)
-            self.expr(e.default)  # type: ignore[union-attr]
+            self.expr(e.default)
             self.patch(end)
-        elif t is A.Try:
+        elif isinstance(e, A.Try):
             trap = self.emit(TRAP_PUSH, (None, True))
             self.blocks.append("trap")
-            self.expr(e.value)  # type: ignore
+            self.expr(e.value)
             self.blocks.pop()
             self.emit(TRAP_POP)
             # `try e` is always a Result: a plain value becomes success(value).
@@ -154,10 +154,10 @@ class ExpressionCompiler(CodeEmitter):
             self.emit(SWAP)
             self.emit(CALL, 1)
             self.patch(trap)
-        elif t is A.Pipe:
-            self.expr(e.left)  # type: ignore[union-attr]
+        elif isinstance(e, A.Pipe):
+            self.expr(e.left)
             skip = self.emit(PIPE_PREP, None)
-            right = e.right  # type: ignore[union-attr]
+            right = e.right
             if type(right) is A.Call and not _derives_function(right):
                 self.expr(right.callee)
                 self.emit(SWAP)
@@ -171,14 +171,14 @@ class ExpressionCompiler(CodeEmitter):
             self.emit(SWAP)
             self.emit(CALL, 1)
             self.patch(skip)
-        elif t is A.ListComp:
-            self.list_comp(e)  # type: ignore[arg-type]
-        elif t is A.Match:
-            self.match(e, "", as_stmt=False)  # type: ignore[arg-type]
-        elif t is A.Is:
-            self.is_expr(e)  # type: ignore[arg-type]
-        elif t is A.BlockFn:
-            self.emit(MAKE_CLOSURE, self.unit.compile_block(e, self))  # type: ignore[arg-type]
+        elif isinstance(e, A.ListComp):
+            self.list_comp(e)
+        elif isinstance(e, A.Match):
+            self.match(e, "", as_stmt=False)
+        elif isinstance(e, A.Is):
+            self.is_expr(e)
+        elif isinstance(e, A.BlockFn):
+            self.emit(MAKE_CLOSURE, self.unit.compile_block(e, self))
         else:
             self.error(f"unsupported expression {t.__name__}", e.span)
             self.emit(CONST, None)

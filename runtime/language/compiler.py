@@ -68,85 +68,87 @@ class FunctionCompiler(MatchCompiler):
 
     def stmt(self, s: A.Stmt, path: str) -> None:
         t = type(s)
-        if t is A.Block:
-            self.block(s, path)  # type: ignore[arg-type]
+        if isinstance(s, A.Block):
+            self.block(s, path)
             return
-        if t is A.If:
-            self.if_stmt(s, path)  # type: ignore[arg-type]
+        if isinstance(s, A.If):
+            self.if_stmt(s, path)
             return
-        if t is A.While:
-            self.while_stmt(s, path)  # type: ignore[arg-type]
+        if isinstance(s, A.While):
+            self.while_stmt(s, path)
             return
-        if t is A.ForIn:
-            self.for_stmt(s, path)  # type: ignore[arg-type]
+        if isinstance(s, A.ForIn):
+            self.for_stmt(s, path)
             return
-        if t is A.Finalize:
-            self.finalize(s)  # type: ignore[arg-type]
+        if isinstance(s, A.Finalize):
+            self.finalize(s)
             return
         header = s.span
-        if t in (A.ThreadBlock, A.HandleBlock):
+        if isinstance(s, (A.ThreadBlock, A.HandleBlock)):
             header = A.Span(s.span.line, s.span.col, s.span.line, s.span.col + 6)
         self.step(header, path)
-        if t is A.ExprStmt:
-            self.expr(s.expr)  # type: ignore[union-attr]
+        if isinstance(s, A.ExprStmt):
+            self.expr(s.expr)
             self.emit(POP)
-        elif t is A.VarDecl:
-            self.var_decl(s)  # type: ignore[arg-type]
-        elif t is A.Assign:
-            self.assign(s)  # type: ignore[arg-type]
-        elif t is A.Return and self.arms:
-            self.arm_return(s)  # type: ignore[arg-type]
-        elif t is A.Return:
+        elif isinstance(s, A.VarDecl):
+            self.var_decl(s)
+        elif isinstance(s, A.Assign):
+            self.assign(s)
+        elif isinstance(s, A.Return) and self.arms:
+            self.arm_return(s)
+        elif isinstance(s, A.Return):
             if self.is_module:
                 self.error("`return` outside a function", s.span)
-            if is_interrupt_call(s.value):  # type: ignore[union-attr]
+            if is_interrupt_call(s.value):
                 # `return interrupt(…)` gates what follows: approved, execution goes on with
                 # the next statement (the value is dropped); rejected, the function returns
                 # the failure (the machine unwinds it).
-                self.expr(s.value)  # type: ignore[union-attr, arg-type]
+                self.expr(s.value)  # type: ignore[arg-type]
                 self.emit(POP)
                 return
-            if s.value is None:  # type: ignore[union-attr]
+            if s.value is None:
                 self.emit(CONST, None)
             else:
-                self.expr(s.value)  # type: ignore[union-attr]
+                self.expr(s.value)
             self.emit(RETURN)
-        elif t is A.Break or t is A.Continue:
+        elif isinstance(s, A.Break) or isinstance(s, A.Continue):
             if not self.loops:
-                self.error(f"`{'break' if t is A.Break else 'continue'}` outside a loop", s.span)
+                self.error(
+                    f"`{'break' if isinstance(s, A.Break) else 'continue'}` outside a loop", s.span
+                )
                 return
             loop = self.loops[-1]
             self.close_blocks(loop.block_depth)
-            if t is A.Break:
+            if isinstance(s, A.Break):
                 loop.breaks.append(self.emit(JUMP, None))
             else:
                 self.emit(JUMP, loop.continue_target)
-        elif t is A.Goto:
-            self.expr(s.call)  # type: ignore[union-attr]
+        elif isinstance(s, A.Goto):
+            self.expr(s.call)
             self.emit(RETURN)
-        elif t is A.ThreadBlock:
-            self.emit(THREAD_PUSH, s.kind)  # type: ignore[union-attr]
+        elif isinstance(s, A.ThreadBlock):
+            self.emit(THREAD_PUSH, s.kind)
             self.blocks.append("thread")
-            self.block(s.body, path + ".body")  # type: ignore
+            self.block(s.body, path + ".body")
             self.blocks.pop()
             self.emit(THREAD_POP)
-        elif t is A.HandleBlock:
-            self.emit(HANDLER_PUSH, self.unit.compile_handler(s.handler, self))  # type: ignore[union-attr]
+        elif isinstance(s, A.HandleBlock):
+            self.emit(HANDLER_PUSH, self.unit.compile_handler(s.handler, self))
             self.blocks.append("handler")
-            self.block(s.body, path + ".body")  # type: ignore
+            self.block(s.body, path + ".body")
             self.blocks.pop()
             self.emit(HANDLER_POP)
-        elif t is A.WithAction:
-            action = s.action  # type: ignore[union-attr]
+        elif isinstance(s, A.WithAction):
+            action = s.action
             fixed = action in ("approve", "reject", "propagate")
             self.emit(HANDLER_PUSH, ("action" if fixed else "func", action))
             self.blocks.append("handler")
-            inner = s.stmt  # type: ignore[union-attr]
+            inner = s.stmt
             self.stmt_body(inner, path)
             self.blocks.pop()
             self.emit(HANDLER_POP)
-        elif t is A.Match:
-            self.match(s, path, as_stmt=True)  # type: ignore[arg-type]
+        elif isinstance(s, A.Match):
+            self.match(s, path, as_stmt=True)
         else:
             self.error(f"unsupported statement {t.__name__}", s.span)
 
@@ -274,39 +276,38 @@ class FunctionCompiler(MatchCompiler):
 
     def assign(self, s: A.Assign) -> None:
         target, op = s.target, s.op
-        t = type(target)
-        if t is A.Name:
-            self.check_not_constant(target.id, s.span)  # type: ignore[union-attr]
-        if t is A.Name:
+        if isinstance(target, A.Name):
+            self.check_not_constant(target.id, s.span)
+        if isinstance(target, A.Name):
             if op == "=":
                 self.expr(s.value)
             elif op == "??=":
-                self.load_name(target.id, target.span)  # type: ignore[union-attr]
+                self.load_name(target.id, target.span)
                 skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
                 self.emit(POP)
                 self.expr(s.value)
-                self.store_name(target.id, s.span)  # type: ignore[union-attr]
+                self.store_name(target.id, s.span)
                 end = self.emit(JUMP, None)
                 self.patch(skip)
                 self.emit(POP)
                 self.patch(end)
                 return
             else:
-                self.load_name(target.id, target.span)  # type: ignore[union-attr]
+                self.load_name(target.id, target.span)
                 self.expr(s.value)
                 self.emit(BINARY, op[0])
-            self.store_name(target.id, s.span)  # type: ignore[union-attr]
-        elif t is A.Member:
-            self.expr(target.obj)  # type: ignore[union-attr]
+            self.store_name(target.id, s.span)
+        elif isinstance(target, A.Member):
+            self.expr(target.obj)
             if op == "=":
                 self.expr(s.value)
             elif op == "??=":
                 self.emit(DUP)
-                self.emit(GET_MEMBER, target.name)  # type: ignore[union-attr]
+                self.emit(GET_MEMBER, target.name)
                 skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
                 self.emit(POP)
                 self.expr(s.value)
-                self.emit(SET_MEMBER, target.name)  # type: ignore[union-attr]
+                self.emit(SET_MEMBER, target.name)
                 end = self.emit(JUMP, None)
                 self.patch(skip)
                 self.emit(POP)
@@ -315,13 +316,13 @@ class FunctionCompiler(MatchCompiler):
                 return
             else:
                 self.emit(DUP)
-                self.emit(GET_MEMBER, target.name)  # type: ignore[union-attr]
+                self.emit(GET_MEMBER, target.name)
                 self.expr(s.value)
                 self.emit(BINARY, op[0])
-            self.emit(SET_MEMBER, target.name)  # type: ignore[union-attr]
-        elif t is A.Index:
-            self.expr(target.obj)  # type: ignore[union-attr]
-            self.expr(target.index)  # type: ignore[union-attr]
+            self.emit(SET_MEMBER, target.name)
+        elif isinstance(target, A.Index):
+            self.expr(target.obj)
+            self.expr(target.index)
             if op == "=":
                 self.expr(s.value)
             elif op == "??=":
