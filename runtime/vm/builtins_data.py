@@ -9,18 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
-from runtime.vm import (  # noqa: F401  (they register)
-    builtins_callbacks,
-    builtins_fork,
-    builtins_fs,
-    builtins_guard,
-    builtins_policy,
-    builtins_shell,
-    builtins_std,
-    builtins_threads,
-    builtins_values,
-    classes,
-)
+from runtime.vm import classes
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.limits import SMALL, check_array_length

@@ -10,18 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
-from runtime.vm import (  # noqa: F401  (they register)
-    builtins_callbacks,
-    builtins_fork,
-    builtins_fs,
-    builtins_guard,
-    builtins_policy,
-    builtins_shell,
-    builtins_std,
-    builtins_threads,
-    builtins_values,
-    classes,
-)
+from runtime.vm import builtins_values, classes
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg
 from runtime.vm.frames import Decision, TailCall

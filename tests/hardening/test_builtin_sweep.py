@@ -117,7 +117,7 @@ def test_a_python_error_in_the_machine_itself_is_not_a_program_error(
     def broken(obj: object, key: object) -> object:
         raise KeyError("a bug in the machine")
 
-    monkeypatch.setattr("runtime.vm.machine._get_index", broken)
+    monkeypatch.setattr("runtime.vm.machine.get_index", broken)
     with pytest.raises(KeyError):
         m.run()
 
