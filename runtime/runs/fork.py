@@ -3,21 +3,21 @@
 
 The recorded deltas hold what a person inspects; the exact machine (operand stacks, loop
 iterators, prelude frames) is rebuilt by re-executing the program from its start with every
-model answer served from the record (`ReplayModel`), interrupts answered as recorded and side
+model answer served from the record (`answers.RecordedAnswers`), interrupts answered as recorded and side
 effects suppressed. Deterministic, so step k of the re-execution is step k of the record.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 from runtime.errors import AgencyError
 from runtime.language.program import load_program
-from runtime.llm.base import Completion, LLMError
+from runtime.llm.base import Completion
 from runtime.llm.registry import resolve_model
 from runtime.record import timeline as record
+from runtime.runs.answers import RecordedAnswers, RouteAll
 from runtime.runs.processes import claim_run
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
@@ -31,81 +31,6 @@ from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild
 from runtime.vm.values import JSObject, from_plain, to_str
 from runtime.vm.writelog import INTERRUPTED
-
-
-class ReplayModel:
-    """Serves recorded answers in order; then hands over to `then` (live), if given.
-
-    With `like` (the run's recorded model config) it looks like that model to the program: its
-    provider and name, and a scripted queue's `position` only if it was one (a checkpoint the
-    program takes holds them, as in the recorded run). `served` counts the answers served.
-    """
-
-    provider = "replay"
-
-    def __init__(
-        self, answers: list[Completion], then: Any = None, like: dict[str, Any] | None = None
-    ) -> None:
-        self.answers = answers
-        self.served = 0
-        self.then = then
-        self.model = "replay"
-        if like is None or counts_calls(like):
-            self.position = 0
-        if like is not None:
-            self.provider = str(like.get("provider") or "replay")
-            self.model = str(like.get("model") or "replay")
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[Any],
-        response_schema: Any,
-        params: dict[str, Any],
-    ) -> Completion:
-        if self.served < len(self.answers):
-            answer = self.answers[self.served]
-            self.served += 1
-            if "position" in self.__dict__:
-                self.position = self.served
-            return answer
-        if self.then is not None:
-            return self.then.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
-        raise LLMError(
-            f"replay: the record has no model answer for call {self.served + 1} "
-            "(the program asks for more than was recorded)",
-            provider="replay",
-        )
-
-
-def counts_calls(config: dict[str, Any]) -> bool:
-    """Whether the model a run was recorded with counts its calls (`position`: a scripted
-    queue, the simulated model), which a checkpoint then holds."""
-    provider = config.get("provider")
-    return provider in ("mock", "sim") and _counts_calls(str(provider))
-
-
-@functools.cache
-def _counts_calls(provider: str) -> bool:
-    try:
-        return hasattr(resolve_model(provider, mocks=[]), "position")
-    except AgencyError:
-        return False
-
-
-class RouteAll(dict):  # type: ignore[type-arg]
-    """`llm_calls.model_for`'s cache of other models, while re-executing from a record: every
-    model a call names is the replaying one (never a live model)."""
-
-    def __init__(self, model: Any) -> None:
-        super().__init__()
-        self.model = model
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.model
 
 
 def recorded_answers(tl: record.Timeline, up_to: int | None = None) -> list[Completion]:
@@ -228,7 +153,9 @@ def machine_at(
     program = _program(tl)
     run = tl.run
     args = (run.args or {}) if run else {}
-    model = ReplayModel(recorded_answers(tl, step), like=dict(run.config or {}) if run else None)
+    model = RecordedAnswers(
+        recorded_answers(tl, step), like=dict(run.config or {}) if run else None
+    )
     start = (run.config or {}).get("checkpoint") if run else None
     if isinstance(start, dict):  # the run began at a checkpoint: re-execute from there
         m = rebuild(program, start, model=model, world=World(quiet=True))
@@ -340,10 +267,9 @@ def fork(
     # scripted queue goes on from where the original run had got to.
     live = live_model(tl)
     replay = m.model
-    if isinstance(replay, ReplayModel):
-        if live is not None and hasattr(live, "position"):
-            live.position = replay.position
-        m.model = live
+    if isinstance(replay, RecordedAnswers):
+        replay.live = live
+        m.model = replay.hand_over() if live is not None else None
     branch = tl.store.create_branch(tl.run_id, tl.branch, step, edits)
     rec = Recorder(m, tl.store, tl.run_id, branch, next_oid=10**9)
     rec.write_keyframe(step)

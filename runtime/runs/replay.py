@@ -12,12 +12,11 @@ from typing import Any
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.llm.base import Completion
+from runtime.runs.answers import RecordedAnswers, RouteAll
 from runtime.runs.config import program_of
 from runtime.runs.fork import (
     DecisionFeed,
-    RouteAll,
     Timeline,
-    counts_calls,
     live_model,
     recorded_effects,
     start_fake_clock,
@@ -356,32 +355,24 @@ class _Replay:
                 )
 
 
-class _Checker:
-    """The replay's model: every answer from the record, each request checked against it.
-
-    It looks like the recorded model (provider, a scripted queue's position) to the program,
-    which can save it in a checkpoint; a call that names another model is routed to it too
-    (`_RouteAll`), never to a live one.
-    """
+class _Checker(RecordedAnswers):
+    """The replay's model: every answer from the record, each request checked against it first
+    (`_Replay.complete`). It looks like the recorded model to the program, which can save it in
+    a checkpoint; a call that names another model is routed to it too (`RouteAll`), never to a
+    live one."""
 
     def __init__(self, replay: _Replay, config: dict[str, Any]) -> None:
+        super().__init__(like=config)
         self.replay = replay
-        self.provider = str(config.get("provider") or "replay")
-        self.model = str(config.get("model") or "replay")
-        if counts_calls(config):
-            self.position = 0
 
-    def complete(
+    def next_answer(
         self,
         messages: list[dict[str, Any]],
         tools: list[Any],
         response_schema: Any,
         params: dict[str, Any],
     ) -> Completion:
-        answer = self.replay.complete(messages, tools, response_schema, params)
-        if hasattr(self, "position"):
-            self.position = self.replay.position
-        return answer
+        return self.replay.complete(messages, tools, response_schema, params)
 
 
 def replay_run(

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError
-from runtime.llm.base import Completion
 from runtime.llm.registry import config_of
 from runtime.record.store import MAX_STEP
+from runtime.runs.answers import RecordedAnswers
 from runtime.runs.config import config_differences, current_config, program_of
 from runtime.runs.fork import (
-    RouteAll,
     Timeline,
     live_model,
     machine_at,
@@ -37,55 +36,6 @@ from runtime.runs.stopping import GracefulStop, mark_stopped, record_answer, rec
 from runtime.vm.builtins import World
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
-
-
-class _Handover:
-    """Serves the model answers the stopped process got after its last recorded step, then
-    hands over to the live model (and puts it in the machine's hands). It looks like the live
-    model to the program (provider, a scripted queue's position)."""
-
-    def __init__(self, answers: list[Completion], live: Any, machine: Machine, served: int) -> None:
-        self.answers = answers
-        self.index = 0
-        self.live = live
-        self.m = machine
-        self.served = served  # answers the run has had so far
-        self.provider = str(getattr(live, "provider", ""))
-        self.model = str(getattr(live, "model", ""))
-        if hasattr(live, "position"):
-            self.position = served
-        machine.host.models = RouteAll(self) if answers else {}
-
-    def config(self) -> dict[str, Any]:
-        return config_of(self.live)
-
-    def __getattr__(self, name: str) -> Any:  # the rest of the live model's interface
-        if name == "live":
-            raise AttributeError(name)
-        return getattr(self.live, name)
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[Any],
-        response_schema: Any,
-        params: dict[str, Any],
-    ) -> Completion:
-        if self.index < len(self.answers):
-            answer = self.answers[self.index]
-            self.index += 1
-            self.served += 1
-            if hasattr(self.live, "position"):
-                self.position = self.served
-            if self.index == len(self.answers):
-                self.m.host.models = {}
-            return answer
-        live = self.live
-        if hasattr(live, "position"):
-            live.position = self.served
-        if self.m.model is self:
-            self.m.model = live
-        return live.complete(messages, tools, response_schema, params)  # type: ignore[no-any-return]
 
 
 def _resume_point(store: Any, run: Any, tl: Timeline) -> tuple[int, int]:
@@ -192,7 +142,7 @@ def _resume_run(
     journal = StoreJournal(store, run.id, 0, in_doubt=True)
     m = machine_at(tl, step, journal=journal)
     served = int(getattr(m.model, "served", 0))
-    m.model = _Handover(answers[served:], live, m, served)
+    m.model = RecordedAnswers(answers[served:], live=live, served=served, machine=m)
     if root is None:
         recorded_root = (run.meta or {}).get("cwd")
         root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
