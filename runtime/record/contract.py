@@ -36,6 +36,7 @@ from runtime.errors import AgencyError
 __all__ = [
     "EFFECT_STATUSES",
     "EVENT_KINDS",
+    "LEASE_LEFT",
     "MAX_STEP",
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
@@ -61,6 +62,7 @@ EVENT_KINDS = frozenset(
 )
 EFFECT_STATUSES = frozenset({"applied", "failed"})
 MAX_STEP = 2**62  # "no upper bound" in step ranges; fits a SQLite INTEGER
+LEASE_LEFT = "lease_left"  # in a run's holder (`claim_run`): seconds left of its lease
 
 # Fields `update_run` may change; step_count and updated_at are kept by the store itself.
 UPDATABLE_RUN_FIELDS = frozenset(
@@ -427,14 +429,26 @@ class RunStore(Protocol):
         run_id: str,
         owner: dict[str, Any],
         may_take: Callable[[dict[str, Any]], bool] | None = None,
+        lease: float | None = None,
     ) -> dict[str, Any] | None:
         """Make `owner` (a process: pid, host, start time) the one that continues `run_id`.
 
         Compare-and-set in one transaction: with no owner, or `owner` itself, or an owner for
-        which `may_take(holder)` is true (a dead process), the claim is taken and None is
-        returned; otherwise nothing changes and the holder is returned. Durable on return. An
-        unknown run raises `StoreError`.
+        which `may_take(holder)` is true (a dead process, an expired lease), the claim is taken
+        and None is returned; otherwise nothing changes and the holder is returned. Durable on
+        return. An unknown run raises `StoreError`.
+
+        `lease` (seconds) gives the claim a lease that ends that long from now by the store's
+        clock, kept alive by `renew_lease`. The holder `may_take` sees and the one returned
+        carry `LEASE_LEFT`: the seconds left of its lease (0 or less once it has expired),
+        when it has a lease.
         """
+        ...
+
+    def renew_lease(self, run_id: str, owner: dict[str, Any], lease: float) -> bool:
+        """Extend `owner`'s lease on `run_id` to `lease` seconds from now; False (and nothing
+        changes) when `owner` no longer holds the run (it was taken over or released). Durable
+        on return. Unlike other calls it never raises what another write failed to do."""
         ...
 
     def release_run(self, run_id: str, owner: dict[str, Any]) -> None:

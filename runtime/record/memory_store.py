@@ -13,6 +13,7 @@ from typing import Any, Self
 
 from runtime.record.contract import (
     EFFECT_STATUSES,
+    LEASE_LEFT,
     MAX_STEP,
     Batch,
     Blob,
@@ -96,6 +97,7 @@ class MemoryStore:
         self._runs: dict[str, _MemRun] = {}
         self._effects: dict[str, dict[str, Any]] = {}
         self._owners: dict[str, dict[str, Any]] = {}  # run id -> the process continuing it
+        self._leases: dict[str, datetime] = {}  # run id -> when its owner's lease ends
         self._seq = 0
         self._closed = False
         self._packer = RequestPacker(self._max_part_seq)
@@ -555,16 +557,34 @@ class MemoryStore:
         run_id: str,
         owner: dict[str, Any],
         may_take: Callable[[dict[str, Any]], bool] | None = None,
+        lease: float | None = None,
     ) -> dict[str, Any] | None:
         mine = json.loads(dumps(owner, "a run owner"))
         with self._lock:
             self._open()
             self._run(run_id)
-            holder = self._owners.get(run_id)
-            if holder is not None and holder != mine and not (may_take and may_take(holder)):
-                return dict(holder)
+            held = self._owners.get(run_id)
+            if held is not None and held != mine:
+                holder = dict(held)
+                until = self._leases.get(run_id)
+                if until is not None:
+                    holder[LEASE_LEFT] = (until - self._now()).total_seconds()
+                if not (may_take and may_take(holder)):
+                    return holder
             self._owners[run_id] = mine
+            self._leases.pop(run_id, None)
+            if lease is not None:
+                self._leases[run_id] = self._now() + timedelta(seconds=lease)
             return None
+
+    def renew_lease(self, run_id: str, owner: dict[str, Any], lease: float) -> bool:
+        mine = json.loads(dumps(owner, "a run owner"))
+        with self._lock:
+            self._open()
+            if self._owners.get(run_id) != mine:
+                return False
+            self._leases[run_id] = self._now() + timedelta(seconds=lease)
+            return True
 
     def release_run(self, run_id: str, owner: dict[str, Any]) -> None:
         mine = json.loads(dumps(owner, "a run owner"))
@@ -572,6 +592,7 @@ class MemoryStore:
             self._open()
             if self._owners.get(run_id) == mine:
                 del self._owners[run_id]
+                self._leases.pop(run_id, None)
 
     def run_owner(self, run_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -167,7 +167,14 @@ def _v2(conn: Any) -> None:
     conn.execute("ALTER TABLE llm_calls ADD COLUMN request_form INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS = [_v1, _v2]
+def _v3(conn: Any) -> None:
+    """Run ownership leases: the owner of a run renews `lease_until` while it runs, so a claim
+    of a process on another machine (whose pid cannot be checked here) is taken over once its
+    lease has expired. Claims written before have none and are taken over only with --force."""
+    conn.execute("ALTER TABLE run_owners ADD COLUMN lease_until TEXT")
+
+
+MIGRATIONS = [_v1, _v2, _v3]
 
 
 def latest_version() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from runtime.record.contract import (
     EFFECT_STATUSES,
     EVENT_KINDS,
+    LEASE_LEFT,
     MAX_STEP,
     RUN_STATUSES,
     TERMINAL_STATUSES,
@@ -36,6 +37,7 @@ from runtime.record.rows import (
     dumps,
     effect_from_row,
     format_ts,
+    lease_left,
     lineage_segments,
     llm_call_from_row,
     loads,
@@ -52,6 +54,7 @@ from runtime.record.rows import (
 __all__ = [
     "EFFECT_STATUSES",
     "EVENT_KINDS",
+    "LEASE_LEFT",
     "MAX_STEP",
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
@@ -78,6 +81,7 @@ __all__ = [
     "effect_from_row",
     "format_ts",
     "lineage_segments",
+    "lease_left",
     "llm_call_from_row",
     "loads",
     "new_run_id",
