@@ -52,6 +52,7 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "Segment",
+    "StateSpan",
     "StoreError",
 ]
 
@@ -209,6 +210,16 @@ class Keyframe(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class StateSpan:
+    """What rebuilding the state at a step reads, in one go (`RunStore.state_span`)."""
+
+    keyframe: Keyframe | None  # the latest at or before the step
+    base: Keyframe | None  # the full keyframe an incremental `keyframe` is based on, if known
+    batches: list[Batch]  # covering the keyframe's next step (or the step) up to `batches_to`
+    later_keyframes: list[int]  # keyframe steps after the step, up to `keyframes_to`
+
+
+@dataclass(frozen=True, slots=True)
 class Segment:
     """The part of a lineage one branch supplies: steps `lo..hi` (both inclusive)."""
 
@@ -301,8 +312,12 @@ class RunStore(Protocol):
         """
         ...
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
-        """Store the encoded full state at `step` of `branch` (replacing one already there)."""
+    def put_keyframe(
+        self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
+    ) -> None:
+        """Store the encoded full state at `step` of `branch` (replacing one already there).
+        `base`: the step of the full keyframe an incremental one builds on (`state_span` then
+        reads both at once)."""
         ...
 
     def keyframe_at_or_before(self, run_id: str, branch: int, step: int) -> Keyframe | None:
@@ -316,6 +331,16 @@ class RunStore(Protocol):
     def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
         """The steps within `a..b` (inclusive) that have a keyframe along the branch's lineage,
         ascending (no blobs read: a reader walking forward knows where the next one is)."""
+        ...
+
+    def state_span(
+        self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int
+    ) -> StateSpan:
+        """What rebuilding the state at `step` needs, in one read where the store can (one
+        round trip to a server): the latest keyframe at or before `step` (and the full one it
+        is based on, when it was stored with a `base`), the batches covering from the step
+        after that keyframe (or `step`, if it is the keyframe's) to `batches_to`, and the
+        steps of the keyframes in `step+1..keyframes_to` (as `keyframe_steps`)."""
         ...
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:

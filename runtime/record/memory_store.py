@@ -25,6 +25,7 @@ from runtime.record.contract import (
     RunMeta,
     RunRecord,
     Segment,
+    StateSpan,
     StoreError,
     choose_prunable,
 )
@@ -282,8 +283,10 @@ class MemoryStore:
             self._bump_length(run, mb, last_step)
             run.row["updated_at"] = format_ts(self._now())
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
-        data = as_blob(blob)
+    def put_keyframe(
+        self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
+    ) -> None:
+        data = as_blob(blob)  # `base` is for stores a round trip away (`state_span`)
         with self._lock:
             self._open()
             mb = self._branch(run_id, branch)
@@ -320,6 +323,18 @@ class MemoryStore:
                     steps.add(mb.kf_steps[at])
                     at += 1
             return sorted(steps)
+
+    def state_span(
+        self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int
+    ) -> StateSpan:
+        keyframe = self.keyframe_at_or_before(run_id, branch, step)
+        start = step if keyframe is None or keyframe.step == step else keyframe.step + 1
+        return StateSpan(
+            keyframe,
+            None,
+            self.batches(run_id, branch, start, batches_to),
+            self.keyframe_steps(run_id, branch, step + 1, keyframes_to),
+        )
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
         with self._lock:

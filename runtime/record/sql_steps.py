@@ -12,6 +12,7 @@ from runtime.record.store import (
     BranchRecord,
     Keyframe,
     Segment,
+    StateSpan,
     StoreError,
     as_blob,
     branch_from_row,
@@ -27,8 +28,9 @@ _INSERT_BATCH = (
     "INSERT INTO step_batches (run_id, branch, first_step, last_step, blob) VALUES (?, ?, ?, ?, ?)"
 )
 _INSERT_KEYFRAME = (
-    "INSERT INTO keyframes (run_id, branch, step, blob) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (run_id, branch, step) DO UPDATE SET blob = excluded.blob"
+    "INSERT INTO keyframes (run_id, branch, step, blob, base_step) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id, branch, step) DO UPDATE SET blob = excluded.blob,"
+    " base_step = excluded.base_step"
 )
 # The batch holding step `lo` is the last one starting at or before it; from there on, the
 # batches starting up to `hi`. Two index seeks, whatever the run's length. Parameters: run,
@@ -53,6 +55,65 @@ _INSERT_BRANCH = (
     " length) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 
+# The parts of `state_span`'s one query, told apart by its first column.
+_KEYFRAME, _BASE, _LATER, _BATCH = 0, 1, 2, 3
+
+
+def _span_query(
+    run_id: str, segments: list[Segment], step: int, batches_to: int, keyframes_to: int
+) -> tuple[str, tuple[Any, ...]]:
+    """One statement for `state_span`: the latest keyframe at or before `step` along the
+    lineage (each segment's latest, then the latest of those), its base, the later keyframe
+    steps, and the batches from the keyframe on, each segment clipped to its steps as
+    `keyframe_at_or_before`, `keyframe_steps` and `batches` do."""
+    params: list[Any] = []
+    candidates = []
+    for i, seg in enumerate(segments):
+        if step < seg.lo:
+            continue
+        candidates.append(
+            "SELECT * FROM (SELECT branch, step, base_step, blob FROM keyframes"
+            " WHERE run_id = ? AND branch = ? AND step <= ? AND step >= ?"
+            f" ORDER BY step DESC LIMIT 1) AS k{i}"
+        )
+        params += [run_id, seg.branch, min(step, seg.hi), seg.lo]
+    # Batches start after the keyframe, or at `step` when it is the keyframe's own step.
+    parts = [
+        "WITH candidates AS (" + " UNION ALL ".join(candidates) + "),"
+        " top AS (SELECT branch, step, base_step, blob FROM candidates"
+        "  ORDER BY step DESC LIMIT 1),"
+        " start AS (SELECT coalesce((SELECT CASE WHEN step < ? THEN step + 1 ELSE ? END"
+        "  FROM top), ?) AS lo)"
+        f" SELECT {_KEYFRAME}, branch, step, step, blob FROM top",
+        f"SELECT {_BASE}, k.branch, k.step, k.step, k.blob FROM keyframes k, top"
+        " WHERE k.run_id = ? AND k.branch = top.branch AND k.step = top.base_step",
+    ]
+    params += [step, step, step, run_id]
+    for seg in segments:
+        lo, hi = max(step + 1, seg.lo), min(keyframes_to, seg.hi)
+        if lo <= hi:
+            parts.append(
+                f"SELECT {_LATER}, branch, step, step, NULL FROM keyframes"
+                " WHERE run_id = ? AND branch = ? AND step >= ? AND step <= ?"
+            )
+            params += [run_id, seg.branch, lo, hi]
+    for seg in segments:
+        hi = min(batches_to, seg.hi)
+        if seg.lo > hi:
+            continue
+        # As _SELECT_BATCHES, from max(segment start, where the batches start).
+        start = "GREATEST(?, (SELECT lo FROM start))"
+        parts.append(
+            f"SELECT {_BATCH}, branch, first_step, last_step, blob FROM step_batches"
+            f" WHERE run_id = ? AND branch = ? AND {start} <= ? AND first_step <= ?"
+            f" AND last_step >= {start} AND first_step >= coalesce((SELECT max(first_step)"
+            f"  FROM step_batches WHERE run_id = ? AND branch = ? AND first_step <= {start}),"
+            f" {start})"
+        )
+        params += [run_id, seg.branch, seg.lo, hi, hi, seg.lo, run_id, seg.branch]
+        params += [seg.lo, seg.lo]
+    return " UNION ALL ".join(parts), tuple(params)
+
 
 class SQLSteps(SQLBase):
     """Steps, keyframes and branches in a SQL run store."""
@@ -71,9 +132,34 @@ class SQLSteps(SQLBase):
             len(data),
         )
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
+    def put_keyframe(
+        self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
+    ) -> None:
         data = as_blob(blob)
-        self._enqueue(Op(_INSERT_KEYFRAME, (run_id, branch, step, data)), len(data))
+        self._enqueue(Op(_INSERT_KEYFRAME, (run_id, branch, step, data, base)), len(data))
+
+    def state_span(
+        self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int
+    ) -> StateSpan:
+        with self._reading() as conn:
+            segments = self._segments(conn, run_id, branch)
+            sql, params = _span_query(run_id, segments, step, batches_to, keyframes_to)
+            rows = self._exec(conn, sql, params).fetchall()
+        keyframe = base = None
+        batches: list[tuple[int, Batch]] = []
+        later: set[int] = set()
+        order = {seg.branch: i for i, seg in enumerate(segments)}
+        for part, b, first, last, blob in rows:
+            if part == _KEYFRAME:
+                keyframe = Keyframe(b, first, bytes(blob))
+            elif part == _BASE:
+                base = Keyframe(b, first, bytes(blob))
+            elif part == _LATER:
+                later.add(first)
+            else:
+                batches.append((order[b], Batch(b, first, last, bytes(blob))))
+        batches.sort(key=lambda item: (item[0], item[1].first_step))
+        return StateSpan(keyframe, base, [batch for _, batch in batches], sorted(later))
 
     def keyframe_at_or_before(self, run_id: str, branch: int, step: int) -> Keyframe | None:
         with self._reading() as conn:

@@ -25,6 +25,7 @@ from runtime.record.contract import (
     RunRecord,
     RunStore,
     Segment,
+    StateSpan,
     StoreError,
 )
 from runtime.record.memory_store import MemoryStore
@@ -71,6 +72,7 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "Segment",
+    "StateSpan",
     "StoreError",
     "ambiguous_prefix",
     "as_blob",
