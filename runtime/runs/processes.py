@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -176,7 +177,6 @@ class RunBusy(AgencyError):
 
 
 _held: dict[tuple[int, str], int] = {}  # (id(store), run id) -> claims this process holds
-_beats: dict[tuple[int, str], Heartbeat] = {}  # ... and the heartbeat renewing its lease
 
 
 def lease_expired(holder: dict[str, Any]) -> bool:
@@ -235,44 +235,80 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s"
 
 
-class Heartbeat:
-    """Renews this process's lease on a run every third of the lease, from a daemon thread,
-    until stopped: one small write through the store's writer, whatever the run is doing
-    (recording steps, waiting on a model or on a person's answer). If the claim was taken over
-    meanwhile (this process was stopped or cut off for longer than the lease) it says so on
-    stderr and stops; `lost` is then set."""
+@dataclass
+class _Lease:
+    store: Any
+    run_id: str
+    owner: dict[str, Any]
+    seconds: float
+    due: float  # time.monotonic() of the next renewal
 
-    def __init__(self, store: Any, run_id: str, owner: dict[str, Any], lease: float) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.owner = owner
-        self.lease = lease
-        self.lost = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._main, name=f"agency-lease-{run_id}", daemon=True
-        )
-        self._thread.start()
+
+class Heartbeat:
+    """One daemon thread per process that renews the lease of every run the process holds,
+    each every third of its lease: one small write through the store's writer, whatever the
+    run is doing (recording steps, waiting on a model or on a person's answer). A claim taken
+    over meanwhile (this process was stopped or cut off for longer than its lease) is said so
+    on stderr and no longer renewed."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._leases: dict[tuple[int, str], _Lease] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(
+        self, key: tuple[int, str], store: Any, run_id: str, owner: dict[str, Any], lease: float
+    ) -> None:
+        with self._cond:
+            self._leases[key] = _Lease(store, run_id, owner, lease, time.monotonic() + lease / 3)
+            if self._thread is None or not self._thread.is_alive():  # first, or after a fork
+                self._thread = threading.Thread(target=self._main, name="agency-lease", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def remove(self, key: tuple[int, str]) -> None:
+        with self._cond:
+            self._leases.pop(key, None)
 
     def _main(self) -> None:
-        while not self._stop.wait(self.lease / 3):
-            try:
-                held = self.store.renew_lease(self.run_id, self.owner, self.lease)
-            except StoreError:
-                if getattr(self.store, "_closed", False):
-                    return  # closed without releasing the claim: nothing left to renew
-                continue  # the database is away for now: try again at the next beat
-            if not held and not self._stop.is_set():
-                self.lost = True
-                print(
-                    f"agency: run {self.run_id}: another process took this run over (its lease "
-                    "expired while this one could not renew it)",
-                    file=sys.stderr,
-                )
-                return
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                due = [(k, held) for k, held in self._leases.items() if held.due <= now]
+                if not due:
+                    nearest = min((held.due for held in self._leases.values()), default=None)
+                    self._cond.wait(None if nearest is None else nearest - now)
+                    continue
+                for _, held in due:
+                    held.due = now + held.seconds / 3
+            for key, held in due:
+                if not self._renew(held):
+                    with self._cond:
+                        if self._leases.get(key) is held:
+                            del self._leases[key]
 
-    def stop(self) -> None:
-        self._stop.set()
+    def _renew(self, held: _Lease) -> bool:
+        """Renew one lease; False once there is nothing left to renew."""
+        try:
+            if held.store.renew_lease(held.run_id, held.owner, held.seconds):
+                return True
+        except StoreError:
+            # The database is away for now: again at the next beat. A closed store: stop.
+            return not getattr(held.store, "_closed", False)
+        except Exception:
+            return False  # a store that cannot renew: its claim lives until released
+        with self._cond:
+            still = any(h is held for h in self._leases.values())
+        if still:  # not released meanwhile: someone else holds the run now
+            print(
+                f"agency: run {held.run_id}: another process took this run over (its lease "
+                "expired while this one could not renew it)",
+                file=sys.stderr,
+            )
+        return False
+
+
+_heartbeat = Heartbeat()
 
 
 class Claim:
@@ -302,9 +338,7 @@ class Claim:
         if _held[key]:
             return
         del _held[key]
-        beat = _beats.pop(key, None)
-        if beat is not None:
-            beat.stop()
+        _heartbeat.remove(key)
         try:
             self.store.release_run(self.run_id, self.owner)
         except StoreError:
@@ -338,7 +372,7 @@ def claim_run(store: Any, run_id: str, *, force: bool = False, doing: str = "con
                 f"cannot {doing} run {run_id}: another process owns it ({owner_text(holder)}); "
                 + busy_text(holder)
             )
-        _beats[key] = Heartbeat(store, run_id, me, lease)
+        _heartbeat.add(key, store, run_id, me, lease)
     _held[key] = _held.get(key, 0) + 1
     return Claim(store, run_id, me, taken[-1] if taken else None)
 
