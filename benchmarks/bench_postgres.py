@@ -8,7 +8,8 @@ afterwards). Figures:
    recorded to PostgreSQL (best of 3 each);
 2. 8 concurrent writers (processes), each recording its own run: total steps/s, PostgreSQL and
    SQLite (one file);
-3. `state_at` p50/p99 at 1,000 random steps of a 1M-step run, idle and while the 8 write;
+3. `state_at` p50/p99 at 1,000 random steps of a 1M-step run, idle and while the 8 write,
+   and its round trips (queries counted) with `state_span`'s one query vs one query per read;
 4. bytes per step and per run in PostgreSQL (tables + indexes + TOAST), projected to a team's
    volume (1,000 runs a day of 100k steps).
 """
@@ -37,6 +38,7 @@ import psycopg  # noqa: E402
 from runtime.language.program import compile_source  # noqa: E402
 from runtime.record.pg_store import PostgresStore  # noqa: E402
 from runtime.record.sqlite_store import SQLiteStore  # noqa: E402
+from runtime.record.store import StateSpan  # noqa: E402
 from runtime.runs.fork import Timeline  # noqa: E402
 from runtime.runs.recording import record_program  # noqa: E402
 from runtime.runs.runner import RunConfig, new_machine  # noqa: E402
@@ -147,23 +149,74 @@ def percentile(times: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-def access(location: str, run_id: str, samples: int) -> tuple[float, float]:
+class SeparateReads:
+    """A store whose `state_span` makes one query per read (the keyframe, the batches, the later
+    keyframe steps; the base asked for by the timeline), as the timeline read before it."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def state_span(
+        self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int
+    ) -> StateSpan:
+        kf = self.store.keyframe_at_or_before(run_id, branch, step)
+        start = step if kf is None or kf.step == step else kf.step + 1
+        return StateSpan(
+            kf,
+            None,
+            self.store.batches(run_id, branch, start, batches_to),
+            self.store.keyframe_steps(run_id, branch, step + 1, keyframes_to),
+        )
+
+
+@contextmanager
+def counting_queries() -> Iterator[list[int]]:
+    """Counts the statements this process sends to PostgreSQL (each one a round trip)."""
+    count = [0]
+    execute = psycopg.Cursor.execute
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return execute(self, *args, **kwargs)
+
+    psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    try:
+        yield count
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+
+
+def access(
+    location: str, run_id: str, samples: int, separate: bool = False, cold: bool = False
+) -> tuple[float, float, float]:
+    """p50 and p99 ms of `state_at` at random steps, and the queries (round trips) it made
+    on average; `cold`: each on a new timeline (nothing cached: a first look at a step)."""
     store: Any = (
         PostgresStore(location, read_only=True)
         if location.startswith("postgresql://")
         else SQLiteStore(location, read_only=True)
     )
-    with store:
-        tl = Timeline.open(store, run_id)
+    with store, counting_queries() as count:
+        tl = Timeline.open(SeparateReads(store) if separate else store, run_id)
         n = len(tl)
         rng = random.Random(1)
         times = []
+        queries = 0
         for _ in range(samples):
             k = rng.randrange(n)
+            if cold:
+                tl = Timeline(tl.store, run_id)
+                len(tl)
+            before = count[0]
             t0 = time.perf_counter()
             tl.state_at(k)
             times.append((time.perf_counter() - t0) * 1000)
-    return percentile(times, 0.50), percentile(times, 0.99)
+            queries += count[0] - before
+        queries /= samples
+    return percentile(times, 0.50), percentile(times, 0.99), queries
 
 
 def round_trip(url: str, samples: int) -> tuple[float, float]:
@@ -243,8 +296,11 @@ def main() -> None:
         store.close()
         recorded_s = time.perf_counter() - t0
         idle = access(url, rec.run_id, samples)
+        separate = access(url, rec.run_id, samples, separate=True)
+        cold = access(url, rec.run_id, samples, cold=True)
+        cold_separate = access(url, rec.run_id, samples, separate=True, cold=True)
         pg = writers(url, 8, per_writer)
-        loaded_box: dict[str, tuple[float, float]] = {}
+        loaded_box: dict[str, tuple[float, float, float]] = {}
         root = str(Path(__file__).resolve().parents[1])
         # Reads while 8 writers record: the writers run in their own processes.
         procs = [
@@ -289,9 +345,21 @@ def main() -> None:
         f"PostgreSQL, 8 writing:     p50 {loaded[0]:.2f} ms, p99 {loaded[1]:.2f} ms "
         f"({busy} of 8 still writing at the end)"
     )
+    print(f"one round trip (SELECT 1): p50 {trip[0]:.2f} ms, p99 {trip[1]:.2f} ms")
+    print("\nround trips per state_at (PostgreSQL, idle, the same random steps; queries counted):")
+    print("                          one timeline               a new timeline per step")
+    for label, warm_case, cold_case in (
+        ("state_span, one query:", idle, cold),
+        ("one query per read:   ", separate, cold_separate),
+    ):
+        print(
+            f"  {label}  {warm_case[2]:.2f} (p50 {warm_case[0]:.2f} ms)"
+            f"       {cold_case[2]:.2f} (p50 {cold_case[0]:.2f} ms, p99 {cold_case[1]:.2f} ms)"
+        )
     print(
-        f"one round trip (SELECT 1): p50 {trip[0]:.2f} ms, p99 {trip[1]:.2f} ms "
-        "(a state_at makes ~5 queries)"
+        f"  fewer round trips:      {separate[2] / max(idle[2], 1e-9):.1f}x"
+        f"                       {cold_separate[2] / max(cold[2], 1e-9):.1f}x "
+        "(one query per read: how the timeline read before state_span)"
     )
 
     z = sizing(args.url, n // 2)

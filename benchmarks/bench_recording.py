@@ -114,10 +114,12 @@ class CountingStore(SQLiteStore):
         self.batch_bytes += len(blob)
         super().append_batch(run_id, branch, first, last, blob)
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Any) -> None:  # type: ignore[override]
+    def put_keyframe(  # type: ignore[override]
+        self, run_id: str, branch: int, step: int, blob: Any, base: int | None = None
+    ) -> None:
         self.keyframe_bytes += len(blob)
         self.keyframes += 1
-        super().put_keyframe(run_id, branch, step, blob)
+        super().put_keyframe(run_id, branch, step, blob, base)
 
 
 def overhead(n: int, rounds: int = 3) -> tuple[float, float, int, int]:

@@ -36,6 +36,7 @@ from runtime.errors import AgencyError
 __all__ = [
     "EFFECT_STATUSES",
     "EVENT_KINDS",
+    "LEASE_LEFT",
     "MAX_STEP",
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
@@ -51,6 +52,7 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "Segment",
+    "StateSpan",
     "StoreError",
 ]
 
@@ -61,6 +63,7 @@ EVENT_KINDS = frozenset(
 )
 EFFECT_STATUSES = frozenset({"applied", "failed"})
 MAX_STEP = 2**62  # "no upper bound" in step ranges; fits a SQLite INTEGER
+LEASE_LEFT = "lease_left"  # in a run's holder (`claim_run`): seconds left of its lease
 
 # Fields `update_run` may change; step_count and updated_at are kept by the store itself.
 UPDATABLE_RUN_FIELDS = frozenset(
@@ -207,6 +210,16 @@ class Keyframe(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class StateSpan:
+    """What rebuilding the state at a step reads, in one go (`RunStore.state_span`)."""
+
+    keyframe: Keyframe | None  # the latest at or before the step
+    base: Keyframe | None  # the full keyframe an incremental `keyframe` is based on, if known
+    batches: list[Batch]  # covering the keyframe's next step (or the step) up to `batches_to`
+    later_keyframes: list[int]  # keyframe steps after the step, up to `keyframes_to`
+
+
+@dataclass(frozen=True, slots=True)
 class Segment:
     """The part of a lineage one branch supplies: steps `lo..hi` (both inclusive)."""
 
@@ -299,8 +312,12 @@ class RunStore(Protocol):
         """
         ...
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
-        """Store the encoded full state at `step` of `branch` (replacing one already there)."""
+    def put_keyframe(
+        self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
+    ) -> None:
+        """Store the encoded full state at `step` of `branch` (replacing one already there).
+        `base`: the step of the full keyframe an incremental one builds on (`state_span` then
+        reads both at once)."""
         ...
 
     def keyframe_at_or_before(self, run_id: str, branch: int, step: int) -> Keyframe | None:
@@ -314,6 +331,16 @@ class RunStore(Protocol):
     def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
         """The steps within `a..b` (inclusive) that have a keyframe along the branch's lineage,
         ascending (no blobs read: a reader walking forward knows where the next one is)."""
+        ...
+
+    def state_span(
+        self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int
+    ) -> StateSpan:
+        """What rebuilding the state at `step` needs, in one read where the store can (one
+        round trip to a server): the latest keyframe at or before `step` (and the full one it
+        is based on, when it was stored with a `base`), the batches covering from the step
+        after that keyframe (or `step`, if it is the keyframe's) to `batches_to`, and the
+        steps of the keyframes in `step+1..keyframes_to` (as `keyframe_steps`)."""
         ...
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
@@ -427,14 +454,26 @@ class RunStore(Protocol):
         run_id: str,
         owner: dict[str, Any],
         may_take: Callable[[dict[str, Any]], bool] | None = None,
+        lease: float | None = None,
     ) -> dict[str, Any] | None:
         """Make `owner` (a process: pid, host, start time) the one that continues `run_id`.
 
         Compare-and-set in one transaction: with no owner, or `owner` itself, or an owner for
-        which `may_take(holder)` is true (a dead process), the claim is taken and None is
-        returned; otherwise nothing changes and the holder is returned. Durable on return. An
-        unknown run raises `StoreError`.
+        which `may_take(holder)` is true (a dead process, an expired lease), the claim is taken
+        and None is returned; otherwise nothing changes and the holder is returned. Durable on
+        return. An unknown run raises `StoreError`.
+
+        `lease` (seconds) gives the claim a lease that ends that long from now by the store's
+        clock, kept alive by `renew_lease`. The holder `may_take` sees and the one returned
+        carry `LEASE_LEFT`: the seconds left of its lease (0 or less once it has expired),
+        when it has a lease.
         """
+        ...
+
+    def renew_lease(self, run_id: str, owner: dict[str, Any], lease: float) -> bool:
+        """Extend `owner`'s lease on `run_id` to `lease` seconds from now; False (and nothing
+        changes) when `owner` no longer holds the run (it was taken over or released). Durable
+        on return. Unlike other calls it never raises what another write failed to do."""
         ...
 
     def release_run(self, run_id: str, owner: dict[str, Any]) -> None:

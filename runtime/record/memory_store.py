@@ -13,6 +13,7 @@ from typing import Any, Self
 
 from runtime.record.contract import (
     EFFECT_STATUSES,
+    LEASE_LEFT,
     MAX_STEP,
     Batch,
     Blob,
@@ -24,6 +25,7 @@ from runtime.record.contract import (
     RunMeta,
     RunRecord,
     Segment,
+    StateSpan,
     StoreError,
     choose_prunable,
 )
@@ -96,6 +98,7 @@ class MemoryStore:
         self._runs: dict[str, _MemRun] = {}
         self._effects: dict[str, dict[str, Any]] = {}
         self._owners: dict[str, dict[str, Any]] = {}  # run id -> the process continuing it
+        self._leases: dict[str, datetime] = {}  # run id -> when its owner's lease ends
         self._seq = 0
         self._closed = False
         self._packer = RequestPacker(self._max_part_seq)
@@ -280,8 +283,10 @@ class MemoryStore:
             self._bump_length(run, mb, last_step)
             run.row["updated_at"] = format_ts(self._now())
 
-    def put_keyframe(self, run_id: str, branch: int, step: int, blob: Blob) -> None:
-        data = as_blob(blob)
+    def put_keyframe(
+        self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
+    ) -> None:
+        data = as_blob(blob)  # `base` is for stores a round trip away (`state_span`)
         with self._lock:
             self._open()
             mb = self._branch(run_id, branch)
@@ -318,6 +323,18 @@ class MemoryStore:
                     steps.add(mb.kf_steps[at])
                     at += 1
             return sorted(steps)
+
+    def state_span(
+        self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int
+    ) -> StateSpan:
+        keyframe = self.keyframe_at_or_before(run_id, branch, step)
+        start = step if keyframe is None or keyframe.step == step else keyframe.step + 1
+        return StateSpan(
+            keyframe,
+            None,
+            self.batches(run_id, branch, start, batches_to),
+            self.keyframe_steps(run_id, branch, step + 1, keyframes_to),
+        )
 
     def batches(self, run_id: str, branch: int, a: int, b: int) -> list[Batch]:
         with self._lock:
@@ -555,16 +572,34 @@ class MemoryStore:
         run_id: str,
         owner: dict[str, Any],
         may_take: Callable[[dict[str, Any]], bool] | None = None,
+        lease: float | None = None,
     ) -> dict[str, Any] | None:
         mine = json.loads(dumps(owner, "a run owner"))
         with self._lock:
             self._open()
             self._run(run_id)
-            holder = self._owners.get(run_id)
-            if holder is not None and holder != mine and not (may_take and may_take(holder)):
-                return dict(holder)
+            held = self._owners.get(run_id)
+            if held is not None and held != mine:
+                holder = dict(held)
+                until = self._leases.get(run_id)
+                if until is not None:
+                    holder[LEASE_LEFT] = (until - self._now()).total_seconds()
+                if not (may_take and may_take(holder)):
+                    return holder
             self._owners[run_id] = mine
+            self._leases.pop(run_id, None)
+            if lease is not None:
+                self._leases[run_id] = self._now() + timedelta(seconds=lease)
             return None
+
+    def renew_lease(self, run_id: str, owner: dict[str, Any], lease: float) -> bool:
+        mine = json.loads(dumps(owner, "a run owner"))
+        with self._lock:
+            self._open()
+            if self._owners.get(run_id) != mine:
+                return False
+            self._leases[run_id] = self._now() + timedelta(seconds=lease)
+            return True
 
     def release_run(self, run_id: str, owner: dict[str, Any]) -> None:
         mine = json.loads(dumps(owner, "a run owner"))
@@ -572,6 +607,7 @@ class MemoryStore:
             self._open()
             if self._owners.get(run_id) == mine:
                 del self._owners[run_id]
+                self._leases.pop(run_id, None)
 
     def run_owner(self, run_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -190,7 +190,19 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE llm_calls ADD COLUMN request_form INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
+def _v4(conn: sqlite3.Connection) -> None:
+    """Run ownership leases and keyframe bases.
+
+    The owner of a run renews `run_owners.lease_until` while it runs, so a claim of a process
+    on another machine (whose pid cannot be checked here) is taken over once its lease has
+    expired; claims written before have none and are taken over only with --force.
+    `keyframes.base_step` is the full keyframe an incremental one builds on, so one query reads
+    both (`state_span`); NULL for a full one and for keyframes written before."""
+    conn.execute("ALTER TABLE run_owners ADD COLUMN lease_until TEXT")
+    conn.execute("ALTER TABLE keyframes ADD COLUMN base_step BIGINT")
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
 
 
 def latest_version(migrations: list[Migration] | None = None) -> int:

@@ -72,6 +72,16 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+def lease_left(lease_until: str | None, now: datetime) -> float | None:
+    """Seconds from `now` to the end of a lease stored as `lease_until` (`format_ts`), negative
+    once it has ended; None for a claim without a lease."""
+    if lease_until is None:
+        return None
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    return (parse_ts(lease_until) - now).total_seconds()
+
+
 def dumps(value: Any, what: str) -> str:
     """JSON text for a stored value, encoded by the caller so a bad value fails at the call."""
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from runtime.record.contract import (
     EFFECT_STATUSES,
     EVENT_KINDS,
+    LEASE_LEFT,
     MAX_STEP,
     RUN_STATUSES,
     TERMINAL_STATUSES,
@@ -24,6 +25,7 @@ from runtime.record.contract import (
     RunRecord,
     RunStore,
     Segment,
+    StateSpan,
     StoreError,
 )
 from runtime.record.memory_store import MemoryStore
@@ -36,6 +38,7 @@ from runtime.record.rows import (
     dumps,
     effect_from_row,
     format_ts,
+    lease_left,
     lineage_segments,
     llm_call_from_row,
     loads,
@@ -52,6 +55,7 @@ from runtime.record.rows import (
 __all__ = [
     "EFFECT_STATUSES",
     "EVENT_KINDS",
+    "LEASE_LEFT",
     "MAX_STEP",
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
@@ -68,6 +72,7 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "Segment",
+    "StateSpan",
     "StoreError",
     "ambiguous_prefix",
     "as_blob",
@@ -78,6 +83,7 @@ __all__ = [
     "effect_from_row",
     "format_ts",
     "lineage_segments",
+    "lease_left",
     "llm_call_from_row",
     "loads",
     "new_run_id",

@@ -35,7 +35,7 @@ from runtime.record.format import (
     merge_keyframe,
 )
 from runtime.record.index import WriteIndex
-from runtime.record.store import Keyframe, RunStore, StoreError
+from runtime.record.store import Batch, Keyframe, RunStore, StoreError
 from runtime.record.views import (
     BranchInfo,
     Change,
@@ -405,6 +405,7 @@ class Timeline:
         self._kf_states: OrderedDict[tuple[int, int], dict[str, Any]] = OrderedDict()
         self._length: int | None = None
         self._kf_cache: list[tuple[int, int]] = []
+        self._span_kfs: OrderedDict[int, Keyframe] = OrderedDict()  # read by `_read_span`
         self._segs: Any = None
         self._index: WriteIndex | None = None
 
@@ -429,6 +430,7 @@ class Timeline:
         self._last_batch = None
         self._kf_states.clear()
         self._kf_cache.clear()
+        self._span_kfs.clear()
         self._segs = None
 
     def _record(self, step: int) -> tuple[Any, ...]:
@@ -450,16 +452,20 @@ class Timeline:
         for stored in self.store.batches(self.run_id, self.branch, step, step + _READ_AHEAD):
             if stored.last_step < step or (stored.branch, stored.first_step) in self._batches:
                 continue
-            batch = _Batch(stored.blob)
-            self._batches[(stored.branch, stored.first_step)] = batch
-            if len(self._batches) > 256:
-                self._batches.popitem(last=False)
+            batch = self._keep_batch(stored)
             if found is None and stored.first_step <= step and stored.branch == branch:
                 found = batch
         if found is not None:
             self._last_batch = (branch, found)
             return found
         raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
+
+    def _keep_batch(self, stored: Batch) -> _Batch:
+        batch = _Batch(stored.blob)
+        self._batches[(stored.branch, stored.first_step)] = batch
+        if len(self._batches) > 256:
+            self._batches.popitem(last=False)
+        return batch
 
     def _segment_end(self, step: int) -> int:
         """The last step of the lineage segment that holds `step`."""
@@ -548,7 +554,9 @@ class Timeline:
                     cur.apply(writes)
                     cur.step = step
                     return cur
-        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
+        kf = self._span_kfs.get(kf_step)
+        if kf is None:
+            kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
         if kf is None:
             raise IndexError(f"no keyframe at or before step {step}")
         raw = _Raw(self._keyframe_state(kf), kf.step)
@@ -593,7 +601,9 @@ class Timeline:
         data: dict[str, Any] = decode_keyframe(kf.blob)
         base_step = data.get("base")
         if base_step is not None:
-            base = self.store.keyframe_at_or_before(self.run_id, kf.branch, base_step)
+            base = self._span_kfs.get(base_step)
+            if base is None or base.branch != kf.branch:
+                base = self.store.keyframe_at_or_before(self.run_id, kf.branch, base_step)
             if base is None or base.step != base_step or base.branch != kf.branch:
                 raise StoreError(
                     f"run {self.run_id}: the keyframe at step {kf.step} of branch {kf.branch} "
@@ -611,18 +621,33 @@ class Timeline:
         for lo, hi in cache:
             if lo <= step <= hi:
                 return lo
-        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)
-        lo = kf.step if kf is not None else 0
         # Look ahead to the next keyframe, so walking forward asks the store once per keyframe
         # (or per _KF_LOOKAHEAD steps), not once per step. Only over recorded steps: a run
         # still being recorded gets keyframes later.
         end = max(step, min(step + _KF_LOOKAHEAD, len(self) - 1))
-        later = self.store.keyframe_steps(self.run_id, self.branch, step + 1, end)
+        kf, later = self._read_span(step, end)
+        lo = kf.step if kf is not None else 0
         hi = later[0] - 1 if later else end
         cache.append((lo, hi))
         if len(cache) > 256:
             del cache[:128]
         return lo
+
+    def _read_span(self, step: int, end: int) -> tuple[Keyframe | None, list[int]]:
+        """The keyframe at or before `step` and the keyframe steps up to `end`, read with the
+        keyframe's base and the batches on to `step` and past it in one store call (one round
+        trip to a server: `RunStore.state_span`); kept for `_materialise`."""
+        span = self.store.state_span(self.run_id, self.branch, step, step + _READ_AHEAD, end)
+        for kf in (span.base, span.keyframe):
+            if kf is not None:
+                self._span_kfs[kf.step] = kf
+                self._span_kfs.move_to_end(kf.step)
+        while len(self._span_kfs) > 16:
+            self._span_kfs.popitem(last=False)
+        for stored in span.batches:
+            if (stored.branch, stored.first_step) not in self._batches:
+                self._keep_batch(stored)
+        return span.keyframe, span.later_keyframes
 
     def changes_at(self, step: int) -> list[Change]:
         """What step `step` wrote (the delta from step-1 to step), readably."""

@@ -1,17 +1,51 @@
 """Provides process bookkeeping for runs: which process records a run (pid, host, start time),
-whether it is still alive, and marking the runs of dead processes `interrupted`."""
+whether it is still alive, and marking the runs of dead processes `interrupted`.
+
+It also says which one process continues a run (`claim_run`). On this host a claim's process
+is checked by its pid; a process on another host (a run store shared through PostgreSQL)
+cannot be, so a claim has a lease: its owner renews it from a heartbeat thread every third of
+`AGENCY_LEASE_SECONDS` (default 30) while it runs, and a process on another host takes the run
+over once the lease has ended (the owner died or lost the database), without `--force`. The
+host is `AGENCY_HOST_ID` when set, else the machine's hostname.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
+import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
-from runtime.record.store import StoreError
+from runtime.record.store import LEASE_LEFT, StoreError
+
+HOST_ENV = "AGENCY_HOST_ID"  # this machine's name in run owners (default: its hostname)
+LEASE_ENV = "AGENCY_LEASE_SECONDS"  # how long a run's claim outlives its last heartbeat
+DEFAULT_LEASE = 30.0
+
+
+def this_host() -> str:
+    """The name of this machine in run owners: `AGENCY_HOST_ID`, else the hostname."""
+    return os.environ.get(HOST_ENV) or socket.gethostname()
+
+
+def lease_seconds() -> float:
+    """The lease a claim gets (`AGENCY_LEASE_SECONDS`, default 30 s); bad values are refused."""
+    text = os.environ.get(LEASE_ENV)
+    if not text:
+        return DEFAULT_LEASE
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 86400 * 365:
+        raise AgencyError(f"{LEASE_ENV} must be a number of seconds above 0, not {text!r}")
+    return value
 
 
 def _boot_time() -> float | None:
@@ -42,24 +76,25 @@ def _proc_stat(pid: int) -> tuple[str, float | None] | None:
     return fields[0] if fields else "?", started
 
 
-_me: dict[int, dict[str, Any]] = {}  # pid -> process_meta(), so one process is always equal
+# (pid, host) -> process_meta(), so one process is always equal
+_me: dict[tuple[int, str], dict[str, Any]] = {}
 
 
 def process_meta() -> dict[str, Any]:
     """This process, as written in a run's meta (and as the owner of a run it continues)."""
-    pid = os.getpid()
-    if pid not in _me:
-        stat = _proc_stat(pid)
+    key = (os.getpid(), this_host())
+    if key not in _me:
+        stat = _proc_stat(key[0])
         started = stat[1] if stat is not None and stat[1] is not None else time.time()
-        _me[pid] = {"pid": pid, "host": socket.gethostname(), "started": round(started, 2)}
-    return dict(_me[pid])
+        _me[key] = {"pid": key[0], "host": key[1], "started": round(started, 2)}
+    return dict(_me[key])
 
 
 def process_alive(proc: dict[str, Any]) -> bool | None:
     """Whether the process of a run's meta still runs: None when it cannot be told (another
     host, no pid)."""
     pid = proc.get("pid")
-    if not isinstance(pid, int) or proc.get("host") != socket.gethostname():
+    if not isinstance(pid, int) or proc.get("host") != this_host():
         return None
     if pid == os.getpid():
         return True
@@ -144,10 +179,22 @@ class RunBusy(AgencyError):
 _held: dict[tuple[int, str], int] = {}  # (id(store), run id) -> claims this process holds
 
 
-def _takeover(force: bool) -> Any:
+def lease_expired(holder: dict[str, Any]) -> bool:
+    """Whether a holder's lease has ended (False for a claim without one)."""
+    left = holder.get(LEASE_LEFT)
+    return isinstance(left, int | float) and left <= 0
+
+
+def _takeover(force: bool, taken: list[dict[str, Any]]) -> Any:
+    """Who may be taken over: a dead process on this host; on another host, one whose lease
+    has ended, or any with `force`. The holder taken over goes to `taken`."""
+
     def may_take(holder: dict[str, Any]) -> bool:
         alive = process_alive(holder)
-        return alive is False or (force and alive is None)
+        ok = alive is False or (alive is None and (force or lease_expired(holder)))
+        if ok:
+            taken.append(holder)
+        return ok
 
     return may_take
 
@@ -162,14 +209,124 @@ def owner_text(holder: dict[str, Any]) -> str:
     return f"pid {holder.get('pid')} on {holder.get('host')}{since}"
 
 
+def busy_text(holder: dict[str, Any]) -> str:
+    """Why a holder cannot be taken over, and what to do about it."""
+    host = holder.get("host")
+    if process_alive(holder) is not None:  # on this host, alive
+        return "one process at a time continues a run, so wait for that one to end"
+    left = holder.get(LEASE_LEFT)
+    if isinstance(left, int | float):
+        return (
+            f"{host} renews its lease on the run while it runs, and the lease expires in "
+            f"{_duration(left)}: if that process is gone, it can be taken over then (or now "
+            "with --force)"
+        )
+    return (
+        f"its process on {host} cannot be checked from here and holds no lease (an older "
+        "agency); pass --force if it is gone"
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    if seconds < 60:
+        return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+@dataclass
+class _Lease:
+    store: Any
+    run_id: str
+    owner: dict[str, Any]
+    seconds: float
+    due: float  # time.monotonic() of the next renewal
+
+
+class Heartbeat:
+    """One daemon thread per process that renews the lease of every run the process holds,
+    each every third of its lease: one small write through the store's writer, whatever the
+    run is doing (recording steps, waiting on a model or on a person's answer). A claim taken
+    over meanwhile (this process was stopped or cut off for longer than its lease) is said so
+    on stderr and no longer renewed."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._leases: dict[tuple[int, str], _Lease] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(
+        self, key: tuple[int, str], store: Any, run_id: str, owner: dict[str, Any], lease: float
+    ) -> None:
+        with self._cond:
+            self._leases[key] = _Lease(store, run_id, owner, lease, time.monotonic() + lease / 3)
+            if self._thread is None or not self._thread.is_alive():  # first, or after a fork
+                self._thread = threading.Thread(target=self._main, name="agency-lease", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def remove(self, key: tuple[int, str]) -> None:
+        with self._cond:
+            self._leases.pop(key, None)
+
+    def _main(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                due = [(k, held) for k, held in self._leases.items() if held.due <= now]
+                if not due:
+                    nearest = min((held.due for held in self._leases.values()), default=None)
+                    self._cond.wait(None if nearest is None else nearest - now)
+                    continue
+                for _, held in due:
+                    held.due = now + held.seconds / 3
+            for key, held in due:
+                if not self._renew(held):
+                    with self._cond:
+                        if self._leases.get(key) is held:
+                            del self._leases[key]
+
+    def _renew(self, held: _Lease) -> bool:
+        """Renew one lease; False once there is nothing left to renew."""
+        try:
+            if held.store.renew_lease(held.run_id, held.owner, held.seconds):
+                return True
+        except StoreError:
+            # The database is away for now: again at the next beat. A closed store: stop.
+            return not getattr(held.store, "_closed", False)
+        except Exception:
+            return False  # a store that cannot renew: its claim lives until released
+        with self._cond:
+            still = any(h is held for h in self._leases.values())
+        if still:  # not released meanwhile: someone else holds the run now
+            print(
+                f"agency: run {held.run_id}: another process took this run over (its lease "
+                "expired while this one could not renew it)",
+                file=sys.stderr,
+            )
+        return False
+
+
+_heartbeat = Heartbeat()
+
+
 class Claim:
     """This process's hold on a run: taken by `claim_run`, given back by `release` (or at the
-    end of a `with` block). Claims of one run in one process nest."""
+    end of a `with` block). Claims of one run in one process nest. `taken_from` is the holder
+    this claim took over (a dead process, an expired lease, or any with force), if any."""
 
-    def __init__(self, store: Any, run_id: str, owner: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        store: Any,
+        run_id: str,
+        owner: dict[str, Any],
+        taken_from: dict[str, Any] | None = None,
+    ) -> None:
         self.store = store
         self.run_id = run_id
         self.owner = owner
+        self.taken_from = taken_from
         self.released = False
 
     def release(self) -> None:
@@ -181,6 +338,7 @@ class Claim:
         if _held[key]:
             return
         del _held[key]
+        _heartbeat.remove(key)
         try:
             self.store.release_run(self.run_id, self.owner)
         except StoreError:
@@ -199,20 +357,24 @@ class Claim:
 
 
 def claim_run(store: Any, run_id: str, *, force: bool = False, doing: str = "continue") -> Claim:
-    """Make this process the one owner of `run_id`, atomically in the store; a claim of a dead
-    process is taken over (with `force`, also one whose liveness cannot be told: another host).
+    """Make this process the one owner of `run_id`, atomically in the store, with a lease that
+    a heartbeat renews until the claim is released. A claim of a dead process is taken over; of
+    a process on another host, once its lease has ended (with `force`, at once).
     Raises `RunBusy`, naming the owner, when another live process holds the run."""
     me = process_meta()
     key = (id(store), run_id)
+    taken: list[dict[str, Any]] = []
     if not _held.get(key):
-        holder = store.claim_run(run_id, me, _takeover(force))
+        lease = lease_seconds()
+        holder = store.claim_run(run_id, me, _takeover(force, taken), lease=lease)
         if holder is not None:
             raise RunBusy(
                 f"cannot {doing} run {run_id}: another process owns it ({owner_text(holder)}); "
-                "one process at a time continues a run, so wait for that one to end"
+                + busy_text(holder)
             )
+        _heartbeat.add(key, store, run_id, me, lease)
     _held[key] = _held.get(key, 0) + 1
-    return Claim(store, run_id, me)
+    return Claim(store, run_id, me, taken[-1] if taken else None)
 
 
 def reap_dead_runs(store: Any, runs: list[Any] | None = None, limit: int = 200) -> list[str]:

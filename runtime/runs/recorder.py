@@ -472,7 +472,8 @@ class Recorder:
         if full:
             self.full_at = time.process_time()
             self.full_cost = self.full_at - started
-        self.store.put_keyframe(self.run_id, self.branch, step, blob)
+        base = None if full else self.full_step  # read with it in one query (`state_span`)
+        self.store.put_keyframe(self.run_id, self.branch, step, blob, base)
         # The next one comes once the deltas outweigh this one twice; after a full one, what
         # the next (incremental) one costs is what counts, and that starts small.
         self.keyframe_size = 0 if full and self.incremental else len(raw)

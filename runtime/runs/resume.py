@@ -56,8 +56,8 @@ def resume_run(store: Any, run: Any, *, force: bool = False, **options: Any) -> 
     """Continue `run` from its last completed step, live, recording on branch 0 (see
     `_resume_run` for the options), as the one process that owns it: another live process
     continuing it is refused (`RunBusy`, naming it); a dead one's claim is taken over."""
-    with claim_run(store, run.id, force=force, doing="resume"):
-        return _resume_run(store, run, force=force, **options)
+    with claim_run(store, run.id, force=force, doing="resume") as claim:
+        return _resume_run(store, run, force=force, taken_from=claim.taken_from, **options)
 
 
 def _resume_run(
@@ -74,13 +74,16 @@ def _resume_run(
     stop: GracefulStop | None = None,
     root: Any = None,
     quiet: bool = False,
+    taken_from: dict[str, Any] | None = None,
 ) -> Machine:
     """Continue `run` from its last completed step, live, recording on branch 0.
 
     `decision` answers the interrupt the run was waiting on; `answer` answers later ones.
     Paths resolve against `root`, by default the directory the run was started in.
     Refuses (AgencyError) a finished run, a run another process is recording, and a changed
-    source or model configuration unless `force`.
+    source or model configuration unless `force`. `taken_from` is the owner whose claim this
+    process took over (`Claim.taken_from`): a run still `running` by that process (on another
+    host, its lease expired) is resumed.
     """
     reap_dead_runs(store, [run])
     run = store.get_run(run.id) or run
@@ -89,7 +92,7 @@ def _resume_run(
             f"run {run.id} already finished; nothing to resume (replay it with `agency replay {run.id}`)"
         )
     proc = (run.meta or {}).get("process")
-    if run.status == "running" and not force:
+    if run.status == "running" and not force and not _same_process(proc, taken_from):
         alive = process_alive(proc) if isinstance(proc, dict) else None
         where = f" (pid {proc.get('pid')} on {proc.get('host')})" if isinstance(proc, dict) else ""
         if alive is not False:
@@ -191,6 +194,13 @@ def _resume_run(
         if stopper.stopped():
             mark_stopped(store, run.id, "stopped by Ctrl-C")
     return m
+
+
+def _same_process(proc: Any, holder: dict[str, Any] | None) -> bool:
+    """Whether the process in a run's meta is the owner `holder` (pid, host, start time)."""
+    if not isinstance(proc, dict) or holder is None:
+        return False
+    return all(proc.get(k) == holder.get(k) for k in ("pid", "host", "started"))
 
 
 def _answer_steps(tl: Timeline) -> list[int]:
