@@ -151,19 +151,25 @@ def usage_writes(roundtrip: int, usage: dict[str, Any]) -> list[tuple[Any, ...]]
 
 def usage_triple(usage: dict[str, Any]) -> tuple[int, int, float]:
     """(input tokens, output tokens, cost) of a usage dict in OpenAI's or Anthropic's words."""
-
-    def num(*keys: str) -> float:
-        for k in keys:
-            v = usage.get(k)
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                return v
-        return 0
-
     return (
-        int(num("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")),
-        int(num("output_tokens", "completion_tokens", "outputTokens", "completionTokens")),
-        float(num("cost", "total_cost", "totalCost")),
+        int(_number(usage, _INPUT_KEYS)),
+        int(_number(usage, _OUTPUT_KEYS)),
+        float(_number(usage, _COST_KEYS)),
     )
+
+
+_INPUT_KEYS = ("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
+_OUTPUT_KEYS = ("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
+_COST_KEYS = ("cost", "total_cost", "totalCost")
+
+
+def _number(usage: dict[str, Any], keys: tuple[str, ...]) -> float:
+    """The first of `keys` that `usage` holds as a number (not a boolean), else 0."""
+    for k in keys:
+        v = usage.get(k)
+        if v is not None and type(v) is not bool and isinstance(v, (int, float)):
+            return v
+    return 0
 
 
 def step_blob(step: int, writes: list[tuple[Any, ...]], location: int) -> bytes:
