@@ -195,3 +195,18 @@ def keyframe_due(since: int, size: int) -> bool:
     proportional to what changed), and reading a checkpoint applies at most that many bytes of
     deltas to the keyframe before it."""
     return since > max(MIN_KEYFRAME_GAP, KEYFRAME_RATIO * size)
+
+
+def status_at(run: Any, branch: int, step: int, length: int, status: str) -> str:
+    """The status to show at `step` of `branch` of `run`, whose state there says `status`.
+
+    A Python agent's steps are its checkpoints, each recorded while the agent still ran, so
+    every state says "running"; how the run ended (finished, failed, interrupted) is the run's
+    own status, which is the status of the last step of its current line. Any other step, and
+    any run of an Agency program (whose last step records how it ended), keeps `status`."""
+    meta = getattr(run, "meta", None) or {}
+    if meta.get("kind") != AGENT_KIND or status != "running" or run.status == "running":
+        return status
+    if branch != int(meta.get("head") or 0) or step != length - 1:
+        return status
+    return str(run.status)
