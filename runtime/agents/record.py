@@ -297,11 +297,7 @@ class Recording:
         intent = self._journal.get(key + ":intent")
         if intent is not None:
             if done is None:
-                raise EffectInDoubt(
-                    f"{name} may have been performed by the process that recorded run {run} "
-                    "before it stopped (its result was never journaled); give the tool a "
-                    "`done` check (@side_effect(done=...)) to find out, rather than do it twice"
-                )
+                raise EffectInDoubt(_in_doubt(name, args, run, self.roundtrip + 1))
             if done():
                 self._journal.put(
                     key,
@@ -429,6 +425,19 @@ def side_effect(fn: F | None = None, *, done: Callable[..., bool] | None = None)
         return journaled  # type: ignore[return-value]
 
     return mark(fn) if fn is not None else mark
+
+
+def _in_doubt(name: str, args: dict[str, Any], run: str, roundtrip: int) -> str:
+    """Why a resumed agent stops at a side-effecting tool left in doubt, and what to do."""
+    given = [repr(a) for a in args.get("args") or ()]
+    given += [f"{k}={v!r}" for k, v in (args.get("kwargs") or {}).items()]
+    return (
+        f"the side-effecting tool {name} was started, {name}({', '.join(given)}), in "
+        f"roundtrip {roundtrip} of run {run} by a process that stopped before its result was "
+        "journaled: it may or may not have happened, so it is not run again. Declare how to "
+        "tell, @side_effect(done=lambda *args, **kwargs: ...) returning True when the effect "
+        "already happened (it is given the tool's arguments), and run the agent again"
+    )
 
 
 def _json(value: Any) -> Any:
