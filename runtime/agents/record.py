@@ -173,11 +173,11 @@ class Recording:
         """The answer to a model call: the recorded one when this roundtrip already asked the
         same (a resumed run redoing the roundtrip it was killed in, or a replay), else `call()`,
         recorded before it is given back. Returns (answer as data, live answer or None)."""
-        where, plain, answer = self._from_record(request, usage)
+        where, plain, answer = self.lookup(request, usage)
         if answer is not None:
             return answer, None
         live = call()
-        return self._keep(where, plain, provider, request, live, encode, usage), live
+        return self.keep(where, plain, provider, request, encode(live), usage), live
 
     async def amodel_call(
         self,
@@ -189,16 +189,17 @@ class Recording:
         usage: Callable[[Any], dict[str, Any]],
     ) -> tuple[Any, Any]:
         """`model_call` for an async client: `call()` is awaited."""
-        where, plain, answer = self._from_record(request, usage)
+        where, plain, answer = self.lookup(request, usage)
         if answer is not None:
             return answer, None
         live = await call()
-        return self._keep(where, plain, provider, request, live, encode, usage), live
+        return self.keep(where, plain, provider, request, encode(live), usage), live
 
-    def _from_record(
+    def lookup(
         self, request: dict[str, Any], usage: Callable[[Any], dict[str, Any]]
     ) -> tuple[tuple[str, int, int], Any, Any]:
-        """(where the call is, the request as recorded, the recorded answer or None)."""
+        """(where the call is, the request as recorded, the recorded answer or None): a model
+        call about to be made, looked up in the record (`keep` records its answer)."""
         run, branch, step = where = self._where()
         plain = self._request(request)
         recorded = self._recorded(run, branch, step)
@@ -213,19 +214,19 @@ class Recording:
             )
         return where, plain, None
 
-    def _keep(
+    def keep(
         self,
         where: tuple[str, int, int],
         plain: Any,
         provider: str,
         request: dict[str, Any],
-        live: Any,
-        encode: Callable[[Any], Any],
+        answer: Any,
         usage: Callable[[Any], dict[str, Any]],
     ) -> Any:
-        """Record a live answer (durably, before the agent acts on it); its data."""
+        """Record the answer to a call `lookup` did not find (durably, before the agent acts on
+        it; a streamed one once the stream is read) and give back its data."""
         run, branch, step = where
-        answer = _json(encode(live))
+        answer = _json(answer)
         tokens = usage(answer)
         inp, out, cost = usage_triple(tokens)
         self.manager.store.add_llm_call(
