@@ -188,7 +188,9 @@ def test_an_async_openai_client_is_recorded_too(tmp_path: Path) -> None:
         asyncio.run(agent(fake.url))
     assert [c.message_count for c in m.list("async-1")] == [3, 5, 6]
     assert outbox == ["person1@example.com", "person2@example.com"]
-    assert len(m.store.llm_calls(m.list("async-1")[0].run_id)) == 3
+    calls = m.store.llm_calls(m.list("async-1")[0].run_id)
+    assert len(calls) == 3
+    assert calls[0].response["choices"][0]["message"]["tool_calls"][0]["id"] == "call_1"
 
 
 def test_a_run_its_agent_still_records_cannot_be_rolled_back_over_http(tmp_path: Path) -> None:

@@ -269,3 +269,46 @@ def test_a_streamed_anthropic_loop_is_recorded_and_replayed(streaming: str) -> N
     assert use == {"type": "tool_use", "id": "tu_1", "name": "roll", "input": {"n": 1}}
     assert calls[0].response["stop_reason"] == "tool_use"
     assert (calls[0].input_tokens, calls[0].output_tokens) == (10, 5)
+
+
+def test_an_async_anthropic_stream_is_recorded_and_replayed() -> None:
+    async def agent(url: str) -> list[Any]:
+        client = wrap_anthropic(anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0))
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Roll once."}]
+        while True:
+            ask = {"model": "fake-claude", "max_tokens": 100, "messages": messages}
+            async with client.messages.stream(**ask) as stream:
+                text = "".join([t async for t in stream.text_stream])
+                final = await stream.get_final_message()
+            content = [b.model_dump(exclude_none=True) for b in final.content]
+            assert text == "".join(b["text"] for b in content if b["type"] == "text")
+            messages.append({"role": "assistant", "content": content})
+            uses = [b for b in content if b["type"] == "tool_use"]
+            if not uses:
+                await client.close()
+                return messages
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": b["id"],
+                            "content": str(roll(**b["input"])),
+                        }
+                        for b in uses
+                    ],
+                }
+            )
+
+    m = CheckpointManager()
+    performed.clear()
+    with FakeAnthropic(rolls=1) as fake, record_agent(m, run_id="aa1"):
+        messages = asyncio.run(agent(fake.url))
+    assert messages[-1]["content"] == [{"type": "text", "text": "Rolled 1 times."}]
+    assert [c.message_count for c in m.list("aa1")] == [3, 4] and performed == ["roll 1"]
+    calls = m.store.llm_calls(m.list("aa1")[0].run_id)
+    assert calls[0].response["content"][1]["input"] == {"n": 1}
+    with record_agent(m, run_id="aa1", replay=True):
+        assert asyncio.run(agent(nowhere())) == messages
+    assert performed == ["roll 1"]

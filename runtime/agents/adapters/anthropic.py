@@ -13,7 +13,7 @@ straight to the client. The loop itself is `loop.Endpoint`'s."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from runtime.agents.adapters import Delegate, as_dict
@@ -133,14 +133,13 @@ class _Messages(Endpoint):
         rec = current_recording()
         if rec is None or "output_format" in kwargs:
             return self._inner.stream(**kwargs)
-        if is_async(self._inner.create):
-            return self._inner.stream(**kwargs)  # async streams: not recorded (yet)
+        sync = not is_async(self._inner.create)
         conversation = self._before(rec, kwargs)
         request = {**kwargs, "stream": True}
         where, plain, data = rec.lookup(request, self._api.usage)
         if data is not None:
             rec.final = self._api.final(conversation, data)
-            return _Replayed(data, self._api.events(data))
+            return (_Replayed if sync else _AReplayed)(data, self._api.events(data))
 
         def done(message: Any) -> None:
             data = rec.keep(where, plain, self._api.provider, request, message, self._api.usage)
@@ -150,7 +149,7 @@ class _Messages(Endpoint):
 
 
 class _Live:
-    """The SDK's stream manager, its stream recorded once read to the end."""
+    """The SDK's stream manager (sync or async), its stream recorded once read to the end."""
 
     def __init__(self, manager: Any, done: Any) -> None:
         self._manager = manager
@@ -165,6 +164,15 @@ class _Live:
         if self._stream is not None and exc[0] is None:
             self._stream.record()
         return self._manager.__exit__(*exc)
+
+    async def __aenter__(self) -> _ALiveStream:
+        self._stream = _ALiveStream(await self._manager.__aenter__(), self._done)
+        return self._stream
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        if self._stream is not None and exc[0] is None:
+            self._stream.record()
+        return await self._manager.__aexit__(*exc)
 
 
 class _LiveStream(Delegate):
@@ -201,6 +209,27 @@ class _LiveStream(Delegate):
         self.record()
 
 
+class _ALiveStream(_LiveStream):
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        async for event in self._inner:
+            yield event
+        self.record()
+
+    async def get_final_message(self) -> Any:
+        message = await self._inner.get_final_message()
+        self.record()
+        return message
+
+    async def get_final_text(self) -> str:  # type: ignore[override]
+        text = await self._inner.get_final_text()
+        self.record()
+        return str(text)
+
+    async def until_done(self) -> None:  # type: ignore[override]
+        await self._inner.until_done()
+        self.record()
+
+
 class _Replayed:
     """A recorded message given back as `messages.stream` gives one (context manager and
     stream in one)."""
@@ -208,14 +237,13 @@ class _Replayed:
     def __init__(self, data: dict[str, Any], events: list[Any]) -> None:
         self._data = data
         self._events = ReplayStream(events)
-        self.text_stream = self._texts()
+        self.text_stream: Any = self._texts()
 
     def _texts(self) -> Iterator[str]:
-        for event in self:
-            delta = getattr(event, "delta", None)
-            if getattr(event, "type", "") == "content_block_delta" and delta is not None:
-                if getattr(delta, "type", "") == "text_delta":
-                    yield delta.text
+        for event in self._events:
+            text = _text_of(event)
+            if text is not None:
+                yield text
 
     def __enter__(self) -> _Replayed:
         return self
@@ -242,6 +270,46 @@ class _Replayed:
     def get_final_text(self) -> str:
         content = self._data.get("content") or ()
         return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+class _AReplayed(_Replayed):
+    """`_Replayed` for an async client: `async with`, `async for`, awaited methods."""
+
+    def __init__(self, data: dict[str, Any], events: list[Any]) -> None:
+        super().__init__(data, events)
+        self.text_stream = self._atexts()
+
+    async def _atexts(self) -> AsyncIterator[str]:
+        async for event in self._events:
+            text = _text_of(event)
+            if text is not None:
+                yield text
+
+    async def __aenter__(self) -> _AReplayed:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __aiter__(self) -> ReplayStream:
+        return self._events
+
+    async def until_done(self) -> None:  # type: ignore[override]
+        self.close()
+
+    async def get_final_message(self) -> Any:
+        return self.current_message_snapshot
+
+    async def get_final_text(self) -> str:  # type: ignore[override]
+        return super().get_final_text()
+
+
+def _text_of(event: Any) -> str | None:
+    """The text a raw stream event adds, None for other events."""
+    delta = getattr(event, "delta", None)
+    if getattr(event, "type", "") != "content_block_delta" or delta is None:
+        return None
+    return delta.text if getattr(delta, "type", "") == "text_delta" else None
 
 
 def _blocks(message: Any, kind: str) -> list[dict[str, Any]]:
