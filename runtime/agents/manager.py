@@ -643,7 +643,7 @@ def _plain(value: Any, what: str) -> Any:
     """`value` as JSON-like data (SDK objects by their `model_dump`), a copy of it."""
     try:
         return copy_json(value)
-    except _NotJson:
+    except (_NotJson, RecursionError):  # the round trip says why a cycle is no JSON
         pass
     try:
         return json.loads(json.dumps(value, default=_dump))
