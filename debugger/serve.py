@@ -107,6 +107,7 @@ class API:
         return out
 
     def step(self, ref: str, step: int, branch: int | None) -> dict[str, Any]:
+        from runtime.agents.storage import status_at
         from runtime.api import State, Timeline
 
         run = self.run(ref)
@@ -130,7 +131,7 @@ class API:
             "activeThread": state.active_thread,
             "output": state.output,
             "usage": state.usage,
-            "status": state.status,
+            "status": status_at(run, branch, step, len(tl), state.status),
             "result": state.result,
             "error": state.error,
         }

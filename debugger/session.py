@@ -38,6 +38,7 @@ from debugger.shapes import (
 )
 from debugger.stops import EventBreak, LineBreak
 from debugger.watches import Watch, next_change
+from runtime.agents.storage import status_at
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.record.views import BranchInfo, Event, FrameView, Location, StateView
@@ -266,6 +267,8 @@ class Session(Points, Editing):
         run = getattr(self.timeline, "run", None)
         if self.recording is None and getattr(run, "status", None) == "interrupted":
             return "interrupted"
+        if self.recording is None and run is not None:  # a Python agent's run: how it ended
+            status = status_at(run, self.branch, self.step, self.step + 1, status)
         stopper = getattr(self.recording, "stopper", None)
         if stopper is not None and stopper.stopped() and self._live_branch():
             return "interrupted"  # stopped early (--max-steps, esc): resumable

@@ -223,6 +223,7 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     """
     from dataclasses import asdict
 
+    from runtime.agents.storage import status_at
     from runtime.record.timeline import Timeline  # reading needs no machine (start-up time)
 
     run_ref, step = parse_ref(ref)
@@ -232,11 +233,12 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     step = check_step(run, step, len(tl), tl)
     n = len(tl)
     state = tl.state_at(step)
+    status = status_at(run, branch, step, n, state.status)
     if as_json:
-        click.echo(json.dumps(asdict(state), default=str))
+        click.echo(json.dumps({**asdict(state), "status": status}, default=str))
         return
     loc = state.location
-    click.echo(f"run {run.id}  step {step}/{n - 1}  branch {branch}  status {state.status}")
+    click.echo(f"run {run.id}  step {step}/{n - 1}  branch {branch}  status {status}")
     if loc:
         click.echo(f"at {loc.file}:{loc.line}:{loc.col} in {loc.scope}")
     for f in state.frames:

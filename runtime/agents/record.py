@@ -173,11 +173,11 @@ class Recording:
         """The answer to a model call: the recorded one when this roundtrip already asked the
         same (a resumed run redoing the roundtrip it was killed in, or a replay), else `call()`,
         recorded before it is given back. Returns (answer as data, live answer or None)."""
-        where, plain, answer = self._from_record(request, usage)
+        where, plain, answer = self.lookup(request, usage)
         if answer is not None:
             return answer, None
         live = call()
-        return self._keep(where, plain, provider, request, live, encode, usage), live
+        return self.keep(where, plain, provider, request, encode(live), usage), live
 
     async def amodel_call(
         self,
@@ -189,16 +189,17 @@ class Recording:
         usage: Callable[[Any], dict[str, Any]],
     ) -> tuple[Any, Any]:
         """`model_call` for an async client: `call()` is awaited."""
-        where, plain, answer = self._from_record(request, usage)
+        where, plain, answer = self.lookup(request, usage)
         if answer is not None:
             return answer, None
         live = await call()
-        return self._keep(where, plain, provider, request, live, encode, usage), live
+        return self.keep(where, plain, provider, request, encode(live), usage), live
 
-    def _from_record(
+    def lookup(
         self, request: dict[str, Any], usage: Callable[[Any], dict[str, Any]]
     ) -> tuple[tuple[str, int, int], Any, Any]:
-        """(where the call is, the request as recorded, the recorded answer or None)."""
+        """(where the call is, the request as recorded, the recorded answer or None): a model
+        call about to be made, looked up in the record (`keep` records its answer)."""
         run, branch, step = where = self._where()
         plain = self._request(request)
         recorded = self._recorded(run, branch, step)
@@ -213,19 +214,19 @@ class Recording:
             )
         return where, plain, None
 
-    def _keep(
+    def keep(
         self,
         where: tuple[str, int, int],
         plain: Any,
         provider: str,
         request: dict[str, Any],
-        live: Any,
-        encode: Callable[[Any], Any],
+        answer: Any,
         usage: Callable[[Any], dict[str, Any]],
     ) -> Any:
-        """Record a live answer (durably, before the agent acts on it); its data."""
+        """Record the answer to a call `lookup` did not find (durably, before the agent acts on
+        it; a streamed one once the stream is read) and give back its data."""
         run, branch, step = where
-        answer = _json(encode(live))
+        answer = _json(answer)
         tokens = usage(answer)
         inp, out, cost = usage_triple(tokens)
         self.manager.store.add_llm_call(
@@ -297,11 +298,7 @@ class Recording:
         intent = self._journal.get(key + ":intent")
         if intent is not None:
             if done is None:
-                raise EffectInDoubt(
-                    f"{name} may have been performed by the process that recorded run {run} "
-                    "before it stopped (its result was never journaled); give the tool a "
-                    "`done` check (@side_effect(done=...)) to find out, rather than do it twice"
-                )
+                raise EffectInDoubt(_in_doubt(name, args, run, self.roundtrip + 1))
             if done():
                 self._journal.put(
                     key,
@@ -429,6 +426,19 @@ def side_effect(fn: F | None = None, *, done: Callable[..., bool] | None = None)
         return journaled  # type: ignore[return-value]
 
     return mark(fn) if fn is not None else mark
+
+
+def _in_doubt(name: str, args: dict[str, Any], run: str, roundtrip: int) -> str:
+    """Why a resumed agent stops at a side-effecting tool left in doubt, and what to do."""
+    given = [repr(a) for a in args.get("args") or ()]
+    given += [f"{k}={v!r}" for k, v in (args.get("kwargs") or {}).items()]
+    return (
+        f"the side-effecting tool {name} was started, {name}({', '.join(given)}), in "
+        f"roundtrip {roundtrip} of run {run} by a process that stopped before its result was "
+        "journaled: it may or may not have happened, so it is not run again. Declare how to "
+        "tell, @side_effect(done=lambda *args, **kwargs: ...) returning True when the effect "
+        "already happened (it is given the tool's arguments), and run the agent again"
+    )
 
 
 def _json(value: Any) -> Any:

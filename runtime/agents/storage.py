@@ -151,19 +151,25 @@ def usage_writes(roundtrip: int, usage: dict[str, Any]) -> list[tuple[Any, ...]]
 
 def usage_triple(usage: dict[str, Any]) -> tuple[int, int, float]:
     """(input tokens, output tokens, cost) of a usage dict in OpenAI's or Anthropic's words."""
-
-    def num(*keys: str) -> float:
-        for k in keys:
-            v = usage.get(k)
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                return v
-        return 0
-
     return (
-        int(num("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")),
-        int(num("output_tokens", "completion_tokens", "outputTokens", "completionTokens")),
-        float(num("cost", "total_cost", "totalCost")),
+        int(_number(usage, _INPUT_KEYS)),
+        int(_number(usage, _OUTPUT_KEYS)),
+        float(_number(usage, _COST_KEYS)),
     )
+
+
+_INPUT_KEYS = ("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
+_OUTPUT_KEYS = ("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
+_COST_KEYS = ("cost", "total_cost", "totalCost")
+
+
+def _number(usage: dict[str, Any], keys: tuple[str, ...]) -> float:
+    """The first of `keys` that `usage` holds as a number (not a boolean), else 0."""
+    for k in keys:
+        v = usage.get(k)
+        if v is not None and type(v) is not bool and isinstance(v, (int, float)):
+            return v
+    return 0
 
 
 def step_blob(step: int, writes: list[tuple[Any, ...]], location: int) -> bytes:
@@ -189,3 +195,18 @@ def keyframe_due(since: int, size: int) -> bool:
     proportional to what changed), and reading a checkpoint applies at most that many bytes of
     deltas to the keyframe before it."""
     return since > max(MIN_KEYFRAME_GAP, KEYFRAME_RATIO * size)
+
+
+def status_at(run: Any, branch: int, step: int, length: int, status: str) -> str:
+    """The status to show at `step` of `branch` of `run`, whose state there says `status`.
+
+    A Python agent's steps are its checkpoints, each recorded while the agent still ran, so
+    every state says "running"; how the run ended (finished, failed, interrupted) is the run's
+    own status, which is the status of the last step of its current line. Any other step, and
+    any run of an Agency program (whose last step records how it ended), keeps `status`."""
+    meta = getattr(run, "meta", None) or {}
+    if meta.get("kind") != AGENT_KIND or status != "running" or run.status == "running":
+        return status
+    if branch != int(meta.get("head") or 0) or step != length - 1:
+        return status
+    return str(run.status)

@@ -19,6 +19,7 @@ DB, BASE_URL, OUTBOX = sys.argv[1:4]
 PAUSE_AFTER = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 INSIDE = sys.argv[5:6] == ["inside"]
 REPLAY = os.environ.get("AGENT_REPLAY") == "1"  # answers from the record, nothing performed
+NO_DONE = os.environ.get("AGENT_NO_DONE") == "1"  # send_email has no `done=` check
 
 TOOLS = [
     {
@@ -46,13 +47,18 @@ def pause(where: bool) -> None:
         sys.stdin.readline()  # the test kills us here
 
 
-@side_effect(done=lambda to: to in sent())
 def send_email(to: str) -> str:
     with open(OUTBOX, "a", encoding="utf-8") as fh:
         fh.write(to + "\n")
     print(f"SENT {to}", flush=True)
     pause(True)
     return f"sent to {to}"
+
+
+if NO_DONE:  # nothing tells whether an email in doubt went out
+    send_email = side_effect(send_email)
+else:
+    send_email = side_effect(done=lambda to: to in sent())(send_email)
 
 
 client = wrap_openai(OpenAI(base_url=BASE_URL, api_key="test-key", max_retries=0))

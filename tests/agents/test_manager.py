@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -219,3 +220,34 @@ def test_an_agency_run_has_no_agent_checkpoints(tmp_path: Path) -> None:
     assert m.get(f"{run.id}.0.0") is None
     m.close()
     run.store.close()
+
+
+def test_saved_values_are_copied_as_their_json_round_trip_would_be() -> None:
+    from enum import IntEnum
+
+    from runtime.agents.manager import CheckpointError
+
+    class Level(IntEnum):
+        HIGH = 3
+
+    class Sdk:  # an SDK object: saved by its model_dump
+        def model_dump(self, **_: Any) -> dict[str, Any]:
+            return {"role": "assistant", "content": "hi"}
+
+    state = {"t": (1, 2.5, None, True), "nested": [{"a": "b"}], 7: "int key", "lvl": Level.HIGH}
+    m = CheckpointManager()
+    m.save(
+        run_id="copy", messages=[Sdk(), {"role": "user", "content": ("x",)}], session_state=state
+    )
+    cp = m.list("copy")[0]
+    assert cp.messages == [
+        {"role": "assistant", "content": "hi"},
+        {"role": "user", "content": ["x"]},
+    ]
+    assert cp.session_state == json.loads(json.dumps(state))
+    state["nested"][0]["a"] = "changed"  # the checkpoint holds a copy
+    assert m.list("copy")[0].session_state["nested"] == [{"a": "b"}]
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    with pytest.raises(CheckpointError, match="cannot be saved as JSON"):
+        m.save(run_id="copy", session_state={"loop": loop})

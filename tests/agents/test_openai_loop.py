@@ -24,8 +24,8 @@ from tests.agents.serving import ROOT, wait_for_line  # noqa: E402
 AGENT = Path(__file__).with_name("mail_agent.py")
 
 
-def start(db: Path, url: str, outbox: Path, *extra: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+def start(db: Path, url: str, outbox: Path, *extra: str, **env_vars: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", **env_vars)
     return subprocess.Popen(
         [sys.executable, str(AGENT), str(db), url, str(outbox), *extra],
         cwd=ROOT,
@@ -70,6 +70,36 @@ def test_killed_and_resumed_agent_sends_every_email_once(tmp_path: Path, where: 
     assert sum(1 for e in m.store.effects(run.id) if not e.key.endswith(":intent")) == 3
     assert cps[0].location and cps[0].location.startswith(str(AGENT))
     m.close()
+
+
+def test_an_effect_in_doubt_without_a_done_check_is_never_run_again(tmp_path: Path) -> None:
+    db, outbox = tmp_path / "runs.db", tmp_path / "outbox.txt"
+    with FakeOpenAI(emails=3) as fake:
+        # killed inside send_email: the second email is out, its result never journaled
+        first = start(db, fake.url, outbox, "2", "inside", AGENT_NO_DONE="1")
+        wait_for_line(first, "PAUSED")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second = start(db, fake.url, outbox, AGENT_NO_DONE="1")
+        out, _ = second.communicate(timeout=120)
+        assert second.returncode != 0, out
+        assert "SENT" not in out  # not sent a second time, nor the third one sent
+        assert outbox.read_text().split() == ["person1@example.com", "person2@example.com"]
+        assert "EffectInDoubt: the side-effecting tool send_email" in out
+        assert "send_email(to='person2@example.com'), in roundtrip 2" in out  # which call
+        assert "@side_effect(done=" in out  # how to say whether it happened
+
+        m = CheckpointManager(SqliteStorage(db))
+        run = m.find_run("mailer-1")
+        assert run is not None and run.status == "failed" and "EffectInDoubt" in str(run.error)
+        assert [c.roundtrip for c in m.list("mailer-1")] == [1]
+        m.close()
+
+        # with a `done=` check (the outbox has it) the agent goes on, sending nothing twice
+        third = start(db, fake.url, outbox)
+        out, _ = third.communicate(timeout=120)
+        assert third.returncode == 0, out
+        assert outbox.read_text().split() == [f"person{i}@example.com" for i in (1, 2, 3)]
 
 
 def test_replay_answers_from_the_record_and_performs_nothing(tmp_path: Path) -> None:
@@ -158,7 +188,9 @@ def test_an_async_openai_client_is_recorded_too(tmp_path: Path) -> None:
         asyncio.run(agent(fake.url))
     assert [c.message_count for c in m.list("async-1")] == [3, 5, 6]
     assert outbox == ["person1@example.com", "person2@example.com"]
-    assert len(m.store.llm_calls(m.list("async-1")[0].run_id)) == 3
+    calls = m.store.llm_calls(m.list("async-1")[0].run_id)
+    assert len(calls) == 3
+    assert calls[0].response["choices"][0]["message"]["tool_calls"][0]["id"] == "call_1"
 
 
 def test_a_run_its_agent_still_records_cannot_be_rolled_back_over_http(tmp_path: Path) -> None:

@@ -85,6 +85,8 @@ def test_one_run_and_its_steps(world: dict[str, Any]) -> None:
     assert r.json()["branches"][0]["branch"] == 0
     state = get(world, f"/runs/{run_id}/steps/2").json()
     assert state["threads"]["main"][-1]["content"] == "rolled 2"
+    assert state["status"] == "running"  # the agent ran on after this checkpoint
+    assert get(world, f"/runs/{run_id}/steps/4").json()["status"] == "finished"  # its last
     assert state["locals"]["session_state"] == {"i": 2}
     agency = get(world, f"/runs/{world['agency']}/steps/0")
     assert agency.status_code == 200 and agency.json()["step"] == 0
