@@ -69,6 +69,16 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
     return store
 
 
+def max_store_option(fn: Any) -> Any:
+    """`--max-store-size SIZE`: the run-store size cap of a command that records steps."""
+    return click.option(
+        "--max-store-size",
+        metavar="SIZE",
+        help="Stop (saved as interrupted, resumable) once the run store grows past SIZE, e.g. "
+        "500M (default AGENCY_MAX_STORE_SIZE, else 8G).",
+    )(fn)
+
+
 def parse_ref(ref: str) -> tuple[str, int | None]:
     """`RUN` or `RUN:STEP`."""
     if ":" in ref:
@@ -464,6 +474,7 @@ def prune(
     help="Scripted model answers for the rest of the run (default: the recorded ones).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Also print the result as JSON.")
+@max_store_option
 def resume(
     run_ref: str | None,
     last: bool,
@@ -476,6 +487,7 @@ def resume(
     base_url: str | None,
     mock: str | None,
     as_json: bool,
+    max_store_size: str | None,
 ) -> None:
     """Continue a run that stopped (killed, timed out, Ctrl-C, waiting on an interrupt) from its
     last completed step.
@@ -495,12 +507,13 @@ def resume(
     from runtime.errors import EXIT_STOPPED
     from runtime.runs.resume import resume_run
     from runtime.runs.runner import decision_from
-    from runtime.runs.stopping import GracefulStop
+    from runtime.runs.stopping import GracefulStop, Stopper, max_store_bytes
 
     if sum(bool(x) for x in (approve, reject, resolve_json is not None)) > 1:
         raise UsageError("choose one of --approve, --reject and --resolve")
     if run_ref and last:
         raise UsageError("give a run or --last, not both")
+    stopper = Stopper(None, max_store_bytes(max_store_size))
     store = open_store(db)
     if run_ref and run_ref not in ("last", "latest"):
         run = find_run(store, run_ref)
@@ -536,12 +549,20 @@ def resume(
             answer=interactive_answer(False, False),
             notice=lambda text: click.echo(f"agency: {text}", err=True),
             stop=stop,
+            stopper=stopper,
         )
     finally:
         store.close()
     if stop.stopped():
         click.echo(
             f"agency: stopped at step {machine.step_index}; continue with `agency resume {run.id}`",
+            err=True,
+        )
+        sys.exit(EXIT_STOPPED)
+    if stopper.stopped():
+        click.echo(
+            f"agency: {stopper.reason()} at step {machine.step_index}; the run is saved as "
+            f"interrupted: continue it with `agency resume {run.id}`",
             err=True,
         )
         sys.exit(EXIT_STOPPED)

@@ -348,6 +348,8 @@ def fork(
     )
     if progress is not None:
         rec.listeners.append(progress)
+    if stopper is not None:
+        stopper.watch_store(tl.store, rec)
     try:
         drive(m, None, stopper)
     finally:
