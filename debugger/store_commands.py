@@ -144,6 +144,21 @@ def find_run(store: Any, run_ref: str) -> Any:
     return run
 
 
+# Fields of a run's row that re-executing it reads (its program, entry, model and answers).
+_NEEDED_TO_RUN = {"config_json", "args_json", "meta_json", "source_path", "source_sha256", "node"}
+
+
+def check_intact(run: Any, doing: str) -> None:
+    """Refuse to re-execute a run whose row was damaged in the store (`run_from_row` reads a
+    damaged field as empty): it would run something other than what was recorded."""
+    damaged = sorted(_NEEDED_TO_RUN & set((run.meta or {}).get("damaged") or ()))
+    if damaged:
+        raise AgencyError(
+            f"run {run.id} cannot be {doing}: its {', '.join(damaged)} in the run store "
+            f"{'is' if len(damaged) == 1 else 'are'} damaged (the other runs are not affected)"
+        )
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(runs)
     cli.add_command(show)
@@ -303,6 +318,7 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
     if (run.meta or {}).get("kind") == "python-agent":
         export_agent_checkpoint(store, run, step, branch, Path(output))
         return
+    check_intact(run, "exported (exporting re-executes it)")
     data = tl.export_checkpoint(step)
     write_atomically(Path(output), json.dumps(data, indent=1) + "\n")
     click.echo(f"wrote step {step} of run {run.id} to {output}")
@@ -521,6 +537,7 @@ def resume(
         run = store.latest_run()
         if run is None:
             raise UsageError("no runs in this store yet (run a program with `agency run`)")
+    check_intact(run, "resumed")
     decision = None
     if approve:
         decision = decision_from("approve")
@@ -616,6 +633,7 @@ def replay(
         raise UsageError("which run? give its id (see `agency runs`) or --last")
     store = open_store(db)
     run = find_run(store, run_ref or "last")
+    check_intact(run, "replayed")
     if from_step < 0 or (run.step_count and from_step >= run.step_count):
         store.close()
         raise UsageError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")

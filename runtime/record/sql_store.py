@@ -25,6 +25,7 @@ from typing import Any, Self
 
 from runtime.record.contract import choose_prunable
 from runtime.record.requests import PACKED, RequestPacker, packable
+from runtime.record.rows import stored_blob, stored_int, stored_json
 from runtime.record.store import (
     EFFECT_STATUSES,
     MAX_STEP,
@@ -415,7 +416,8 @@ class SQLStore:
                     conn, _SELECT_KEYFRAME, (run_id, seg.branch, min(step, seg.hi), seg.lo)
                 )
                 if row is not None:
-                    return Keyframe(seg.branch, row[0], bytes(row[1]))
+                    what = f"run {run_id}: a keyframe of branch {seg.branch}"
+                    return Keyframe(seg.branch, stored_int(row[0], what), stored_blob(row[1], what))
             return None
 
     def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
@@ -425,7 +427,7 @@ class SQLStore:
                 lo, hi = max(a, seg.lo), min(b, seg.hi)
                 if lo <= hi:
                     steps.update(
-                        row[0]
+                        stored_int(row[0], f"run {run_id}: a keyframe's step")
                         for row in self._exec(
                             conn,
                             "SELECT step FROM keyframes WHERE run_id = ? AND branch = ?"
@@ -443,8 +445,16 @@ class SQLStore:
                 if lo > hi:
                     continue
                 params = (run_id, seg.branch, hi, lo, run_id, seg.branch, lo, lo)
+                what = f"run {run_id}: a step batch of branch {seg.branch}"
                 for first, last, blob in self._exec(conn, _SELECT_BATCHES, params):
-                    out.append(Batch(seg.branch, first, last, bytes(blob)))
+                    out.append(
+                        Batch(
+                            seg.branch,
+                            stored_int(first, what),
+                            stored_int(last, what),
+                            stored_blob(blob, what),
+                        )
+                    )
         return out
 
     def lineage(self, run_id: str, branch: int) -> list[Segment]:
@@ -456,7 +466,7 @@ class SQLStore:
             for seg in reversed(self._segments(conn, run_id, branch)):
                 row = self._one(conn, _SELECT_LAST_BATCH, (run_id, seg.branch, seg.hi))
                 if row is not None:
-                    last = min(row[0], seg.hi)
+                    last = min(stored_int(row[0], f"run {run_id}: a step batch's end"), seg.hi)
                     if last >= seg.lo:
                         return int(last) + 1
             return 0
@@ -503,7 +513,17 @@ class SQLStore:
                 for step, k, summary, data_json in self._exec(
                     conn, query + " ORDER BY step, id", params
                 ):
-                    out.append(EventRecord(run_id, seg.branch, step, k, summary, loads(data_json)))
+                    what = f"run {run_id}: an event at step {step}"
+                    out.append(
+                        EventRecord(
+                            run_id,
+                            seg.branch,
+                            stored_int(step, what),
+                            k,
+                            summary,
+                            stored_json(data_json, what),
+                        )
+                    )
         return out
 
     def add_llm_call(

@@ -260,7 +260,8 @@ def machine_at(
             m.answer_interrupt(decision)
     if m.step_index != target and tl.kind_at(step) != "end":
         raise AgencyError(
-            f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete"
+            f"could not re-execute run {tl.run_id} to step {step} (stopped at {m.step_index}); "
+            "the record may be incomplete"
         )
     m.replaying = False
     m.on_event = None
