@@ -771,7 +771,7 @@ class DebuggerApp(Commands, App[None]):
 
     def _restore_now(self) -> None:
         assert self.session is not None
-        self._stopper = Stopper(self.session.max_steps)
+        self._stopper = Stopper(self.session.max_steps, self.session.max_store_bytes)
         self._begin(f"restoring from step {self.session.step}", cancellable=True)
         self._restore_worker(self._stopper)
 

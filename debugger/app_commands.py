@@ -163,7 +163,7 @@ class Commands:
         except SessionError as exc:
             self._fail(exc)
             return
-        self._stopper = Stopper(self.session.max_steps)
+        self._stopper = Stopper(self.session.max_steps, self.session.max_store_bytes)
         self._begin(f"{action} and run on", cancellable=True)
         self._answer_worker(action, value, self._stopper)
 

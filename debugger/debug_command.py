@@ -25,6 +25,7 @@ def build_app(
     db: str | None = None,
     record: bool = True,
     max_steps: int | None = DEFAULT_MAX_STEPS,
+    max_store_size: str | None = None,
 ) -> Any:
     """The DebuggerApp for these options. Problems found before anything runs (a syntax error,
     a checkpoint of another source, a missing file) raise AgencyError here, so the command
@@ -32,8 +33,9 @@ def build_app(
     from debugger.app import DebuggerApp
     from debugger.opening import checkpoint_session, record_session, trace_session
     from runtime.errors import AgencyError
-    from runtime.runs.stopping import Stopper
+    from runtime.runs.stopping import Stopper, max_store_bytes
 
+    cap = max_store_bytes(max_store_size)  # what every recording and restore may grow it to
     if trace is not None or (run_id is not None and checkpoint is None):
         from runtime.record.stores import describe, open_run_store, store_location
 
@@ -51,8 +53,8 @@ def build_app(
             raise AgencyError(f"{path}: {what} in this run store")
         return DebuggerApp(
             # a Python agent's run opens on its current line (a rollback forks the run)
-            opener=lambda progress: trace_session(
-                store, record.id, int((record.meta or {}).get("head") or 0)
+            opener=lambda progress: capped(
+                trace_session(store, record.id, int((record.meta or {}).get("head") or 0)), cap
             ),
             opening=f"opening run {record.id}",
         )
@@ -73,7 +75,7 @@ def build_app(
         from runtime.vm.checkpoints import load_file
 
         load_file(checkpoint, program)  # refuse a foreign or broken checkpoint before starting
-        stopper = Stopper(max_steps)
+        stopper = Stopper(max_steps, cap)
         return DebuggerApp(
             opener=lambda progress: checkpoint_session(
                 program, checkpoint, config, store, progress, stopper
@@ -81,12 +83,18 @@ def build_app(
             opening=f"running on from {checkpoint}",
             stopper=stopper,
         )
-    stopper = Stopper(max_steps)
+    stopper = Stopper(max_steps, cap)
     return DebuggerApp(
         opener=lambda progress: record_session(program, config, store, progress, stopper),
         opening=f"recording a run of {file}",
         stopper=stopper,
     )
+
+
+def capped(session: Any, cap: int) -> Any:
+    """`session`, its restores held to the run-store size cap `cap`."""
+    session.max_store_bytes = cap
+    return session
 
 
 def checkpoint_source(checkpoint: str) -> str:
@@ -153,6 +161,12 @@ def register(cli: click.Group) -> None:
         metavar="N",
         help="Stop the recording after N steps (the run stays resumable); esc stops it sooner.",
     )
+    @click.option(
+        "--max-store-size",
+        metavar="SIZE",
+        help="Stop a recording or a restore (resumable) once the run store grows past SIZE, "
+        "e.g. 500M (default AGENCY_MAX_STORE_SIZE, else 8G).",
+    )
     def debugger(
         file: str | None,
         node: str,
@@ -167,6 +181,7 @@ def register(cli: click.Group) -> None:
         no_record: bool,
         db: str | None,
         max_steps: int,
+        max_store_size: str | None,
     ) -> None:
         """Open the time-travel debugger: step back and forth through a run, inspect it, edit a
         value and restore from that step.
@@ -195,6 +210,7 @@ def register(cli: click.Group) -> None:
             db=db,
             record=not no_record,
             max_steps=max_steps,
+            max_store_size=max_store_size,
         )
         app.run()
         code = app.return_code or 0

@@ -124,6 +124,7 @@ class Session(Points, Editing):
         self.last_search = ""
         self.message = ""  # why the last move stopped where it did
         self.max_steps: int | None = None  # the step budget of the recording, when it had one
+        self.max_store_bytes: int | None = None  # the run-store size cap restores run under
         self._sources: dict[str, str] = {}
         self._typed: dict[str, dict[tuple[str, str], bool] | None] = {}
         if source is not None:
@@ -680,6 +681,7 @@ class Session(Points, Editing):
         if stopper is None:
             return
         self.max_steps = stopper.max_steps
+        self.max_store_bytes = stopper.max_store_bytes
         if stopper.stopped():
             run_id = self.timeline.run_id
             self.message = (

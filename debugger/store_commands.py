@@ -69,6 +69,16 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
     return store
 
 
+def max_store_option(fn: Any) -> Any:
+    """`--max-store-size SIZE`: the run-store size cap of a command that records steps."""
+    return click.option(
+        "--max-store-size",
+        metavar="SIZE",
+        help="Stop (saved as interrupted, resumable) once the run store grows past SIZE, e.g. "
+        "500M (default AGENCY_MAX_STORE_SIZE, else 8G).",
+    )(fn)
+
+
 def parse_ref(ref: str) -> tuple[str, int | None]:
     """`RUN` or `RUN:STEP`."""
     if ":" in ref:
@@ -132,6 +142,21 @@ def find_run(store: Any, run_ref: str) -> Any:
             raise UsageError("no runs in this store yet (run a program with `agency run`)")
         raise UsageError(f"no run {run_ref!r} in this store (see `agency runs`)")
     return run
+
+
+# Fields of a run's row that re-executing it reads (its program, entry, model and answers).
+_NEEDED_TO_RUN = {"config_json", "args_json", "meta_json", "source_path", "source_sha256", "node"}
+
+
+def check_intact(run: Any, doing: str) -> None:
+    """Refuse to re-execute a run whose row was damaged in the store (`run_from_row` reads a
+    damaged field as empty): it would run something other than what was recorded."""
+    damaged = sorted(_NEEDED_TO_RUN & set((run.meta or {}).get("damaged") or ()))
+    if damaged:
+        raise AgencyError(
+            f"run {run.id} cannot be {doing}: its {', '.join(damaged)} in the run store "
+            f"{'is' if len(damaged) == 1 else 'are'} damaged (the other runs are not affected)"
+        )
 
 
 def register(cli: click.Group) -> None:
@@ -295,6 +320,7 @@ def export(ref: str, output: str, db: str | None, branch: int) -> None:
     if (run.meta or {}).get("kind") == "python-agent":
         export_agent_checkpoint(store, run, step, branch, Path(output))
         return
+    check_intact(run, "exported (exporting re-executes it)")
     data = tl.export_checkpoint(step)
     write_atomically(Path(output), json.dumps(data, indent=1) + "\n")
     click.echo(f"wrote step {step} of run {run.id} to {output}")
@@ -466,6 +492,7 @@ def prune(
     help="Scripted model answers for the rest of the run (default: the recorded ones).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Also print the result as JSON.")
+@max_store_option
 def resume(
     run_ref: str | None,
     last: bool,
@@ -478,6 +505,7 @@ def resume(
     base_url: str | None,
     mock: str | None,
     as_json: bool,
+    max_store_size: str | None,
 ) -> None:
     """Continue a run that stopped (killed, timed out, Ctrl-C, waiting on an interrupt) from its
     last completed step.
@@ -497,12 +525,13 @@ def resume(
     from runtime.errors import EXIT_STOPPED
     from runtime.runs.resume import resume_run
     from runtime.runs.runner import decision_from
-    from runtime.runs.stopping import GracefulStop
+    from runtime.runs.stopping import GracefulStop, Stopper, max_store_bytes
 
     if sum(bool(x) for x in (approve, reject, resolve_json is not None)) > 1:
         raise UsageError("choose one of --approve, --reject and --resolve")
     if run_ref and last:
         raise UsageError("give a run or --last, not both")
+    stopper = Stopper(None, max_store_bytes(max_store_size))
     store = open_store(db)
     if run_ref and run_ref not in ("last", "latest"):
         run = find_run(store, run_ref)
@@ -510,6 +539,7 @@ def resume(
         run = store.latest_run()
         if run is None:
             raise UsageError("no runs in this store yet (run a program with `agency run`)")
+    check_intact(run, "resumed")
     decision = None
     if approve:
         decision = decision_from("approve")
@@ -538,12 +568,20 @@ def resume(
             answer=interactive_answer(False, False),
             notice=lambda text: click.echo(f"agency: {text}", err=True),
             stop=stop,
+            stopper=stopper,
         )
     finally:
         store.close()
     if stop.stopped():
         click.echo(
             f"agency: stopped at step {machine.step_index}; continue with `agency resume {run.id}`",
+            err=True,
+        )
+        sys.exit(EXIT_STOPPED)
+    if stopper.stopped():
+        click.echo(
+            f"agency: {stopper.reason()} at step {machine.step_index}; the run is saved as "
+            f"interrupted: continue it with `agency resume {run.id}`",
             err=True,
         )
         sys.exit(EXIT_STOPPED)
@@ -597,6 +635,7 @@ def replay(
         raise UsageError("which run? give its id (see `agency runs`) or --last")
     store = open_store(db)
     run = find_run(store, run_ref or "last")
+    check_intact(run, "replayed")
     if from_step < 0 or (run.step_count and from_step >= run.step_count):
         store.close()
         raise UsageError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from runtime.record.contract import (
     MAX_STEP,
@@ -98,6 +98,71 @@ def as_blob(blob: Blob) -> bytes:
     return blob if type(blob) is bytes else bytes(blob)
 
 
+def stored_int(value: Any, what: str) -> int:
+    """An integer column as read back: a whole number, or `StoreError` naming `what` (sqlite
+    keeps any type in any column, so a tampered store may hold text or a real there)."""
+    if type(value) is not int or not -MAX_STEP <= value <= MAX_STEP:
+        raise StoreError(f"{what} is damaged: {str(value)[:40]!r} is not a step or count")
+    return value
+
+
+def stored_blob(value: Any, what: str) -> bytes:
+    """A blob column as read back: bytes, or `StoreError` naming `what`."""
+    if type(value) is bytes:
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise StoreError(f"{what} is damaged: it holds {type(value).__name__}, not bytes")
+
+
+def stored_json(text: Any, what: str) -> Any:
+    """A JSON column as read back (None stays None), or `StoreError` naming `what`."""
+    try:
+        return loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise StoreError(f"{what} is damaged: {str(exc)[:80]}") from None
+
+
+_Decoder = TypeVar("_Decoder", bound=Callable[..., Any])
+
+
+def decoding(what: str) -> Callable[[_Decoder], _Decoder]:
+    """A row decoder whose row may be damaged: what its columns fail to decode to (JSON that
+    does not parse, a timestamp that is not one, a retyped column) is a `StoreError` naming
+    the table, the run and the step."""
+
+    def wrap(fn: _Decoder) -> _Decoder:
+        def decode(row: Any, *args: Any) -> Any:
+            try:
+                return fn(row, *args)
+            except (StoreError, ValueError, TypeError, KeyError, RecursionError) as exc:
+                if isinstance(exc, StoreError) and str(exc).startswith("run "):
+                    raise
+                run, step = _column(row, "run_id"), _column(row, "step")
+                at = f" at step {step}" if type(step) is int else ""
+                detail = str(exc) if isinstance(exc, StoreError) else type(exc).__name__
+                detail += "" if isinstance(exc, StoreError) else f": {str(exc)[:80]}"
+                raise StoreError(f"run {run}: a damaged row of {what}{at} ({detail})") from None
+
+        decode.__doc__ = fn.__doc__
+        return cast(_Decoder, decode)
+
+    return wrap
+
+
+def _number(value: Any, what: str) -> float:
+    if type(value) not in (int, float) or value != value or abs(value) == float("inf"):
+        raise StoreError(f"{what} is damaged: {str(value)[:40]!r} is not a number")
+    return float(value)
+
+
+def _column(row: Any, name: str) -> Any:
+    try:
+        return row[name]
+    except (KeyError, IndexError):
+        return None
+
+
 def check_status(status: str) -> None:
     if status not in RUN_STATUSES:
         raise ValueError(f"run status must be one of {sorted(RUN_STATUSES)}, not {status!r}")
@@ -115,6 +180,13 @@ def lineage_segments(
 
     Raises `StoreError` for an unknown branch or a cycle (a damaged store).
     """
+    for b, (parent, fork) in parents.items():
+        for value in (b, parent, fork):
+            if value is not None and (type(value) is not int or not -MAX_STEP <= value <= MAX_STEP):
+                raise StoreError(
+                    f"run {run_id}: the branches table is damaged ({str(value)[:40]!r} is not "
+                    "a branch or a step)"
+                )
     chain: list[tuple[int, int | None]] = []  # (branch, fork_step), from `branch` upwards
     seen: set[int] = set()
     current: int | None = branch
@@ -187,20 +259,33 @@ def run_from_row(row: Any) -> RunRecord:
     if not isinstance(config, dict):
         damaged.append("config_json")
         config = {}
+
+    def text(name: str) -> str:
+        value = row[name]
+        if type(value) is not str:
+            damaged.append(name)
+            return str(value)
+        return value
+
+    def count(value: Any) -> int:
+        if type(value) is not int or not 0 <= value <= MAX_STEP:
+            raise ValueError(value)
+        return value
+
     record = RunRecord(
         id=row["id"],
-        source_path=row["source_path"],
-        source_sha256=row["source_sha256"],
-        node=row["node"],
+        source_path=text("source_path"),
+        source_sha256=text("source_sha256"),
+        node=text("node"),
         args=field("args_json", loads, {}),
         config=config,
         status=row["status"],
         created_at=field("created_at", parse_ts, _EPOCH),
         updated_at=field("updated_at", parse_ts, _EPOCH),
         finished_at=field("finished_at", _parse_optional_ts, None),
-        step_count=row["step_count"],
+        step_count=field("step_count", count, 0),
         result=field("result_json", loads, None),
-        error=row["error"],
+        error=None if row["error"] is None else text("error"),
         meta=meta,
     )
     if damaged:
@@ -258,12 +343,13 @@ def row_of_run(record: RunRecord) -> dict[str, Any]:
     }
 
 
+@decoding("the effect journal")
 def effect_from_row(row: Any) -> EffectRecord:
     return EffectRecord(
         key=row["key"],
         run_id=row["run_id"],
         branch=row["branch"],
-        step=row["step"],
+        step=stored_int(row["step"], "an effect's step"),
         kind=row["kind"],
         status=row["status"],
         args=loads(row["args_json"]),
@@ -272,6 +358,7 @@ def effect_from_row(row: Any) -> EffectRecord:
     )
 
 
+@decoding("llm_calls")
 def llm_call_from_row(row: Any, unpack: Callable[[Any], Any] | None = None) -> LLMCallRecord:
     """An `LLMCallRecord` from a row of the llm_calls table; `unpack` rebuilds a packed request
     (`request_form` PACKED, a column older stores do not have)."""
@@ -281,28 +368,29 @@ def llm_call_from_row(row: Any, unpack: Callable[[Any], Any] | None = None) -> L
     return LLMCallRecord(
         run_id=row["run_id"],
         branch=row["branch"],
-        step=row["step"],
+        step=stored_int(row["step"], "an LLM call's step"),
         provider=row["provider"],
         model=row["model"],
         request=request,
         response=loads(row["response_json"]),
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-        cost=row["cost"],
-        latency_ms=row["latency_ms"],
+        input_tokens=stored_int(row["input_tokens"], "an LLM call's input tokens"),
+        output_tokens=stored_int(row["output_tokens"], "an LLM call's output tokens"),
+        cost=_number(row["cost"], "an LLM call's cost"),
+        latency_ms=_number(row["latency_ms"], "an LLM call's latency"),
         created_at=parse_ts(row["created_at"]),
     )
 
 
+@decoding("branches")
 def branch_from_row(row: Any) -> BranchRecord:
     return BranchRecord(
         run_id=row["run_id"],
-        branch=row["branch"],
+        branch=stored_int(row["branch"], "a branch number"),
         parent_branch=row["parent_branch"],
         fork_step=row["fork_step"],
         edits=loads(row["edits_json"]),
         created_at=parse_ts(row["created_at"]),
-        length=row["length"],
+        length=stored_int(row["length"], "a branch's length"),
     )
 
 

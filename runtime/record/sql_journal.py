@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.record.requests import PACKED, packable
+from runtime.record.rows import stored_int, stored_json
 from runtime.record.sql_base import SQLBase
 from runtime.record.store import (
     EFFECT_STATUSES,
@@ -19,7 +20,6 @@ from runtime.record.store import (
     effect_from_row,
     format_ts,
     llm_call_from_row,
-    loads,
 )
 from runtime.record.writer import Connection, Op
 
@@ -91,7 +91,17 @@ class SQLJournal(SQLBase):
                 for step, k, summary, data_json in self._exec(
                     conn, query + " ORDER BY step, id", params
                 ):
-                    out.append(EventRecord(run_id, seg.branch, step, k, summary, loads(data_json)))
+                    what = f"run {run_id}: an event at step {step}"
+                    out.append(
+                        EventRecord(
+                            run_id,
+                            seg.branch,
+                            stored_int(step, what),
+                            k,
+                            summary,
+                            stored_json(data_json, what),
+                        )
+                    )
         return out
 
     def add_llm_call(

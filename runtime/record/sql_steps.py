@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.record.rows import stored_blob, stored_int
 from runtime.record.sql_base import SQLBase
 from runtime.record.store import (
     Batch,
@@ -170,7 +171,8 @@ class SQLSteps(SQLBase):
                     conn, _SELECT_KEYFRAME, (run_id, seg.branch, min(step, seg.hi), seg.lo)
                 )
                 if row is not None:
-                    return Keyframe(seg.branch, row[0], bytes(row[1]))
+                    what = f"run {run_id}: a keyframe of branch {seg.branch}"
+                    return Keyframe(seg.branch, stored_int(row[0], what), stored_blob(row[1], what))
             return None
 
     def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
@@ -180,7 +182,7 @@ class SQLSteps(SQLBase):
                 lo, hi = max(a, seg.lo), min(b, seg.hi)
                 if lo <= hi:
                     steps.update(
-                        row[0]
+                        stored_int(row[0], f"run {run_id}: a keyframe's step")
                         for row in self._exec(
                             conn,
                             "SELECT step FROM keyframes WHERE run_id = ? AND branch = ?"
@@ -198,8 +200,16 @@ class SQLSteps(SQLBase):
                 if lo > hi:
                     continue
                 params = (run_id, seg.branch, hi, lo, run_id, seg.branch, lo, lo)
+                what = f"run {run_id}: a step batch of branch {seg.branch}"
                 for first, last, blob in self._exec(conn, _SELECT_BATCHES, params):
-                    out.append(Batch(seg.branch, first, last, bytes(blob)))
+                    out.append(
+                        Batch(
+                            seg.branch,
+                            stored_int(first, what),
+                            stored_int(last, what),
+                            stored_blob(blob, what),
+                        )
+                    )
         return out
 
     def lineage(self, run_id: str, branch: int) -> list[Segment]:
@@ -211,7 +221,7 @@ class SQLSteps(SQLBase):
             for seg in reversed(self._segments(conn, run_id, branch)):
                 row = self._one(conn, _SELECT_LAST_BATCH, (run_id, seg.branch, seg.hi))
                 if row is not None:
-                    last = min(row[0], seg.hi)
+                    last = min(stored_int(row[0], f"run {run_id}: a step batch's end"), seg.hi)
                     if last >= seg.lo:
                         return int(last) + 1
             return 0

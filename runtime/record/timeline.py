@@ -8,8 +8,10 @@ views makes going back and forth free. Nothing here re-executes the program or c
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 from runtime.record.format import (
@@ -46,6 +48,11 @@ from runtime.record.views import (
     StateView,
     Usage,
 )
+
+
+class DamagedRecord(StoreError, IndexError):
+    """A step whose record in the store does not decode (see `Timeline._reading_record`).
+    An IndexError too: a reader asking whether a step is recorded hears no."""
 
 
 class _Raw:
@@ -435,7 +442,29 @@ class Timeline:
 
     def _record(self, step: int) -> tuple[Any, ...]:
         """(location id, kind code, writes, depth) of one step, from its batch."""
-        return self._batch(step).record(step)
+        with self._reading_record(step):
+            return self._batch(step).record(step)
+
+    @contextlib.contextmanager
+    def _reading_record(self, step: int) -> Iterator[None]:
+        """Reading what the store holds for `step`: the store is a file from disk, so a record
+        that does not decode to what the recorder writes (a batch or keyframe cut short,
+        swapped, with steps that do not add up) is a `DamagedRecord` naming the run and the
+        step, never a Python error from deep inside."""
+        try:
+            yield
+        except DamagedRecord:
+            raise
+        except StoreError as exc:
+            text = str(exc)
+            if text.startswith(f"run {self.run_id}"):
+                raise
+            raise DamagedRecord(f"run {self.run_id}, step {step}: {text}") from None
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DamagedRecord(
+                f"run {self.run_id}: the record of step {step} is damaged in the run store "
+                f"({type(exc).__name__}: {str(exc)[:100]})"
+            ) from None
 
     def _batch(self, step: int) -> _Batch:
         branch = self._segment_branch(step)
@@ -514,7 +543,8 @@ class Timeline:
             self._views.move_to_end(step)
             return view
         raw = self._materialise(step)
-        view = raw.view(step, self.branch, self.location_at(step), self._view_cache)
+        with self._reading_record(step):
+            view = raw.view(step, self.branch, self.location_at(step), self._view_cache)
         self._views[step] = view
         if len(self._views) > 1024:
             self._views.popitem(last=False)
@@ -536,6 +566,10 @@ class Timeline:
         }
 
     def _materialise(self, step: int) -> _Raw:
+        with self._reading_record(step):
+            return self._build_state(step)
+
+    def _build_state(self, step: int) -> _Raw:
         cur = self._cursor
         kf_step = self._keyframe_step(step)
         if cur is not None and cur.step <= step and step - cur.step <= 4096:

@@ -196,7 +196,8 @@ def machine_at(
             m.answer_interrupt(decision)
     if m.step_index != target and tl.kind_at(step) != "end":
         raise AgencyError(
-            f"could not re-execute to step {step} (stopped at {m.step_index}); the record may be incomplete"
+            f"could not re-execute run {tl.run_id} to step {step} (stopped at {m.step_index}); "
+            "the record may be incomplete"
         )
     m.replaying = False
     m.on_event = None
@@ -283,6 +284,8 @@ def fork(
     )
     if progress is not None:
         rec.listeners.append(progress)
+    if stopper is not None:
+        stopper.watch_store(tl.store, rec)
     try:
         drive(m, None, stopper)
     finally:

@@ -59,11 +59,14 @@ class Recording:
             )
         if progress is not None:
             self.recorder.listeners.append(progress)
+        unwatch = stopper.watch_store(self.store, self.recorder) if stopper else None
         try:
             drive(self.machine, None, stopper)
         finally:
             if progress is not None:
                 self.recorder.listeners.remove(progress)
+            if unwatch is not None:
+                unwatch()
         self.recorder.finish()
         self.note_stopper(stopper)
 
@@ -161,6 +164,7 @@ def record_program(
     model = config.make_model()
     machine = new_machine(program, config, model=model)
     rec = start_run(program, machine, store, run_config_of(config, model))
+    unwatch = stopper.watch_store(store, rec.recorder) if stopper is not None else None
     if progress is not None:
         rec.recorder.listeners.append(progress)
     try:
@@ -169,6 +173,8 @@ def record_program(
         rec.recorder.finish()
         if progress is not None:
             rec.recorder.listeners.remove(progress)
+        if unwatch is not None:
+            unwatch()  # a later `continue_run` watches under its own stopper
     rec.note_stopper(stopper)
     return rec
 
@@ -190,6 +196,7 @@ def record_machine(
     run_config = {"provider": getattr(machine.model, "provider", ""), **(config or {})}
     run_config["from_checkpoint"] = run_config.get("from_checkpoint") or True
     rec = start_run(machine.program, machine, store, run_config, at_step=at_step)
+    unwatch = stopper.watch_store(store, rec.recorder) if stopper is not None else None
     if progress is not None:
         rec.recorder.listeners.append(progress)
     try:
@@ -198,6 +205,8 @@ def record_machine(
         rec.recorder.finish()
         if progress is not None:
             rec.recorder.listeners.remove(progress)
+        if unwatch is not None:
+            unwatch()  # a later `continue_run` watches under its own stopper
     rec.note_stopper(stopper)
     return rec
 

@@ -32,7 +32,13 @@ from runtime.runs.processes import (
 )
 from runtime.runs.recorder import Recorder, location_table, public_base_url
 from runtime.runs.runner import drive
-from runtime.runs.stopping import GracefulStop, mark_stopped, record_answer, recording_answers
+from runtime.runs.stopping import (
+    GracefulStop,
+    Stopper,
+    mark_stopped,
+    record_answer,
+    recording_answers,
+)
 from runtime.vm.builtins import World
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
@@ -72,6 +78,7 @@ def _resume_run(
     answer: Callable[[Any], Decision | None] | None = None,
     notice: Callable[[str], None] | None = None,
     stop: GracefulStop | None = None,
+    stopper: Stopper | None = None,
     root: Any = None,
     quiet: bool = False,
     taken_from: dict[str, Any] | None = None,
@@ -80,6 +87,8 @@ def _resume_run(
 
     `decision` answers the interrupt the run was waiting on; `answer` answers later ones.
     Paths resolve against `root`, by default the directory the run was started in.
+    `stopper` stops it sooner (its step budget, the run-store size cap), leaving it
+    interrupted and resumable again.
     Refuses (AgencyError) a finished run, a run another process is recording, and a changed
     source or model configuration unless `force`. `taken_from` is the owner whose claim this
     process took over (`Claim.taken_from`): a run still `running` by that process (on another
@@ -182,17 +191,21 @@ def _resume_run(
                 return d
             return later(pending) if later is not None else None
 
-    stopper = stop if stop is not None else GracefulStop(m)
-    stopper.m = m
+    graceful = stop if stop is not None else GracefulStop(m)
+    graceful.m = m
+    if stopper is not None:
+        stopper.watch_store(store, rec)
     try:
-        with stopper:
-            drive(m, stopper.answer(answers_fn))
+        with graceful:
+            drive(m, graceful.answer(answers_fn), stopper)
     except KeyboardInterrupt:
-        stopper.requested = True
+        graceful.requested = True
     finally:
         rec.finish()
-        if stopper.stopped():
+        if graceful.stopped():
             mark_stopped(store, run.id, "stopped by Ctrl-C")
+        elif stopper is not None and stopper.stopped():
+            mark_stopped(store, run.id, stopper.reason())
     return m
 
 

@@ -47,12 +47,13 @@ class Stopper:
         if m is not None:
             m.stop_at = m.step_index
 
-    def watch_store(self, store: Any, recorder: Any) -> None:
+    def watch_store(self, store: Any, recorder: Any) -> Callable[[], None]:
         """Stop the run (resumable) once the run store's file (with its `-wal`) grows past
-        `max_store_bytes`: looked at each time the recorder writes a batch of steps."""
+        `max_store_bytes`: looked at each time the recorder writes a batch of steps. Returns
+        what stops the watching (for a recorder that goes on under another stopper)."""
         path = getattr(store, "path", None)
-        if self.max_store_bytes is None or path is None:
-            return
+        if self.max_store_bytes is None or path is None or recorder is None:
+            return lambda: None
         limit = self.max_store_bytes
 
         def check(step: int) -> None:
@@ -64,6 +65,12 @@ class Stopper:
                 )
 
         recorder.listeners.append(check)
+
+        def unwatch() -> None:
+            if check in recorder.listeners:
+                recorder.listeners.remove(check)
+
+        return unwatch
 
     def budget(self) -> float:
         """The step index to stop at, at the latest."""

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError, CheckpointFormatError
 from runtime.language import bytecode
 from runtime.language.files import loads_json, read_text
+from runtime.language.stack_depths import frame_shapes, static_callee
+from runtime.vm.builtins_callbacks import HOOKED_CALL
 from runtime.vm.effects import observe
 from runtime.vm.frames import Frame
 from runtime.vm.state import Decoder, Encoder
@@ -349,14 +351,106 @@ def _check_operands(f: dict[str, Any], code: Any, top: bool, where: str) -> None
         raise CheckpointFormatError(f"{where}: the operand stack does not hold the call it is in")
 
 
+def _check_depth(
+    f: dict[str, Any], code: Any, top: bool, where: str, cache: dict[str, list[frozenset[Any]]]
+) -> None:
+    """The frame has a shape its function can have at its pc
+    (`runtime.language.stack_depths.frame_shapes`): its operand stack's depth (a frame waiting
+    on a call, one fewer: the call's value is pushed when it returns), its handlers, threads
+    and traps. A pc moved to another statement or to another call's return point is refused
+    unless the frame there has the same shape."""
+    found = cache.get(code.name)
+    if found is None:
+        found = cache[code.name] = frame_shapes(code)
+    pc = f["position"]["pc"]
+    shapes = found[pc] if 0 <= pc < len(found) else frozenset()
+    if not shapes:
+        raise CheckpointFormatError(f"{where}: `position.pc` {pc} is never reached in the function")
+    stack = f.get("stack") or []
+    have = len(stack) if isinstance(stack, list) else -1
+    want = {shape[0] - (0 if top else 1) for shape in shapes}
+    if have not in want:
+        shape = f"{min(want)} values" if len(want) == 1 else "another number of values"
+        raise CheckpointFormatError(
+            f"{where}: the operand stack holds {have} value{'s' if have != 1 else ''}, but at "
+            f"`position.pc` {pc} the function holds {shape}"
+        )
+    handlers, threads, traps = (f.get(key) or [] for key in ("handlers", "threads", "traps"))
+    lists = isinstance(handlers, list) and isinstance(threads, list)
+    blocks = (len(handlers), len(threads), _traps(traps)) if lists else None
+    # A preapproved def's frame starts with the handler that approves (runtime/vm/machine.py).
+    preapproved = lists and bool(handlers) and handlers[0] == ["preapprove", "approve"]
+    # The prelude's `fork` and `race` push and pop their branches' threads through builtins
+    # (`__fork_branch`): a prelude frame's threads are not the code's to say.
+    anything = -1 if code.kind == "prelude" else None
+    if (
+        blocks is None
+        or blocks[2] is None
+        or not any(
+            (shape[0], shape[1] + extra, anything or shape[2], shape[3])
+            == (have + (0 if top else 1), blocks[0], anything or blocks[1], blocks[2])
+            for shape in shapes
+            for extra in ((0, 1) if preapproved else (0,))
+        )
+    ):
+        raise CheckpointFormatError(
+            f"{where}: its handlers, threads or traps are not those the function has at "
+            f"`position.pc` {pc}"
+        )
+
+
+def _traps(traps: Any) -> tuple[tuple[Any, ...], ...] | None:
+    """A frame's traps as `frame_shapes` has them ((target, depth, failure pushed), ...)."""
+    if not isinstance(traps, list) or not all(
+        isinstance(t, list) and len(t) == 3 and all(type(x) in (int, bool) for x in t)
+        for t in traps
+    ):
+        return None
+    return tuple((t[0], t[1], bool(t[2])) for t in traps)
+
+
+# Builtins a program can name that may go on in an Agency function (a `TailCall`): `sleep`
+# checks the time guards. Every other builtin a program names returns without a frame; the
+# internal `__…` ones (a handler, a callback, a tool call) may run any function.
+_TAIL_CALLING = frozenset({"sleep"})
+
+
+def _check_callee(
+    f: dict[str, Any],
+    code: Any,
+    above: dict[str, Any],
+    program: CompiledProgram,
+    where: str,
+    cache: dict[str, list[frozenset[Any]]],
+) -> None:
+    """A frame waiting on a call whose callee the code names (`f(…)`) has that function's
+    frame above it (or, for a def, the prelude's `__hooked_call` running its callbacks first);
+    a builtin that returns without a frame has none. So a pc moved to another call's return
+    point, whose stack happens to have the same depth, is refused too."""
+    pc = f["position"]["pc"]
+    name = static_callee(code, pc - 1, cache[code.name]) if pc > 0 else None
+    if name is None or above["scope"] == name:
+        return
+    callee = program.functions.get(name)
+    if callee is None and (name.startswith("__") or name in _TAIL_CALLING):
+        return
+    if callee is not None and callee.kind == "def" and above["scope"] == HOOKED_CALL:
+        return
+    raise CheckpointFormatError(
+        f"{where}: at `position.pc` {pc} it waits on a call to `{name}`, but the frame above "
+        f"it runs `{above['scope']}`"
+    )
+
+
 def check_against_program(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
     """What a well-formed but tampered checkpoint could slip past the shape checks: every frame
     stands at a statement boundary of its function (and at the line and column it names), a
     checkpoint of the program's own holds no frame inside the prelude, every function value
-    names a function the program can see, every count is a count, and a failed run is not
-    continued."""
+    names a function the program can see, every count is a count, every operand stack has the
+    depth its function has at its pc, and a failed run is not continued."""
     user = data.get("kind") == "checkpoint"
     frames = data["stack"]
+    depths: dict[str, list[frozenset[Any]]] = {}  # frame shapes per function, computed once
     for i, f in enumerate(frames):
         code = program.module if f["scope"] == "<module>" else program.functions[f["scope"]]
         where = f"frame {i} (`{f['scope']}`)"
@@ -370,6 +464,9 @@ def check_against_program(data: dict[str, Any], program: CompiledProgram, origin
             )
         _check_position(f["position"], code, top, f"{origin}: {where}")
         _check_operands(f, code, top, f"{origin}: {where}")
+        _check_depth(f, code, top, f"{origin}: {where}", depths)
+        if not top:
+            _check_callee(f, code, frames[i + 1], program, f"{origin}: {where}", depths)
     for key in ("step", "id", "branch"):
         _count(data.get(key), f"{origin}: `{key}`", -1 if key == "step" else 0)
     for key in ("run_id", "node"):

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from debugger.cli import cli
+from runtime.language.stack_depths import stack_depths, unfused
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # (program, extra run arguments, steps to export)
@@ -158,15 +159,66 @@ def judge(base: Base, tampered: dict[str, Any], structural: bool, work: Path) ->
     return f"unclear outcome (exit {code}): {(lines or [''])[-1][:150]}"
 
 
+_PROGRAMS: dict[str, Any] = {}
+
+
+def code_of(base: Base, scope: str) -> Any:
+    """The compiled function a frame of `base` runs in."""
+    from runtime.language.program import load_program
+
+    program = _PROGRAMS.get(base.program)
+    if program is None:
+        program = _PROGRAMS[base.program] = load_program(str(EXAMPLES / f"{base.program}.agency"))
+    return program.module if scope == "<module>" else program.functions[scope]
+
+
+def return_points(code: Any) -> list[int]:
+    """The pcs just after a call in `code`: where a caller frame waits."""
+    from runtime.language import bytecode
+
+    calls = (bytecode.CALL, bytecode.CALL_METHOD, bytecode.ENTER_NODE)
+    return [
+        pc
+        for pc in range(1, len(code.ops))
+        if unfused(code.ops[pc - 1], code.args[pc - 1])[0] in calls
+    ]
+
+
+def move_to(pos: dict[str, Any], code: Any, pc: int) -> None:
+    """Put a frame's position at `pc`, with the statement, line and column that go with it, so
+    only its operand stack can tell."""
+    starts = [p for p in code.step_pcs if p <= pc]
+    if not starts:
+        return
+    stmt = starts[-1]
+    loc = code.locations[code.step_pcs.index(stmt)]
+    pos.update(pc=pc, stmt_pc=stmt, stmt_sp=min(stack_depths(code)[stmt], default=0))
+    if "line" in pos:
+        pos["line"] = loc.line
+    if "col" in pos:
+        pos["col"] = loc.col
+
+
 @st.composite
 def tampering(draw: st.DrawFn, corpus: list[Base]) -> tuple[Base, dict[str, Any], bool, str]:
     base = draw(st.sampled_from(corpus))
     data = copy.deepcopy(base.data)
     kind = draw(
-        st.sampled_from(["structure", "pc", "scope", "function", "failed", "drop", "retype"])
+        st.sampled_from(
+            ["structure", "pc", "scope", "function", "failed", "drop", "retype", "return-point"]
+        )
     )
     structural = kind not in ("drop", "retype")
-    if kind == "pc":
+    if kind == "return-point":  # a caller moved to another call's return point
+        callers = [i for i, f in enumerate(data["stack"][:-1]) if f["scope"] in _SCOPES(base)]
+        if not callers:
+            return base, data, structural, kind
+        frame = data["stack"][draw(st.sampled_from(callers))]
+        code = code_of(base, frame["scope"])
+        others = [pc for pc in return_points(code) if pc != frame["position"]["pc"]]
+        if others:
+            move_to(frame["position"], code, draw(st.sampled_from(others)))
+    elif kind == "pc":
         frame = draw(st.integers(0, len(data["stack"]) - 1))
         key = draw(st.sampled_from(["pc", "stmt_pc"]))
         pos = data["stack"][frame]["position"]
@@ -206,6 +258,12 @@ def tampering(draw: st.DrawFn, corpus: list[Base]) -> tuple[Base, dict[str, Any]
         else:
             parent[path[-1]] = draw(st.sampled_from(HOSTILE))
     return base, data, structural, kind
+
+
+def _SCOPES(base: Base) -> set[str]:  # noqa: N802 - the scopes a frame of `base` can be in
+    code_of(base, "<module>")
+    program = _PROGRAMS[base.program]
+    return {"<module>", *program.functions}
 
 
 def fuzz(work: Path, corpus: list[Base], examples: int, tally: Tally) -> None:
