@@ -17,6 +17,7 @@ lint: $(BIN)/agency
 	$(BIN)/ruff check runtime debugger tests benchmarks screenshots
 	$(BIN)/ruff format --check runtime debugger tests benchmarks screenshots
 	$(BIN)/mypy runtime
+	$(BIN)/mypy --strict debugger
 
 test: $(BIN)/agency lint
 	$(BIN)/pytest -n 2 tests

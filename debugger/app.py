@@ -25,13 +25,11 @@ from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
 from debugger.app_commands import Commands
-from debugger.commands import COMMANDS, parse_literal
-from debugger.session import EditPrompt, Move, Session, SessionError
-from debugger.widgets.branch_screen import BranchScreen
+from debugger.app_editing import EditingKeys
+from debugger.commands import COMMANDS
+from debugger.session import Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
-from debugger.widgets.confirm_screen import ConfirmScreen
-from debugger.widgets.edit_screen import EditScreen
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
@@ -69,7 +67,7 @@ PRIORITY_ACTIONS = frozenset(
 )
 
 
-class DebuggerApp(Commands, App[None]):
+class DebuggerApp(Commands, EditingKeys, App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
 
     CSS_PATH = "app.tcss"
@@ -138,6 +136,7 @@ class DebuggerApp(Commands, App[None]):
         ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
         Binding("z", "zoom", "Zoom a value full-screen", show=False, id="zoom"),
+        Binding("m", "cycle_strip", "Timeline strip: tokens / LLM latency", show=False, id="strip"),
         Binding("t", "next_thread", "Next message thread", show=False, id="next_thread"),
         Binding("T", "prev_thread", "Previous message thread", show=False, id="prev_thread"),
         Binding("p", "print", "Print an expression", show=False, priority=True, id="print"),
@@ -187,6 +186,7 @@ class DebuggerApp(Commands, App[None]):
         self._exit_requested = False
         self._busy: str | None = None
         self._cancellable = False
+        self._runs = False  # the busy work runs the program (recording, restoring)
         self._progress: tuple[int, int] | None = None
         self._events_key: tuple[Any, ...] = ()
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
@@ -249,7 +249,7 @@ class DebuggerApp(Commands, App[None]):
     # -- opening -----------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._begin(self._opening, cancellable=self._stopper is not None)
+        self._begin(self._opening, cancellable=self._stopper is not None, runs=True)
         self._open_worker()
 
     @work(thread=True, exclusive=True, group="work")
@@ -363,7 +363,7 @@ class DebuggerApp(Commands, App[None]):
             s.message,
             len(pending) if pending is not None else 0,
             s.waiting_interrupt(),
-            len(s.breakpoints),
+            len(s.breakpoints) + len(s.event_breaks),  # line and event breakpoints
             s.run_status(),
             pending.step if pending is not None and pending.step != state.step else None,
             s.max_steps,
@@ -371,15 +371,19 @@ class DebuggerApp(Commands, App[None]):
 
     # -- busy work ---------------------------------------------------------------------------------
 
-    def _begin(self, label: str, cancellable: bool = False) -> None:
+    def _begin(self, label: str, cancellable: bool = False, runs: bool = False) -> None:
+        """Show long work under way; `runs` when it runs the program (Esc stops the run at its
+        next step rather than cancelling the worker)."""
         self._busy = label
         self._cancellable = cancellable
+        self._runs = runs
         self._progress = None
         self.work_line.start(label, cancellable)
 
     def _end(self) -> None:
         self._busy = None
         self._cancellable = False
+        self._runs = False
         self._progress = None
         self.work_line.stop()
 
@@ -393,6 +397,12 @@ class DebuggerApp(Commands, App[None]):
     def _show_progress(self) -> None:
         if self._busy is not None and self._progress is not None:
             self.work_line.advance(*self._progress)
+
+    @property
+    def _live(self) -> Session:
+        """The session, for a key acting on it (after `_can_act`, so it is open)."""
+        assert self.session is not None
+        return self.session
 
     def _can_act(self) -> bool:
         """True when the session may be used; otherwise say why not."""
@@ -417,44 +427,44 @@ class DebuggerApp(Commands, App[None]):
             fn()
         except SessionError as exc:
             self._fail(exc)
-            self.session.message = ""  # type: ignore[union-attr]  # the last move's reason is stale
+            self._live.message = ""  # the last move's reason is stale
         self._refresh_view()
 
     def action_step_forward(self) -> None:
-        self._move(lambda: self.session.step_forward())  # type: ignore[union-attr]
+        self._move(lambda: self._live.step_forward())
 
     def action_step_back(self) -> None:
-        self._move(lambda: self.session.step_back())  # type: ignore[union-attr]
+        self._move(lambda: self._live.step_back())
 
     def action_first_step(self) -> None:
-        self._move(lambda: self.session.goto(self.session.first, "start of the run"))  # type: ignore[union-attr]
+        self._move(lambda: self._live.goto(self._live.first, "start of the run"))
 
     def action_last_step(self) -> None:
-        self._move(lambda: self.session.goto(self.session.last, "end of the run"))  # type: ignore[union-attr]
+        self._move(lambda: self._live.goto(self._live.last, "end of the run"))
 
     def action_next_llm(self) -> None:
-        self._move(lambda: self.session.next_llm())  # type: ignore[union-attr]
+        self._move(lambda: self._live.next_llm())
 
     def action_prev_llm(self) -> None:
-        self._move(lambda: self.session.prev_llm())  # type: ignore[union-attr]
+        self._move(lambda: self._live.prev_llm())
 
     def action_next(self) -> None:
-        self._scan("next", lambda c, p: self.session.next_over(c))  # type: ignore[union-attr]
+        self._scan("next", lambda c, p: self._live.next_over(c))
 
     def action_reverse_next(self) -> None:
-        self._scan("reverse next", lambda c, p: self.session.reverse_next(c))  # type: ignore[union-attr]
+        self._scan("reverse next", lambda c, p: self._live.reverse_next(c))
 
     def action_step_out(self) -> None:
-        self._scan("step out", lambda c, p: self.session.step_out(c))  # type: ignore[union-attr]
+        self._scan("step out", lambda c, p: self._live.step_out(c))
 
     def action_reverse_step_out(self) -> None:
-        self._scan("reverse step out", lambda c, p: self.session.reverse_step_out(c))  # type: ignore[union-attr]
+        self._scan("reverse step out", lambda c, p: self._live.reverse_step_out(c))
 
     def action_continue(self) -> None:
-        self._scan("continue", lambda c, p: self.session.continue_forward(c, p))  # type: ignore[union-attr]
+        self._scan("continue", lambda c, p: self._live.continue_forward(c, p))
 
     def action_reverse_continue(self) -> None:
-        self._scan("reverse continue", lambda c, p: self.session.reverse_continue(c, p))  # type: ignore[union-attr]
+        self._scan("reverse continue", lambda c, p: self._live.reverse_continue(c, p))
 
     def _scan(self, label: str, fn: Callable[[Any, Any], Move]) -> None:
         """Run a scan here when it is quick; otherwise in a worker with progress."""
@@ -489,7 +499,7 @@ class DebuggerApp(Commands, App[None]):
         if not self._cancellable:
             self.notify(f"{self._busy} cannot be cancelled", severity="warning")
             return
-        if self._stopper is not None and not self._stopper.cancelled:
+        if self._runs and self._stopper is not None and not self._stopper.cancelled:
             # A run being recorded stops at its next step; what it did so far opens.
             self._stopper.cancel(f"{self._busy}: cancelled (esc)")
             return
@@ -507,14 +517,14 @@ class DebuggerApp(Commands, App[None]):
     # -- widgets asking --------------------------------------------------------------------------
 
     def on_timeline_bar_step_selected(self, message: TimelineBar.StepSelected) -> None:
-        self._move(lambda: self.session.goto(message.step))  # type: ignore[union-attr]
+        self._move(lambda: self._live.goto(message.step))
 
     def on_source_view_breakpoint_toggled(self, message: SourceView.BreakpointToggled) -> None:
         if self.session is not None:
             self._toggle_breakpoint(message.line, message.path)
 
     def on_call_stack_frame_selected(self, message: CallStack.FrameSelected) -> None:
-        self._move(lambda: self.session.select_frame(message.index))  # type: ignore[union-attr]
+        self._move(lambda: self._live.select_frame(message.index))
 
     def _prompt(self, mode: str, text: str = "") -> None:
         """Open the command line; focus returns where it was when it closes."""
@@ -544,7 +554,7 @@ class DebuggerApp(Commands, App[None]):
     def action_toggle_breakpoint(self) -> None:
         if not self._can_act():
             return
-        loc = self.session.shown_location()  # type: ignore[union-attr]
+        loc = self._live.shown_location()
         if loc is None:
             self._fail("no current line here; use :break LINE")
             return
@@ -616,7 +626,7 @@ class DebuggerApp(Commands, App[None]):
         if ref is None:
             self._fail("select a variable in the variables panel first")
             return
-        self._indexed(lambda: self.session.why(ref.name, ref.kind))  # type: ignore[union-attr]
+        self._indexed(lambda: self._live.why(ref.name, ref.kind))
 
     def action_next_thread(self) -> None:
         self._thread(1)
@@ -628,13 +638,21 @@ class DebuggerApp(Commands, App[None]):
         if not self._can_act():
             return
         try:
-            thread = self.session.cycle_thread(delta)  # type: ignore[union-attr]
+            thread = self._live.cycle_thread(delta)
         except SessionError as exc:
             self._fail(exc)
             return
-        active = self.session.state().active_thread  # type: ignore[union-attr]
+        active = self._live.state().active_thread
         self.notify(f"messages of thread {thread}" + (" (active)" if thread == active else ""))
         self._refresh_view()
+
+    def action_cycle_strip(self) -> None:
+        """Switch the timeline's strip between the tokens and the time the LLM calls took."""
+        measure = self.timeline_bar.cycle_strip()
+        if not self.timeline_bar.has_class("-spends"):
+            self.notify(f"strip: {measure} (this run's LLM calls spent none)")
+            return
+        self.notify(f"strip: {'LLM latency' if measure == 'latency' else measure} per column")
 
     def action_zoom(self) -> None:
         """The selected variable (or a part of it) full-screen, to read, copy or save."""
@@ -680,110 +698,7 @@ class DebuggerApp(Commands, App[None]):
             return
         self._move(fn)
 
-    # -- editing ---------------------------------------------------------------------------------
-
-    def action_edit(self) -> None:
-        """Edit what has focus: a message, the LLM answer, else the selected variable."""
-        if not self._can_act():
-            return
-        s = self.session
-        assert s is not None
-        focused = self.focused
-        try:
-            if isinstance(focused, MessagesPanel) and focused.selected is not None:
-                index = focused.selected
-                self._ask(s.message_prompt(index), partial(s.edit_message, index))
-                return
-            if isinstance(focused, LLMInspector):
-                self._ask(s.answer_prompt(), lambda text: s.edit_llm_answer(parse_literal(text)))
-                return
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        ref = self.variables.selected
-        if ref is None:
-            self._fail("select a variable (variables panel), a message or the LLM call to edit")
-            return
-        self._ask(
-            s.variable_prompt(ref.kind, ref.label, ref.value),
-            lambda text: s.edit_variable(ref.kind, ref.name, parse_literal(text), path=ref.path),
-        )
-
-    def _ask(self, prompt: EditPrompt, stage: Callable[[str], str]) -> None:
-        """Open the edit dialog; `stage(text)` stages what is typed (returns what it staged)."""
-        self._edit_stage = stage
-        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint))
-
-    def on_edit_screen_submitted(self, message: EditScreen.Submitted) -> None:
-        """Stage the dialog's text; a refused value keeps the dialog open with the reason."""
-        stage, self._edit_stage = self._edit_stage, None
-        if stage is None or self.session is None:
-            return
-        try:
-            where = stage(message.text)
-        except SessionError as exc:
-            self._edit_stage = stage
-            message.dialog.refuse(str(exc))
-            return
-        message.dialog.dismiss(None)
-        self._staged_note(where)
-
-    def _stage(self, edit: Callable[[str], str], text: str) -> None:
-        """Stage a `:set` typed on the command line (a refusal is a notification)."""
-        try:
-            where = edit(text)
-        except SessionError as exc:
-            self._fail(exc)
-            return
-        self._staged_note(where)
-
-    def _staged_note(self, where: str) -> None:
-        assert self.session is not None
-        self.notify(f"staged {where}; press r to restore from step {self.session.step}")
-        self._refresh_view()
-
-    def action_restore(self) -> None:
-        """Restore from here with the staged edits; with none, ask first (it re-runs live)."""
-        if not self._can_act():
-            return
-        s = self.session
-        assert s is not None
-        pending = s.pending_edits()
-        if pending is not None and pending.step != s.step:
-            self._fail(
-                f"your edits are staged at step {pending.step}: "
-                f"g {pending.step} then r, or :discard them"
-            )
-            return
-        if pending is None:
-            self.push_screen(
-                ConfirmScreen(
-                    f"Restore from step {s.step} with nothing changed?", s.restore_plan()
-                ),
-                self._restore_confirmed,
-            )
-            return
-        self._restore_now()
-
-    def _restore_confirmed(self, yes: bool | None) -> None:
-        if yes:
-            self._restore_now()
-
-    def _restore_now(self) -> None:
-        assert self.session is not None
-        self._stopper = Stopper(self.session.max_steps, self.session.max_store_bytes)
-        self._begin(f"restoring from step {self.session.step}", cancellable=True)
-        self._restore_worker(self._stopper)
-
-    @work(thread=True, exclusive=True, group="work")
-    def _restore_worker(self, stopper: Stopper) -> None:
-        assert self.session is not None
-        try:
-            branch = self.session.restore(self._step_progress, stopper)
-        except SessionError as exc:
-            self._from_thread(self._work_failed, exc)
-            return
-        self._from_thread(self._work_done, f"branch {branch} runs from step {self.session.step}")
+    # -- long work ending ------------------------------------------------------------------------
 
     def _work_done(self, message: str) -> None:
         self._end()
@@ -794,19 +709,6 @@ class DebuggerApp(Commands, App[None]):
         self._end()
         self._fail(error)
         self._refresh_view()
-
-    def action_branches(self) -> None:
-        if not self._can_act():
-            return
-        s = self.session
-        assert s is not None
-        rows = [(info, s.diverge(s.branch, info.id)) for info in s.branches()]
-        self.push_screen(BranchScreen(rows, s.branch), self._branch_chosen)
-
-    def _branch_chosen(self, branch: int | None) -> None:
-        if branch is None or self.session is None or branch == self.session.branch:
-            return
-        self.cmd_branch(str(branch))
 
     # -- the command palette ---------------------------------------------------------------------
 

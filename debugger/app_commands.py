@@ -9,24 +9,44 @@ show it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import work
 from textual.worker import get_current_worker
 
+from debugger.app_parts import AppCore
 from debugger.commands import parse_command
 from debugger.errors import SessionError
 from debugger.widgets.list_screen import ListScreen
 from runtime.runs.stopping import Stopper
 
 
-class Commands:
+class AppForCommands(AppCore, Protocol):
+    """What `Commands` needs from the rest of `DebuggerApp`."""
+
+    def _indexed(self, fn: Callable[[], object]) -> None: ...
+    def _stage(self, edit: Callable[[str], str], text: str) -> None: ...
+    def action_restore(self) -> None: ...
+
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    class _App(App[None], AppForCommands):
+        """Textual's app plus the rest of `DebuggerApp`, as the part sees it."""
+
+else:
+    _App = object
+
+
+class Commands(_App):
     """The `:` command handlers of `DebuggerApp`."""
 
-    if TYPE_CHECKING:  # the rest of the app (panels, notify, workers) as the app defines it
-
-        def __getattr__(self, name: str) -> Any: ...
+    # Kept by the app, written here too (declared here so the types are the app's).
+    _stopper: Stopper | None
+    _events_key: tuple[Any, ...]
 
     # -- the command line ----------------------------------------------------------------------
 
@@ -44,8 +64,7 @@ class Commands:
     def cmd_set(self, rest: str) -> None:
         if not self._can_act():
             return
-        assert self.session is not None
-        self._stage(self.session.set_command, rest)
+        self._stage(self._live.set_command, rest)
 
     def cmd_goto(self, rest: str) -> None:
         if not self._can_act():
@@ -65,7 +84,7 @@ class Commands:
         if not self._can_act():
             return
         try:
-            said = self.session.break_spec(rest)
+            said = self._live.break_spec(rest)
         except SessionError as exc:
             self._fail(exc)
             return
@@ -77,23 +96,22 @@ class Commands:
 
     def cmd_discard(self, rest: str) -> None:
         if self._can_act():
-            count = self.session.discard_edits()
+            count = self._live.discard_edits()
             self.notify(f"{count} staged edit{'s' if count != 1 else ''} dropped")
             self._refresh_view()
 
     def cmd_write(self, rest: str) -> None:
         if not self._can_act():
             return
-        assert self.session is not None
         try:
-            path = self.session.save_checkpoint(rest.strip())
+            path = self._live.save_checkpoint(rest.strip())
         except SessionError as exc:
             self._fail(exc)
             return
         except Exception as exc:  # noqa: BLE001 - the runtime failing to rebuild the step
-            self._fail(f"cannot save step {self.session.step}: {exc}")
+            self._fail(f"cannot save step {self._live.step}: {exc}")
             return
-        self.notify(f"saved step {self.session.step} to {path}")
+        self.notify(f"saved step {self._live.step} to {path}")
 
     def cmd_open(self, rest: str) -> None:
         if not self._can_act():
@@ -110,9 +128,8 @@ class Commands:
 
     @work(thread=True, exclusive=True, group="work")
     def _open_checkpoint_worker(self, path: str) -> None:
-        assert self.session is not None
         try:
-            self.session.open_checkpoint(path, self._step_progress)
+            self._live.open_checkpoint(path, self._step_progress)
         except SessionError as exc:
             self._from_thread(self._work_failed, exc)
             return
@@ -126,7 +143,7 @@ class Commands:
         except ValueError:
             self._fail(f"not a branch id: `{rest}`")
             return
-        self._move(lambda: self.session.switch_branch(branch))
+        self._move(lambda: self._live.switch_branch(branch))
         self._events_key = ()
 
     def cmd_search(self, rest: str) -> None:
@@ -140,10 +157,10 @@ class Commands:
 
     def cmd_why(self, rest: str) -> None:
         name = rest.strip()
-        self._move(lambda: self.session.why(name))
+        self._move(lambda: self._live.why(name))
 
     def cmd_frame(self, rest: str) -> None:
-        self._move(lambda: self.session.frame_command(rest))
+        self._move(lambda: self._live.frame_command(rest))
 
     def cmd_approve(self, rest: str) -> None:
         self._answer("approve", rest)
@@ -157,21 +174,19 @@ class Commands:
     def _answer(self, action: str, rest: str) -> None:
         if not self._can_act():
             return
-        assert self.session is not None
         try:
-            value = self.session.interrupt_answer(action, rest)
+            value = self._live.interrupt_answer(action, rest)
         except SessionError as exc:
             self._fail(exc)
             return
-        self._stopper = Stopper(self.session.max_steps, self.session.max_store_bytes)
-        self._begin(f"{action} and run on", cancellable=True)
+        self._stopper = Stopper(self._live.max_steps, self._live.max_store_bytes)
+        self._begin(f"{action} and run on", cancellable=True, runs=True)
         self._answer_worker(action, value, self._stopper)
 
     @work(thread=True, exclusive=True, group="work")
     def _answer_worker(self, action: str, value: Any, stopper: Stopper) -> None:
-        assert self.session is not None
         try:
-            self.session.answer_interrupt(action, value, self._step_progress, stopper)
+            self._live.answer_interrupt(action, value, self._step_progress, stopper)
         except SessionError as exc:
             self._from_thread(self._work_failed, exc)
             return
@@ -186,17 +201,17 @@ class Commands:
         if not self._can_act():
             return
         try:
-            answer = self.session.print_expression(rest)
+            answer = self._live.print_expression(rest)
         except SessionError as exc:
             self._fail(exc)
             return
-        self.notify(answer, title=f"at step {self.session.step}", timeout=10)
+        self.notify(answer, title=f"at step {self._live.step}", timeout=10)
 
     def cmd_watch(self, rest: str, stops: bool = False) -> None:
         if not self._can_act():
             return
         try:
-            watch = self.session.add_watch(rest, stops)
+            watch = self._live.add_watch(rest, stops)
         except SessionError as exc:
             self._fail(exc)
             return
@@ -212,7 +227,7 @@ class Commands:
         if not self._can_act():
             return
         try:
-            gone = self.session.remove_watch(rest)
+            gone = self._live.remove_watch(rest)
         except SessionError as exc:
             self._fail(exc)
             return
@@ -222,7 +237,7 @@ class Commands:
     def cmd_breaks(self, rest: str) -> None:
         if not self._can_act():
             return
-        rows = [(None, line) for line in self.session.breakpoints_described()]
+        rows = [(None, line) for line in self._live.breakpoints_described()]
         if not rows:
             self.notify("no breakpoints: b toggles one on the current line, :break LINE [if …]")
             return
@@ -232,7 +247,7 @@ class Commands:
         if not self._can_act():
             return
         try:
-            title, lines = self.session.diff(rest)
+            title, lines = self._live.diff(rest)
         except SessionError as exc:
             self._fail(exc)
             return
@@ -246,7 +261,7 @@ class Commands:
         if not self._can_act():
             return
         try:
-            self.session.trace(rest, cancelled=lambda: True)  # parse it now: errors at once
+            self._live.trace(rest, cancelled=lambda: True)  # parse it now: errors at once
         except SessionError as exc:
             self._fail(exc)
             return
@@ -257,7 +272,7 @@ class Commands:
     def _trace_worker(self, text: str) -> None:
         worker = get_current_worker()
         try:
-            found = self.session.trace(text, cancelled=lambda: worker.is_cancelled)
+            found = self._live.trace(text, lambda: worker.is_cancelled, self._scan_progress)
         except SessionError as exc:
             self._from_thread(self._work_failed, exc)
             return
@@ -273,4 +288,4 @@ class Commands:
 
     def _went_to(self, step: int | None) -> None:
         if step is not None and self.session is not None:
-            self._move(lambda: self.session.goto(step, f"step {step}"))
+            self._move(lambda: self._live.goto(step, f"step {step}"))

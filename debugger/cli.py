@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from debugger import __version__
+from debugger.click_context import CONTEXT
 from runtime.errors import (
     EXIT_STOPPED,
     AgencyError,
@@ -24,8 +25,6 @@ from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 if TYPE_CHECKING:  # the machine is imported by the commands that run programs (start-up time)
     from runtime.vm.machine import Machine
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2

@@ -47,16 +47,16 @@ def build_app(
             store = open_run_store(location)
         except AgencyError:  # a read-only store or directory: it can still be read (no restore)
             store = open_run_store(location, read_only=True)
-        record = store.get_run(run_id) if run_id is not None else store.latest_run()
-        if record is None:
+        found = store.get_run(run_id) if run_id is not None else store.latest_run()
+        if found is None:
             what = f"no run {run_id!r}" if run_id is not None else "no runs"
             raise AgencyError(f"{path}: {what} in this run store")
         return DebuggerApp(
             # a Python agent's run opens on its current line (a rollback forks the run)
             opener=lambda progress: capped(
-                trace_session(store, record.id, int((record.meta or {}).get("head") or 0)), cap
+                trace_session(store, found.id, int((found.meta or {}).get("head") or 0)), cap
             ),
-            opening=f"opening run {record.id}",
+            opening=f"opening run {found.id}",
         )
 
     if file is None and checkpoint is not None:
@@ -66,11 +66,11 @@ def build_app(
     from runtime.language.program import load_program
 
     program = load_program(file)
-    store = None  # in memory
+    recorded_in: Any = None  # None: in memory
     if record:
         from runtime.record.stores import open_run_store
 
-        store = open_run_store(db)
+        recorded_in = open_run_store(db)
     if checkpoint is not None:
         from runtime.vm.checkpoints import load_file
 
@@ -78,14 +78,14 @@ def build_app(
         stopper = Stopper(max_steps, cap)
         return DebuggerApp(
             opener=lambda progress: checkpoint_session(
-                program, checkpoint, config, store, progress, stopper
+                program, checkpoint, config, recorded_in, progress, stopper
             ),
             opening=f"running on from {checkpoint}",
             stopper=stopper,
         )
     stopper = Stopper(max_steps, cap)
     return DebuggerApp(
-        opener=lambda progress: record_session(program, config, store, progress, stopper),
+        opener=lambda progress: record_session(program, config, recorded_in, progress, stopper),
         opening=f"recording a run of {file}",
         stopper=stopper,
     )
@@ -122,7 +122,8 @@ def checkpoint_source(checkpoint: str) -> str:
 
 def register(cli: click.Group) -> None:
     """Add `debugger` and its alias `debug` to the `agency` command group."""
-    from debugger.cli import CONTEXT, entry_options, make_config, model_options
+    from debugger.cli import entry_options, make_config, model_options
+    from debugger.click_context import CONTEXT
 
     @click.command("debugger", context_settings=CONTEXT)
     @click.argument("file", required=False, type=click.Path(dir_okay=False))

@@ -35,11 +35,32 @@ class DiffLine:
         return f"{self.what}: {self.a}  →  {self.b}"
 
 
+def _apart(a: Any, b: Any, width: int) -> tuple[str, str]:
+    """`a` and `b` as shown in `width` characters; when those look the same (a long text or
+    list that differs after the cut), both from a little before where they first differ,
+    marked with `…`, so the line shows the difference and not two equal beginnings."""
+    shown_a, shown_b = show(a, width), show(b, width)
+    if shown_a != shown_b:
+        return shown_a, shown_b
+    full_a, full_b = show(a, 100_000), show(b, 100_000)
+    first = next(
+        (i for i, (x, y) in enumerate(zip(full_a, full_b, strict=False)) if x != y),
+        min(len(full_a), len(full_b)),
+    )
+    start = max(0, first - width // 3)
+
+    def cut(text: str) -> str:
+        end = start + width - 2
+        return ("…" if start else "") + text[start:end] + ("…" if len(text) > end else "")
+
+    return cut(full_a), cut(full_b)
+
+
 def _values(prefix: str, a: dict[str, Any], b: dict[str, Any]) -> list[DiffLine]:
     out = []
     for name in list(a) + [n for n in b if n not in a]:
         va, vb = a.get(name, _MISSING), b.get(name, _MISSING)
-        if va is _MISSING or vb is _MISSING or va != vb or type(va) is not type(vb):
+        if va is _MISSING or vb is _MISSING:
             out.append(
                 DiffLine(
                     f"{prefix}{name}",
@@ -47,6 +68,8 @@ def _values(prefix: str, a: dict[str, Any], b: dict[str, Any]) -> list[DiffLine]
                     "(absent)" if vb is _MISSING else show(vb, 80),
                 )
             )
+        elif va != vb or type(va) is not type(vb):
+            out.append(DiffLine(f"{prefix}{name}", *_apart(va, vb, 80)))
     return out
 
 
@@ -101,6 +124,10 @@ def _messages(a: Any, b: Any) -> list[DiffLine]:
         x = ma[i] if i < len(ma) else None
         y = mb[i] if i < len(mb) else None
         if x == y:
+            continue
+        if x is not None and y is not None:
+            shown_x, shown_y = _apart(x.content, y.content, 70)
+            out.append(DiffLine(f"message {i}", f"{x.role}: {shown_x}", f"{y.role}: {shown_y}"))
             continue
         out.append(
             DiffLine(

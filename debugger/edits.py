@@ -8,19 +8,20 @@ from __future__ import annotations
 import bisect
 import copy
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from debugger.commands import parse_set_command
 from debugger.declarations import typed_names
 from debugger.errors import SessionError
 from debugger.formatting import describe_value, json_type
-from debugger.shapes import USER_HIDDEN_KINDS, RunProgress, TimelineLike
+from debugger.shapes import USER_HIDDEN_KINDS, Move, RunProgress, TimelineLike
 from runtime.errors import AgencyError
+from runtime.record.views import BranchInfo, Event, FrameView, StateView
 
-__all__ = ["EditPrompt", "Edits", "Editing"]
+__all__ = ["EditPrompt", "Edits", "Editing", "SessionForEditing"]
 
 
 @dataclass
@@ -114,22 +115,52 @@ def _set_path(value: Any, path: list[str | int], new: Any) -> Any:
     return out
 
 
-class Editing:
+class SessionForEditing(Protocol):
+    """What `Editing` needs from the rest of `Session` (moving and reading the record)."""
+
+    timeline: TimelineLike
+    frame: int | None
+    _typed: dict[str, dict[tuple[str, str], bool] | None]
+    _checkpoint_loader: Callable[[str, RunProgress | None], TimelineLike] | None
+
+    @property
+    def length(self) -> int: ...
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def branch(self) -> int: ...
+    @property
+    def source_path(self) -> str: ...
+    def source_text(self, path: str | None = None) -> str: ...
+    def state(self) -> StateView: ...
+    def frame_index(self) -> int: ...
+    def selected_frame(self) -> FrameView | None: ...
+    def staged(self) -> Edits | None: ...
+    def events(self, kind: str | None = None) -> list[Event]: ...
+    def event_steps(self, kind: str) -> list[int]: ...
+    def llm_call(self) -> dict[str, Any] | None: ...
+    def branches(self) -> list[BranchInfo]: ...
+    def goto(self, step: int, reason: str = "") -> Move: ...
+    def _set_timeline(self, timeline: TimelineLike) -> None: ...
+
+
+if TYPE_CHECKING:
+    _Session = SessionForEditing
+else:
+    _Session = object
+
+
+class Editing(_Session):
     """Staging edits and restoring from them (mixed into `Session`)."""
 
-    if TYPE_CHECKING:  # the rest of the session (moving, reading) as `Session` defines it
-
-        def __getattr__(self, name: str) -> Any: ...
-
+    # Kept by `Session`, written here too (declared here so the types are the session's).
     edits: Edits | None
+    step: int
+    message: str
     recording: Any
     thread: str | None
-
-    # Kept by `Session` (these mixins are its parts, split by concern).
-    timeline: Any
-    step: int
-    frame: int | None
-    message: str
 
     # -- changing the past ------------------------------------------------------------------------
 
@@ -415,17 +446,6 @@ class Editing:
         self._set_timeline(self.timeline.switch(branch))
         self.goto(min(self.step, self.last), f"branch {branch}")
         return branch
-
-    def diverge(self, a: int, b: int) -> int | None:
-        return self.timeline.diverge(a, b)
-
-    def _set_timeline(self, timeline: TimelineLike) -> None:
-        self.timeline = timeline
-        self._state = None
-        self._length = -1
-        self._first = None
-        self.frame = None
-        self.length  # noqa: B018 - resets the caches
 
     def save_checkpoint(self, path: str) -> str:
         """Write the state at the cursor as a checkpoint JSON file; returns the path."""

@@ -159,7 +159,7 @@ def _compare(op: str) -> Callable[[Any, Any], bool]:
     def compare(a: Any, b: Any) -> bool:
         if not (isinstance(a, str) and isinstance(b, str)):
             a, b = _number(a, op), _number(b, op)
-        return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+        return bool({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
 
     return compare
 
@@ -263,14 +263,14 @@ class _Evaluator:
                         out.append(self.eval(item))
                 return out
             case A.ObjectLit(entries=entries):
-                obj: dict[str, Any] = {}
+                built: dict[str, Any] = {}
                 for entry in entries:
-                    if type(entry) is A.Spread:
-                        obj.update(self.eval(entry.value) or {})
+                    if isinstance(entry, A.Spread):
+                        built.update(self.eval(entry.value) or {})
                     else:
                         key = entry.key if isinstance(entry.key, str) else self.eval(entry.key)
-                        obj[_text(key)] = self.eval(entry.value)
-                return obj
+                        built[_text(key)] = self.eval(entry.value)
+                return built
             case A.Unary(op=op, operand=operand):
                 v = self.eval(operand)
                 if op == "!":

@@ -85,7 +85,7 @@ def _escape_class(chars: str) -> str:
     return "".join("\\" + c for c in chars)
 
 
-class AgencyLexer(RegexLexer):
+class AgencyLexer(RegexLexer):  # type: ignore[misc]  # pygments is untyped
     """Pygments lexer for the Agency agent language (`.agency` files)."""
 
     name = "Agency"

@@ -6,35 +6,57 @@ changes is `debugger.watches`; comparing is `debugger.diff`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from debugger.diff import DiffLine, diff_branches, diff_states
 from debugger.errors import SessionError
 from debugger.expressions import Expression, compile_expression, scope_of, show
-from debugger.shapes import Cancelled
+from debugger.shapes import Cancelled, Progress, TimelineLike
 from debugger.stops import EventBreak, LineBreak, parse_break
 from debugger.watches import Watch, changes
+from runtime.record.views import BranchInfo, Location, StateView
 
-__all__ = ["Points"]
+__all__ = ["Points", "SessionForPoints"]
 
 
-class Points:
+class SessionForPoints(Protocol):
+    """What `Points` needs from the rest of `Session` (moving and reading the record)."""
+
+    timeline: TimelineLike
+    step: int
+    frame: int | None
+    message: str
+
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def branch(self) -> int: ...
+    @property
+    def source_path(self) -> str: ...
+    def source_text(self, path: str | None = None) -> str: ...
+    def state(self) -> StateView: ...
+    def frame_index(self) -> int: ...
+    def shown_location(self) -> Location | None: ...
+    def branches(self) -> list[BranchInfo]: ...
+    def diverge(self, a: int, b: int) -> int | None: ...
+    def parse_step(self, text: str) -> int: ...
+
+
+if TYPE_CHECKING:
+    _Session = SessionForPoints
+else:
+    _Session = object
+
+
+class Points(_Session):
     """Breakpoints, watches and expressions of a session (mixed into `Session`)."""
-
-    if TYPE_CHECKING:  # the rest of the session (moving, reading) as `Session` defines it
-
-        def __getattr__(self, name: str) -> Any: ...
 
     breakpoints: set[tuple[str, int]]
     conditions: dict[tuple[str, int], LineBreak]
     event_breaks: list[EventBreak]
     watches: list[Watch]
-
-    # Kept by `Session` (these mixins are its parts, split by concern).
-    timeline: Any
-    step: int
-    frame: int | None
-    message: str
 
     # -- breakpoints -------------------------------------------------------------------------------
 
@@ -165,11 +187,14 @@ class Points:
         scope = scope_of(state, frame) if frames else dict(state.globals)
         return f"{expr.text} = {show(expr.evaluate(scope), 400)}"
 
-    def trace(self, text: str, cancelled: Cancelled | None = None) -> list[tuple[int, str]]:
-        """`:trace EXPR`: every step of this branch where its value changes, with the value."""
+    def trace(
+        self, text: str, cancelled: Cancelled | None = None, progress: Progress | None = None
+    ) -> list[tuple[int, str]]:
+        """`:trace EXPR`: every step of this branch where its value changes, with the value
+        (`progress(done, total)` hears how far along the run it is)."""
         expression = compile_expression(text)
         watch = Watch(expression, self._watch_function(expression))
-        found = changes(watch, self.timeline, self.first, self.last, cancelled)
+        found = changes(watch, self.timeline, self.first, self.last, cancelled, progress=progress)
         return [(step, show(value, 120)) for step, value in found]
 
     def diff(self, text: str) -> tuple[str, list[DiffLine]]:

@@ -333,6 +333,18 @@ class Session(Points, Editing):
     def branches(self) -> list[BranchInfo]:
         return self.timeline.branches()
 
+    def diverge(self, a: int, b: int) -> int | None:
+        return self.timeline.diverge(a, b)
+
+    def _set_timeline(self, timeline: TimelineLike) -> None:
+        """Show `timeline` (another branch, a restored one, an opened checkpoint's run)."""
+        self.timeline = timeline
+        self._state = None
+        self._length = -1
+        self._first = None
+        self.frame = None
+        self.length  # noqa: B018 - resets the caches
+
     # -- moving ----------------------------------------------------------------------------------
 
     def goto(self, step: int, reason: str = "") -> Move:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.record.views import BranchInfo, Change, Event, Location, StateView
+
+if TYPE_CHECKING:
+    from runtime.runs.stopping import Stopper
 
 __all__ = [
     "SCAN_REPORT_EVERY",
@@ -62,7 +65,11 @@ class TimelineLike(Protocol):
     def switch(self, branch: int) -> TimelineLike: ...
     def diverge(self, a: int, b: int) -> int | None: ...
     def fork(
-        self, step: int, edits: dict[str, Any], progress: RunProgress | None = None
+        self,
+        step: int,
+        edits: dict[str, Any],
+        progress: RunProgress | None = None,
+        stopper: Stopper | None = None,
     ) -> TimelineLike: ...
     def export_checkpoint(self, step: int) -> dict[str, Any]: ...
 

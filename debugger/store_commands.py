@@ -13,9 +13,8 @@ from typing import Any
 
 import click
 
+from debugger.click_context import CONTEXT
 from runtime.errors import AgencyError, UsageError
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def db_option(fn: Any) -> Any:
@@ -624,8 +623,8 @@ def replay(
       agency replay --last --from 500
       agency replay r1m8kgn1vfj1a --then-live
     """
-    from debugger.cli import EXIT_STOPPED, finish, interactive_answer
-    from runtime.errors import EXIT_DIVERGED
+    from debugger.cli import finish, interactive_answer
+    from runtime.errors import EXIT_DIVERGED, EXIT_STOPPED
     from runtime.runs.processes import claim_run
     from runtime.runs.replay import replay_run
 

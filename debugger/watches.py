@@ -30,6 +30,7 @@ __all__ = ["OUT_OF_SCOPE", "Watch", "changes", "next_change"]
 
 Cancelled = Callable[[], bool]
 Progress = Callable[[int, int], None]
+PROGRESS_EVERY = 256  # rounds of a search between two progress reports
 
 
 class _OutOfScope:
@@ -164,26 +165,43 @@ def next_change(
     backwards: bool = False,
     cancelled: Cancelled | None = None,
     until: int | None = None,
+    progress: Progress | None = None,
 ) -> int | None:
     """The nearest step after `start` (before it, `backwards`) that changes the watch, in the
-    run `first..last`, looking no further than `until`; None when there is none."""
+    run `first..last`, looking no further than `until`; None when there is none. `progress`
+    hears now and then how far into `first..last` the search is."""
     if backwards:
         bound = first if until is None else max(first, until)
     else:
         bound = last if until is None else min(last, until)
     if not _indexed(timeline):
-        return _scan(watch, timeline, start, bound, first, backwards, cancelled)
+        return _scan(watch, timeline, start, bound, first, backwards, cancelled, progress)
     search = _back if backwards else _forward
-    return search(watch, timeline, start, bound, first, cancelled)
+    return search(watch, timeline, start, bound, first, cancelled, progress)
+
+
+def _report(progress: Progress | None, n: int, done: int, total: int) -> None:
+    """Tell `progress` how far a search is, every `PROGRESS_EVERY` rounds of its loop."""
+    if progress is not None and n % PROGRESS_EVERY == 0:
+        progress(done, max(total, 1))
 
 
 def _back(
-    watch: Watch, timeline: Any, start: int, bound: int, first: int, cancelled: Cancelled | None
+    watch: Watch,
+    timeline: Any,
+    start: int,
+    bound: int,
+    first: int,
+    cancelled: Cancelled | None,
+    progress: Progress | None = None,
 ) -> int | None:
     cur = start - 1
+    n = 0
     while cur >= bound:
         if cancelled is not None and cancelled():
             return None
+        n += 1
+        _report(progress, n, start - cur, start - bound)
         if _read(watch, timeline, cur) is OUT_OF_SCOPE:
             # between calls of the watch's function, or before a name it reads is bound:
             # no write of this frame to follow back, so step by step
@@ -201,12 +219,21 @@ def _back(
 
 
 def _forward(
-    watch: Watch, timeline: Any, start: int, bound: int, first: int, cancelled: Cancelled | None
+    watch: Watch,
+    timeline: Any,
+    start: int,
+    bound: int,
+    first: int,
+    cancelled: Cancelled | None,
+    progress: Progress | None = None,
 ) -> int | None:
     cur = start
+    n = 0
     while cur < bound:
         if cancelled is not None and cancelled():
             return None
+        n += 1
+        _report(progress, n, cur - first, bound - first)
         step = _nearest_write(watch, timeline, cur, backwards=False)
         if step is None and watch.function is not None:
             step = _next_call(watch, timeline, cur, bound, cancelled)
@@ -226,12 +253,14 @@ def _scan(
     first: int,
     backwards: bool,
     cancelled: Cancelled | None,
+    progress: Progress | None = None,
 ) -> int | None:
     """Step by step, for timelines without a write index."""
     steps = range(start - 1, bound - 1, -1) if backwards else range(start + 1, bound + 1)
     for n, step in enumerate(steps):
         if cancelled is not None and n % 1024 == 1023 and cancelled():
             return None
+        _report(progress, n + 1, n, len(steps))
         if _changed_at(watch, timeline, step, first):
             return step
     return None
@@ -244,14 +273,21 @@ def changes(
     last: int,
     cancelled: Cancelled | None = None,
     limit: int = 10_000,
+    progress: Progress | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Every step of `first..last` where the watch changes, with its new value (`:trace`),
-    at most `limit` of them."""
+    at most `limit` of them; `progress(done, total)` hears how far along the run it is."""
     step: int | None = first if _changed_at(watch, timeline, first, first) else None
     if step is None:
-        step = next_change(watch, timeline, first, first, last, cancelled=cancelled)
+        step = next_change(
+            watch, timeline, first, first, last, cancelled=cancelled, progress=progress
+        )
     count = 0
     while step is not None and count < limit:
         yield step, _read(watch, timeline, step)
         count += 1
-        step = next_change(watch, timeline, step, first, last, cancelled=cancelled)
+        if progress is not None:
+            progress(step - first, max(last - first, 1))
+        step = next_change(
+            watch, timeline, step, first, last, cancelled=cancelled, progress=progress
+        )

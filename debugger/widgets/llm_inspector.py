@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
@@ -45,10 +46,10 @@ def describe_call(call: dict[str, Any] | None, step: int) -> Content:
         names = [t.get("name", "?") if isinstance(t, dict) else str(t) for t in tools]
         parts.append((f"  tools: {', '.join(names)}\n", "$text-muted"))
     response = call.get("response") or {}
-    text = response.get("text") if isinstance(response, dict) else str(response)
+    answer = response.get("text") if isinstance(response, dict) else str(response)
     parts.append(("answer\n", "bold"))
-    if text:
-        parts.append(f"  {text}\n")
+    if answer:
+        parts.append(f"  {answer}\n")
     for tc in (response.get("tool_calls") or []) if isinstance(response, dict) else []:
         parts.append((f"  → {describe_value(tc, 100)}\n", "$text-warning"))
     parts += [("value ", "bold"), describe_value(call.get("value"), 200)]
@@ -67,9 +68,9 @@ class LLMInspector(VerticalScroll, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._body = Static(describe_call(None, 0))
-        self._shown: tuple[int, int | None] | None = None
+        self._shown: tuple[int, bool, str | None] | None = None
 
-    def compose(self):  # noqa: ANN201 - ComposeResult
+    def compose(self) -> ComposeResult:
         yield self._body
 
     def show(self, call: dict[str, Any] | None, step: int, edited: Any = None) -> None:

@@ -1,8 +1,9 @@
 """Provides `StatusLine`: step k/n, branch, location, tokens, cost, run status and why the
 cursor stopped where it is; staged edits and a waiting interrupt are called out.
 
-When the line is wider than the terminal, the token and cost figures go first, so the run's
-status, a waiting interrupt (and how to answer it) and the reason stay in sight."""
+When the line is wider than the terminal, the step budget goes first, then the token and cost
+figures, so the run's status, a waiting interrupt (and how to answer it) and the reason stay in
+sight."""
 
 from __future__ import annotations
 
@@ -32,12 +33,13 @@ class StatusLine(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.content = Content("")  # the whole line
-        self.compact = Content("")  # the line without tokens and cost, for narrow terminals
+        self.unbudgeted = Content("")  # the line without the step budget
+        self.compact = Content("")  # without the budget, tokens and cost, for narrow terminals
 
     def render(self) -> Content:
         width = self.content_size.width
         if width and self.content.cell_length > width:
-            return self.compact
+            return self.unbudgeted if self.unbudgeted.cell_length <= width else self.compact
         return self.content
 
     def show(
@@ -60,18 +62,20 @@ class StatusLine(Widget):
         loc = state.location
         where = f"{loc.scope}:{loc.line}" if loc is not None else "-"
         u = state.usage
-        head: list[tuple[str, str] | str] = [
+        steps: list[tuple[str, str] | str] = [
             ("step ", "$text-muted"),
             (f"{state.step}/{max(length - 1, 0)}", "bold"),
         ]
+        head = list(steps)
         if max_steps is not None:  # the recording's step budget (--max-steps)
             head.append((f" (max {max_steps:,})", "$text-muted"))
-        head += [
+        place: list[tuple[str, str] | str] = [
             ("  branch ", "$text-muted"),
             (str(state.branch), "bold"),
             ("  at ", "$text-muted"),
             where,
         ]
+        head += place
         usage: list[tuple[str, str] | str] = [
             ("  tokens ", "$text-muted"),
             f"{u.input_tokens}↑ {u.output_tokens}↓",
@@ -106,5 +110,6 @@ class StatusLine(Widget):
         content = Content.assemble(*head, *usage, *tail, *rest)
         if content.plain != self.content.plain or content != self.content:
             self.content = content
-            self.compact = Content.assemble(*head, *short, *rest)
+            self.unbudgeted = Content.assemble(*steps, *place, *usage, *tail, *rest)
+            self.compact = Content.assemble(*steps, *place, *short, *rest)
             self.refresh()

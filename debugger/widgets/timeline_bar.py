@@ -2,13 +2,16 @@
 
 The top row carries a marker per column for what happened in the steps that column covers (LLM
 calls, tool rounds, checkpoints, restores, interrupts, errors, `debugger()` stops, branches);
-the next row is the track with the cursor; a run that spent tokens gets a third row, a bar per
-column as high as the tokens its LLM calls used (where the money went). Clicking or dragging asks for a step
-(`StepSelected`, collapsed while the app is busy so a drag never queues up hundreds of moves).
+the next row is the track with the cursor; a third row, the strip, shows a bar per column as
+high as what its LLM calls spent: tokens (where the money went; shown for a run that spent any)
+or, after `cycle_strip()`, the time the calls took (where the time went). The border's subtitle
+names the measure and the tallest column. Clicking or dragging asks for a step (`StepSelected`,
+collapsed while the app is busy so a drag never queues up hundreds of moves).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from textual import events
@@ -32,6 +35,8 @@ MARKERS: dict[str, tuple[str, str, int]] = {
 }
 SPARKS = " ▁▂▃▄▅▆▇█"
 SPEND = "$text-warning"
+SLOW = "$text-error"
+STRIPS = ("tokens", "latency")  # what the strip measures; `cycle_strip` goes through them
 TRACK_DONE = "$primary"
 TRACK_TODO = "$foreground 30%"
 CURSOR = "bold $text-accent"
@@ -77,6 +82,7 @@ class TimelineBar(Widget):
         self._marker_key: tuple[int, int] = (0, 0)
         self._fork_step: int | None = None
         self._dragging = False
+        self.strip = STRIPS[0]
 
     def set_events(
         self, events: Iterable[Event], length: int, fork_step: int | None = None
@@ -86,8 +92,19 @@ class TimelineBar(Widget):
         self._fork_step = fork_step
         self._markers = None
         self.length = max(length, 1)
-        # a run that spent tokens gets the spend row: the class lets the layout give it a line
-        self.set_class(any(_tokens(e) > 0 for e in self._events if e.kind == "llm"), "-spends")
+        self._show_strip()
+
+    def cycle_strip(self) -> str:
+        """Show the next measure in the strip (tokens, latency); returns its name."""
+        self.strip = STRIPS[(STRIPS.index(self.strip) + 1) % len(STRIPS)]
+        self._show_strip()
+        return self.strip
+
+    def _show_strip(self) -> None:
+        # a run that spent some of the measure gets the strip: the class gives it a line
+        spent = any(_measure(e, self.strip) > 0 for e in self._events if e.kind == "llm")
+        self.set_class(spent, "-spends")
+        self.border_subtitle = _strip_title(self.strip, self._events) if spent else ""
         self.refresh()
 
     # -- geometry ---------------------------------------------------------------------------------
@@ -111,20 +128,21 @@ class TimelineBar(Widget):
         return min(n - 1, (x * n + n // 2) // w) if w else 0
 
     def _spend_row(self) -> list[tuple[str, str]] | None:
-        """Where the tokens went: a bar per column, as high as the tokens of the LLM calls in
-        the steps it covers (None when the run has spent none, as with scripted answers)."""
+        """Where the tokens (or the time) went: a bar per column, as high as the tokens (or
+        milliseconds) of the LLM calls in the steps it covers (None when the run has spent
+        none, as scripted answers spend no tokens)."""
         w = self._width()
-        spent = [0] * w
+        spent = [0.0] * w
         for event in self._events:
             if event.kind != "llm":
                 continue
-            spent[self.column_of(event.step)] += _tokens(event)
+            spent[self.column_of(event.step)] += _measure(event, self.strip)
         top = max(spent)
         if top <= 0:
             return None
-        return [
-            (SPARKS[(n * (len(SPARKS) - 1) + top - 1) // top] if n else " ", SPEND) for n in spent
-        ]
+        style = SPEND if self.strip == "tokens" else SLOW
+        steps = len(SPARKS) - 1
+        return [(SPARKS[max(1, math.ceil(n * steps / top))] if n else " ", style) for n in spent]
 
     def _marker_row(self) -> list[tuple[str, str]]:
         w = self._width()
@@ -190,12 +208,31 @@ class TimelineBar(Widget):
         self.post_message(self.StepSelected(self.step_at(x)))
 
 
-def _tokens(event: Event) -> int:
+def _measure(event: Event, strip: str) -> float:
+    """What one LLM call spent of `strip`'s measure: its tokens, or its latency in ms."""
     data = event.data or {}
     try:
-        return max(int(data.get("input_tokens") or 0) + int(data.get("output_tokens") or 0), 0)
+        if strip == "latency":
+            spent = float(data.get("latency_ms") or 0)
+        else:
+            spent = float(int(data.get("input_tokens") or 0) + int(data.get("output_tokens") or 0))
     except (TypeError, ValueError):
-        return 0
+        return 0.0
+    return spent if math.isfinite(spent) and spent > 0 else 0.0
+
+
+def _strip_title(strip: str, events: list[Event]) -> str:
+    """The strip's caption: its measure and the run's total and slowest (or biggest) call."""
+    spent = [_measure(e, strip) for e in events if e.kind == "llm"]
+    if strip == "latency":
+        return f"strip: LLM latency · {_ms(sum(spent))} in all, slowest call {_ms(max(spent))}"
+    return f"strip: tokens · {sum(spent):,.0f} in all, biggest call {max(spent):,.0f}"
+
+
+def _ms(ms: float) -> str:
+    if ms >= 1000:
+        return f"{ms / 1000:,.1f} s"
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:,.0f} ms"
 
 
 def _runs(cells: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ def _expandable(value: Any) -> bool:
 
 def _items(value: Any) -> list[tuple[str | int, Any]]:
     if isinstance(value, list):
-        return list(enumerate(value))[:MAX_CHILDREN]
+        return list[tuple[str | int, Any]](enumerate(value))[:MAX_CHILDREN]
     if isinstance(value, dict):
         if "$result" in value:
             key = "value" if value.get("$result") == "success" else "error"

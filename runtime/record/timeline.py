@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 from runtime.record.format import (
     KINDS,
@@ -417,7 +417,7 @@ class Timeline:
         self._index: WriteIndex | None = None
 
     @classmethod
-    def open(cls, store: RunStore, run_id: str, branch: int = 0) -> Timeline:
+    def open(cls, store: RunStore, run_id: str, branch: int = 0) -> Self:
         run = store.get_run(run_id)
         if run is None:
             raise StoreError(f"no run {run_id!r} in this store")
@@ -933,7 +933,7 @@ class Timeline:
             for b in self.store.branches(self.run_id)
         ]
 
-    def switch(self, branch: int) -> Timeline:
+    def switch(self, branch: int) -> Self:
         return type(self)(self.store, self.run_id, branch, self.program, self.locations)
 
     def diverge(self, a: int, b: int) -> int | None:

@@ -129,3 +129,31 @@ async def test_a_failed_go_to_clears_the_last_moves_reason(dice: Session) -> Non
         await settle(pilot)
         assert "end of the run" not in str(app.query_one(StatusLine).content)
         assert any("outside the run" in n.message for n in app._notifications)
+
+
+async def test_a_long_status_line_drops_the_step_budget_before_the_cost() -> None:
+    from textual.app import App, ComposeResult
+
+    from runtime.record.views import StateView, Usage
+
+    class Line(App[None]):
+        def compose(self) -> ComposeResult:
+            yield StatusLine(id="status")
+
+    app = Line()
+    async with app.run_test(size=(120, 3)) as pilot:
+        line = app.query_one(StatusLine)
+        state = StateView(9, 1, None, (), {}, {}, "0", (), Usage(91, 18, 0.0123))
+        reason = "restored from step 9: branch 1 (again)"
+        line.show(state, 20, reason, max_steps=1_000_000)  # 122 cells: one too many
+        await pilot.pause()
+        assert line.content.cell_length > line.content_size.width
+        shown = str(line.render())
+        assert "cost $0.0123" in shown and reason in shown and "max 1,000,000" not in shown
+        line.show(state, 20, reason + " " + "x" * 40, max_steps=1_000_000)  # far too long
+        await pilot.pause()
+        shown = str(line.render())
+        assert "cost" not in shown and reason in shown  # then the figures go too
+        line.show(state, 20, "ok", max_steps=1_000_000)  # it fits: all of it
+        await pilot.pause()
+        assert "max 1,000,000" in str(line.render()) and "cost" in str(line.render())

@@ -90,6 +90,25 @@ async def test_esc_stops_the_recording_and_opens_what_was_recorded(tmp_path) -> 
         assert f"(max {DEFAULT_MAX_STEPS:,})" in status
 
 
+async def test_esc_after_the_recording_cancels_the_work_under_way(tmp_path) -> None:  # noqa: ANN001
+    """Once the run is recorded, Esc cancels a trace or a scan, not the finished recording's
+    stopper (which used to swallow the first Esc, leaving the trace running)."""
+    counting = PROGRAMS / "counting.agency"
+    app = build_app(str(counting), config=config(None), db=str(tmp_path / "r.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        while app.session is None:
+            await pilot.pause(0.05)
+        await settle(pilot)
+        stopper = app._stopper
+        assert stopper is not None and not stopper.cancelled
+        app.run_command("trace i % 1000 == 0")
+        assert app.work_line.busy and app.work_line.cancellable
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not stopper.cancelled  # the recording it belonged to was over
+        assert not app.work_line.busy
+
+
 @pytest.mark.parametrize("key", ["q", "ctrl+c"])
 async def test_quit_while_recording_ends_at_once_and_saves_the_run(tmp_path, key: str) -> None:  # noqa: ANN001
     db = tmp_path / "r.db"

@@ -157,6 +157,18 @@ def test_trace_lists_every_change(watched: Session) -> None:
         watched.trace("score +")
 
 
+def test_trace_reports_how_far_along_the_run_it_is() -> None:
+    session = make_session(PROGRAMS / "counting.agency")
+    heard: list[tuple[int, int]] = []
+    found = session.trace("i % 1000 == 0", progress=lambda done, total: heard.append((done, total)))
+    assert [v for _, v in found] == ["true", "false", "true", "false", "true", "false", "true"]
+    assert found == session.trace("i % 1000 == 0")  # the same answer without a listener
+    assert len(heard) > 10  # heard all along, not only where the value changed
+    dones = [done for done, _ in heard]
+    assert dones == sorted(dones) and all(0 <= d <= t for d, t in heard)
+    assert dones[-1] >= 0.9 * heard[-1][1]
+
+
 # -- breakpoints with conditions, hit counts and events ---------------------------------------
 
 
@@ -236,7 +248,61 @@ def test_diff_two_branches(calls: Session) -> None:
         calls.diff("branch 7")
 
 
+def test_a_diff_of_long_texts_shows_where_they_differ() -> None:
+    from types import SimpleNamespace
+
+    from debugger.diff import diff_states
+    from runtime.record.views import Usage
+
+    prompt = "Summarise these verdicts for the product team in one line: "
+
+    def state(verdicts: str, items: list[int]) -> SimpleNamespace:
+        message = SimpleNamespace(role="user", content=prompt + verdicts)
+        frame = SimpleNamespace(scope="main", args={}, locals={"items": items})
+        return SimpleNamespace(
+            status="done",
+            result=None,
+            frames=[frame],
+            globals={},
+            output=(),
+            threads={"0": (message,)},
+            active_thread="0",
+            usage=Usage(0, 0, 0.0),
+        )
+
+    lines = diff_states(
+        state("positive, mixed, positive", [1] * 60 + [2]),
+        state("positive, negative, positive", [1] * 60 + [3]),
+    )
+    texts = {line.what: (line.a, line.b) for line in lines}
+    a, b = texts["message 0"]
+    assert a != b and "mixed" in a and "negative" in b  # not two equal beginnings
+    assert a.startswith("user: …") and a.endswith('positive"')
+    a, b = texts["main.items"]
+    assert a.endswith("1, 2]") and b.endswith("1, 3]") and a.startswith("…")
+    short = diff_states(state("yes", [1]), state("no", [1]))  # short texts are shown whole
+    assert [(x.a, x.b) for x in short] == [(f'user: "{prompt}yes"', f'user: "{prompt}no"')]
+
+
 # -- in the app ------------------------------------------------------------------------------
+
+
+async def test_the_status_line_counts_event_breakpoints_too(watched: Session) -> None:
+    from debugger.app import DebuggerApp
+    from debugger.widgets.status_line import StatusLine
+    from tests.debugger.conftest import SIZE, settle
+
+    app = DebuggerApp(watched)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        status = app.query_one(StatusLine)
+        assert "● " not in str(status.content)
+        app.run_command("break llm")  # no line breakpoint, but c stops: say there is one
+        await settle(pilot)
+        assert "● 1" in str(status.content)
+        app.run_command(f"break {lines_of(watched, 'rounds = rounds + 1')}")
+        await settle(pilot)
+        assert "● 2" in str(status.content)
 
 
 async def test_watches_in_the_app(watched: Session) -> None:
@@ -377,3 +443,58 @@ async def test_the_timeline_shows_where_the_tokens_went() -> None:
         assert strip[bar.column_of(90)] == SPARKS[-1]  # the biggest spend is a full bar
         assert strip[bar.column_of(10)] == SPARKS[1]  # a little is still visible
         assert len(strip.replace(" ", "")) == 2  # nothing where nothing was spent
+
+
+async def test_the_timeline_strip_switches_to_where_the_time_went() -> None:
+    from textual.app import App, ComposeResult
+
+    from debugger.widgets.timeline_bar import SPARKS, TimelineBar
+    from runtime.record.views import Event
+
+    class Bar(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TimelineBar(id="timeline")
+
+    app = Bar()
+    async with app.run_test(size=(40, 6)) as pilot:
+        bar = app.query_one(TimelineBar)
+        calls = [  # the call that used the most tokens is not the slow one
+            Event(10, "llm", "slow", {"input_tokens": 10, "output_tokens": 0, "latency_ms": 4000}),
+            Event(90, "llm", "big", {"input_tokens": 900, "output_tokens": 100, "latency_ms": 250}),
+        ]
+        bar.set_events(calls, 100)
+        await pilot.pause()
+        assert bar.strip == "tokens" and "1,010 in all" in str(bar.border_subtitle)
+        assert str(bar.render()).splitlines()[2][bar.column_of(90)] == SPARKS[-1]
+        assert bar.cycle_strip() == "latency"
+        await pilot.pause()
+        strip = str(bar.render()).splitlines()[2]
+        assert strip[bar.column_of(10)] == SPARKS[-1]  # the slowest call is the full bar
+        assert strip[bar.column_of(90)] == SPARKS[1]
+        assert "4.2 s in all, slowest call 4.0 s" in str(bar.border_subtitle)
+        assert bar.cycle_strip() == "tokens"  # and back
+        # a scripted run spent no tokens but took time: only the latency strip shows it
+        bar.set_events([Event(5, "llm", "a", {"latency_ms": 3.5})], 100)
+        await pilot.pause()
+        assert not bar.has_class("-spends") and not bar.border_subtitle
+        bar.cycle_strip()
+        await pilot.pause()
+        assert bar.has_class("-spends") and bar.size.height == 3
+        assert "slowest call 3.5 ms" in str(bar.border_subtitle)
+
+
+async def test_the_strip_key_is_in_help_and_says_what_it_shows(watched: Session) -> None:
+    from debugger.app import DebuggerApp
+    from tests.debugger.conftest import SIZE, settle
+
+    app = DebuggerApp(watched)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        said = [str(n.message) for n in app._notifications]
+        assert "strip: LLM latency per column" in said
+        await pilot.press("question_mark")
+        await settle(pilot)
+        text = str(app.screen.query_one("#help-text").render())
+        assert "Timeline strip: tokens / LLM latency" in text
