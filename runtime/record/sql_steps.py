@@ -151,14 +151,16 @@ class SQLSteps(SQLBase):
         later: set[int] = set()
         order = {seg.branch: i for i, seg in enumerate(segments)}
         for part, b, first, last, blob in rows:
+            what = f"run {run_id}: a {'keyframe' if part in (_KEYFRAME, _BASE) else 'step batch'}"
             if part == _KEYFRAME:
-                keyframe = Keyframe(b, first, bytes(blob))
+                keyframe = Keyframe(b, stored_int(first, what), stored_blob(blob, what))
             elif part == _BASE:
-                base = Keyframe(b, first, bytes(blob))
+                base = Keyframe(b, stored_int(first, what), stored_blob(blob, what))
             elif part == _LATER:
-                later.add(first)
+                later.add(stored_int(first, what))
             else:
-                batches.append((order[b], Batch(b, first, last, bytes(blob))))
+                first, last = stored_int(first, what), stored_int(last, what)
+                batches.append((order[b], Batch(b, first, last, stored_blob(blob, what))))
         batches.sort(key=lambda item: (item[0], item[1].first_step))
         return StateSpan(keyframe, base, [batch for _, batch in batches], sorted(later))
 
