@@ -257,8 +257,14 @@ AGENCY_HOST_NAMES = frozenset(
         "__agency_compile",
         "__agency_compile_file",
         "__agency_decided",
+        "__agency_describe",
+        "__agency_effects",
+        "__agency_describe_error",
+        "__agency_read_test_file",
+        "__agency_verdict",
         "__agency_depth",
         "__agency_silent",
+        "__agency_spent",
     }
 )
 BUILTIN_NAMES = BUILTIN_NAMES | AGENCY_HOST_NAMES

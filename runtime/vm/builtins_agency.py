@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyError, AgencyRuntimeError, AgencySyntaxError
 from runtime.language.bytecode import CompiledProgram
 from runtime.language.files import read_text
+from runtime.language.module_info import describe, exported_effects
 from runtime.language.program import STD_PREFIX, compile_source, source_hash
 from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
@@ -52,7 +53,7 @@ DEPTH_CEILING = 10  # nesting depth no maxDepth can raise
 PARENT = "parent"  # the kind of the parent-vote handler entry in a child's chain
 SILENT = "pass"  # a parent vote with no opinion (the child's own approval stands)
 _CACHE_SIZE = 64
-_compiled: dict[tuple[str, str], CompiledProgram] = {}  # (source, dir) → program: a pure memo
+_compiled: dict[str, CompiledProgram] = {}  # digest → program: a memo of what compile() made
 
 
 def _s(v: Any) -> str:
@@ -75,7 +76,10 @@ def _refused_imports(source: str, path: str, root: Path | None) -> list[str]:
                 continue
             name = item.module
             if not name.endswith(".agency"):
-                problems.append(f"cannot import {name!r}: only std:: modules and .agency files")
+                problems.append(
+                    f"cannot import {name!r}: it is not Agency source "
+                    "(only std:: modules and .agency files can be imported)"
+                )
                 continue
             if root is None:
                 problems.append(f"cannot import {name!r}: local imports need a directory (`dir`)")
@@ -92,14 +96,10 @@ def _refused_imports(source: str, path: str, root: Path | None) -> list[str]:
     return problems
 
 
-def compile_child(source: str, dir_: str, root: Path | None) -> CompiledProgram:
-    """The program `source` compiles to (relative imports resolve in `root`), or an
-    `AgencyRuntimeError` saying why it does not compile."""
-    key = (source, dir_)
-    program = _compiled.get(key)
-    if program is not None:
-        return program
-    path = str(root / "<source>.agency") if root is not None else "<source>"
+def compile_child(source: str, root: Path | None, name: str = "<source>.agency") -> CompiledProgram:
+    """The program `source` compiles to (its relative imports resolve next to `root / name`,
+    inside `root`), or an `AgencyRuntimeError` saying why it does not compile."""
+    path = str(root / name) if root is not None else "<source>"
     try:
         problems = _refused_imports(source, path, root)
         if problems:
@@ -113,14 +113,29 @@ def compile_child(source: str, dir_: str, root: Path | None) -> CompiledProgram:
         raise AgencyRuntimeError(f"compile error: {exc}") from None
     if len(_compiled) >= _CACHE_SIZE:
         _compiled.pop(next(iter(_compiled)))
-    _compiled[key] = program
+    _compiled[program.sha256] = program
     return program
 
 
-def _compiled_value(source: str, dir_: str) -> JSObject:
-    """A CompiledProgram value: its id and what it was compiled from (so a rebuilt parent can
-    compile it again)."""
-    return JSObject({"moduleId": source_hash(source + "\0" + dir_), "source": source, "dir": dir_})
+def _compiled_value(program: CompiledProgram, source: str, dir_: str, name: str) -> JSObject:
+    """A CompiledProgram value: its id (the digest of its source and every file it imports) and
+    what it was compiled from, so a parent rebuilt in another process can compile it again."""
+    return JSObject({"moduleId": program.sha256, "source": source, "dir": dir_, "file": name})
+
+
+def program_of(m: Machine, run: JSObject) -> CompiledProgram:
+    """The program a child run runs: the one compiled, or (in a parent rebuilt elsewhere) the
+    same sources compiled again, which must still be that program."""
+    program = _compiled.get(_s(run["moduleId"]))
+    if program is not None:
+        return program
+    name = _s(run.get("file") or "<source>.agency")
+    program = compile_child(_s(run["source"]), _root(m, _s(run["dir"])), name)
+    if program.sha256 != run["moduleId"]:
+        raise AgencyRuntimeError(
+            "run: the files this program imports changed since it was compiled; compile it again"
+        )
+    return program
 
 
 def _root(m: Machine, dir_: str) -> Path | None:
@@ -133,8 +148,14 @@ def _agency_compile(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if type(source) is not str:
         raise AgencyRuntimeError(f"compile: expected source text, got {to_str(source)!r}")
     dir_ = _s(arg(args, named, 1, "dir") or "")
-    compile_child(source, dir_, _root(m, dir_))
-    return _compiled_value(source, dir_)
+    root = _root(m, dir_)
+
+    def act() -> JSObject:
+        return _compiled_value(compile_child(source, root), source, dir_, "<source>.agency")
+
+    # The files it imports are inputs of the run: re-execution is given the recorded outcome.
+    what = {"moduleId": source_hash(source), "dir": dir_}
+    return observe(m, "compile", what, act)
 
 
 @builtin("__agency_compile_file")
@@ -151,9 +172,15 @@ def _agency_compile_file(m: Machine, args: list[Any], named: dict[str, Any]) -> 
         except (OSError, UnicodeDecodeError, AgencyError) as exc:
             raise AgencyRuntimeError(f"runFile: cannot read {shown!r}: {exc}") from None
 
-    source = observe(m, "read", {"path": shown}, act)
-    compile_child(source, dir_, _root(m, dir_))
-    return _compiled_value(source, dir_)
+    root = base_dir(m, dir_, changes=True, what="runFile")
+    name = str(path.relative_to(root))
+
+    def compiled() -> JSObject:
+        source = act()
+        return _compiled_value(compile_child(source, root, name), source, dir_, name)
+
+    # The file and the files it imports are inputs of the run (see `__agency_compile`).
+    return observe(m, "compile", {"path": shown}, compiled)
 
 
 @builtin("__agency_depth")
@@ -228,7 +255,7 @@ def _unpacked(text: Any) -> Any:
 def _start(m: Machine, run: JSObject, answer: Any) -> tuple[Any, JSObject | None]:
     """The child machine for the next segment (new, or revived from the snapshot the run holds
     and given the parent's answer), or the outcome that ends the run before it starts."""
-    program = compile_child(_s(run["source"]), _s(run["dir"]), _root(m, _s(run["dir"])))
+    program = program_of(m, run)
     world = type(m.world)(root=base_dir(m, run["cwd"], changes=True, what="run"), quiet=True)
     state = run.get("state")
     if state is None:
@@ -277,7 +304,7 @@ def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
             break
         if deadline is not None and time.monotonic() > deadline:
             stopped = _limit(
-                "wallClock", wall, wall, f"the child program ran longer than {wall:g} ms"
+                "wall_clock", wall, wall, f"the child program ran longer than {wall:g} ms"
             )
             break
     spent = {k: child.usage[k] - before[k] for k in before}
@@ -314,8 +341,13 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
     if type(run) is not JSObject:
         raise AgencyRuntimeError("run: expected a child run")
     depth = int(to_number(run["depth"]))
-    if depth > min(int(to_number(run["maxDepth"])), DEPTH_CEILING):
-        limit = min(int(to_number(run["maxDepth"])), DEPTH_CEILING)
+    # An ancestor's lower maxDepth holds for every descendant: a child cannot loosen it.
+    limit = min(int(to_number(run["maxDepth"])), DEPTH_CEILING)
+    if is_child(m):
+        limit = min(limit, m.agency_max_depth)
+    if run["maxDepth"] != limit:
+        m.set_key(run, "maxDepth", limit)
+    if depth > limit:
         return JSObject(
             {
                 "kind": "error",
@@ -367,3 +399,160 @@ def _agency_decided(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         )
     m.event("interrupt", d.action, {"action": d.action, "value": to_plain(d.value)})
     return d
+
+
+# -- testing Agency from Agency (std::agency's test and testFile) ------------------------------
+
+# The .test.json fields a sandboxed test file may use; any other is refused by name.
+_SUITE_FIELDS = {"sourceFile", "tests", "defaultTimeoutMs", "description"}
+_CASE_FIELDS = {
+    "nodeName",
+    "args",
+    "expectedOutput",
+    "evaluationCriteria",
+    "interruptHandlers",
+    "timeoutMs",
+    "description",
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@builtin("__agency_spent")
+def _agency_spent(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """What this run's LLM calls (its children's included) have cost so far, in dollars."""
+    return m.usage["cost"]
+
+
+@builtin("__agency_verdict")
+def _agency_verdict(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    """ "" when a case's value is the expected one (as JSON), else what differs."""
+    actual, expected = to_plain(args[0]), to_plain(args[1] if len(args) > 1 else None)
+    if _same(actual, expected):
+        return ""
+    return f"expected {json.dumps(expected)}, got {json.dumps(actual)}"
+
+
+@builtin("__agency_describe_error")
+def _agency_describe_error(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    """A failure's error as one line of feedback (a limit failure names its reason and limit)."""
+    error = to_plain(args[0] if args else None)
+    if isinstance(error, dict) and "reason" in error:
+        return f"{error['reason']} ({error.get('limit')}): {error.get('message', '')}".strip()
+    return error if isinstance(error, str) else json.dumps(error)
+
+
+def _suite_problem(suite: Any) -> str | None:
+    if not isinstance(suite, dict) or not isinstance(suite.get("tests"), list):
+        return 'a test file is a JSON object with a "tests" list'
+    extra = sorted(set(suite) - _SUITE_FIELDS)
+    if extra:
+        return f"the test file field {extra[0]!r} is not supported when testing from Agency"
+    for i, case in enumerate(suite["tests"], 1):
+        if not isinstance(case, dict) or not isinstance(case.get("nodeName"), str):
+            return f'test {i}: expected an object with a "nodeName"'
+        if case.get("input"):
+            return (
+                f'test {i}: "input" (a command-line argument string) is not supported here; '
+                'give the node\'s arguments by name in "args"'
+            )
+        extra = sorted(set(case) - _CASE_FIELDS - {"input"})
+        if extra:
+            return f"test {i}: the field {extra[0]!r} is not supported when testing from Agency"
+        for crit in case.get("evaluationCriteria") or []:
+            if not isinstance(crit, dict) or crit.get("type") != "exact":
+                return f"test {i}: only exact evaluation criteria are supported here"
+        try:
+            json.loads(case.get("expectedOutput", "null"))
+        except (TypeError, json.JSONDecodeError):
+            return (
+                f"test {i}: expectedOutput {case.get('expectedOutput')!r} is not JSON; "
+                'a string result is written quoted, e.g. "\\"ok\\""'
+            )
+    return None
+
+
+def _case(case: dict[str, Any]) -> dict[str, Any]:
+    answers = [
+        {
+            "action": "approve" if h.get("action", "approve") != "reject" else "reject",
+            **({"value": h["value"]} if "value" in h else {}),
+            **({"expectedMessage": h["expectedMessage"]} if "expectedMessage" in h else {}),
+        }
+        for h in case.get("interruptHandlers") or []
+        if isinstance(h, dict)
+    ]
+    out = {
+        "node": case["nodeName"],
+        "args": case.get("args") or {},
+        "expected": json.loads(case.get("expectedOutput", "null")),
+        "interrupts": answers,
+    }
+    if isinstance(case.get("timeoutMs"), (int, float)):
+        out["wallClock"] = case["timeoutMs"]
+    return out
+
+
+@builtin("__agency_read_test_file")
+def _agency_read_test_file(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """A .test.json file (inside the working directory) as {sourceFile, cases, wallClock}."""
+    dir_ = _s(arg(args, named, 0, "dir") or "")
+    filename = _s(arg(args, named, 1, "filename") or "")
+    path = inside(m, filename, dir_, changes=True, what="testFile")
+    shown = str(path.relative_to(m.world.root))
+
+    def act() -> str:
+        try:
+            return read_text(path, "the test file")
+        except FileNotFoundError:
+            raise AgencyRuntimeError(f"testFile: {shown!r}: no such file") from None
+        except (OSError, UnicodeDecodeError, AgencyError) as exc:
+            raise AgencyRuntimeError(f"testFile: cannot read {shown!r}: {exc}") from None
+
+    text = observe(m, "read", {"path": shown}, act)
+    try:
+        suite = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AgencyRuntimeError(f"testFile: {shown!r} is not valid JSON ({exc.msg})") from None
+    problem = _suite_problem(suite)
+    if problem is not None:
+        raise AgencyRuntimeError(f"testFile: {shown!r}: {problem}")
+    source = suite.get("sourceFile") or (
+        filename.removesuffix(".test.json") + ".agency"
+        if filename.endswith(".test.json")
+        else filename
+    )
+    default = suite.get("defaultTimeoutMs")
+    return from_plain(
+        {
+            "sourceFile": source,
+            "cases": [_case(c) for c in suite["tests"]],
+            "wallClock": default if isinstance(default, (int, float)) else 60000,
+        }
+    )
+
+
+# -- reading a module without running it (getEffects, describe) --------------------------------
+
+
+def _module_info(what: str, source: Any, read: Any) -> Any:
+    if type(source) is not str:
+        raise AgencyRuntimeError(f"{what}: expected source text, got {to_str(source)!r}")
+    try:
+        return from_plain(read(source))
+    except AgencySyntaxError as exc:
+        raise AgencyRuntimeError(f"{what}: {exc.render()}") from None
+    except AgencyError as exc:
+        raise AgencyRuntimeError(f"{what}: {exc}") from None
+
+
+@builtin("__agency_effects")
+def _agency_effects(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return _module_info("getEffects", args[0] if args else None, exported_effects)
+
+
+@builtin("__agency_describe")
+def _agency_describe(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return _module_info("describe", args[0] if args else None, describe)
