@@ -24,6 +24,7 @@ charged to the parent, so the parent's cost guards see it. Budgets: `maxCost` (d
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,6 +238,12 @@ def _limit(limit: str, threshold: Any, value: Any, message: str) -> JSObject:
     )
 
 
+def _payload(limit: float, size: int, what: str) -> JSObject:
+    return _limit(
+        "ipc_payload", limit, size, f"the child program's {what} is larger than {limit:g} bytes"
+    )
+
+
 def _outcome(kind: str, **fields: Any) -> JSObject:
     """A segment's outcome: plain JSON whose Agency values are packed into strings (so the
     journal, which encodes the outcome as a value, keeps them exactly)."""
@@ -290,6 +297,10 @@ def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
     wall = to_number(run.get("wallClock") or 0)
     deadline = time.monotonic() + wall / 1000 if wall > 0 else None
     stopped: JSObject | None = None
+    out_limit = to_number(run.get("stdout") or math.inf)
+    payload_limit = to_number(run.get("ipcPayload") or math.inf)
+    counted = len(child.output)
+    printed = sum(len(line.encode()) + 1 for line in child.output)
     while not child.done and child.status != INTERRUPTED:
         child.step()
         cost = child.usage["cost"]
@@ -307,17 +318,36 @@ def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
                 "wall_clock", wall, wall, f"the child program ran longer than {wall:g} ms"
             )
             break
+        if len(child.output) > counted:  # what it printed this step
+            printed += sum(len(line.encode()) + 1 for line in child.output[counted:])
+            counted = len(child.output)
+        if printed > out_limit:
+            stopped = _limit(
+                "stdout",
+                out_limit,
+                printed,
+                f"the child program printed more than {out_limit:g} bytes",
+            )
+            break
     spent = {k: child.usage[k] - before[k] for k in before}
+    if stopped is None and child.status == HALTED:
+        value = _packed(child.result)
+        if len(value) > payload_limit:
+            stopped = _payload(payload_limit, len(value), "its result")
+    if stopped is None and child.status == INTERRUPTED:
+        state = json.dumps(snapshot(child))
+        if len(state) > payload_limit:
+            stopped = _payload(payload_limit, len(state), "its state while it waits")
     if stopped is not None:
         return _outcome("error", error=_packed(stopped), spent=spent)
     if child.status == HALTED:
-        return _outcome("done", value=_packed(child.result), spent=spent)
+        return _outcome("done", value=value, spent=spent)
     if child.status == FAILED:
         why = child.error.message if child.error is not None else "the child program failed"
         return _outcome("done", value=_packed(Result(False, error=why)), spent=spent)
     pending = child.pending if isinstance(child.pending, dict) else {}
     ask = pending if pending.get("forward") else {"obj": pending, "yes": False}
-    return _outcome("ask", ask=ask, state=json.dumps(snapshot(child)), spent=spent)
+    return _outcome("ask", ask=ask, state=state, spent=spent)
 
 
 def _charge(m: Machine, spent: dict[str, Any]) -> None:
