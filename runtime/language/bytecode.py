@@ -249,6 +249,26 @@ VALUE_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | VALUE_HOST_NAMES
 
+# Host functions behind `std::agency` (runtime/vm/builtins_agency.py): compiling Agency source
+# and running a node of it as a child program.
+AGENCY_HOST_NAMES = frozenset(
+    {
+        "__agency_child_run",
+        "__agency_compile",
+        "__agency_compile_file",
+        "__agency_decided",
+        "__agency_describe",
+        "__agency_effects",
+        "__agency_describe_error",
+        "__agency_read_test_file",
+        "__agency_verdict",
+        "__agency_depth",
+        "__agency_silent",
+        "__agency_spent",
+    }
+)
+BUILTIN_NAMES = BUILTIN_NAMES | AGENCY_HOST_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to

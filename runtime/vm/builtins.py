@@ -18,6 +18,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
+    builtins_agency,
     builtins_callbacks,
     builtins_data,
     builtins_fork,
@@ -318,6 +319,8 @@ def _restore(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 @builtin("__interrupt_open")
 def _interrupt_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
     message, data, effect = (args + [None, None, None])[:3]
+    if type(effect) is not str and type(data) is JSObject and type(data.get("effect")) is str:
+        effect = data["effect"]  # `interrupt(message, {effect: "std::bash", …})` names it too
     effect = effect if type(effect) is str else "unknown"  # `interrupt ns::name(…)` names it
     obj = JSObject({"effect": effect, "message": message, "data": data})
     if type(data) is JSObject:
@@ -343,7 +346,11 @@ def interrupt_handlers(m: Machine) -> tuple[JSArray, bool]:
     frames = m.frames
     for i in range(len(frames) - 2, -1, -1):  # the top frame is this interrupt's own
         f = frames[i]
-        if f.code.kind == "prelude" and f.code.name in ("interrupt", "__guard_check"):
+        if f.code.kind == "prelude" and f.code.name in (
+            "interrupt",
+            "__guard_check",
+            "__child_ask",
+        ):
             outer = f.locals.get("__i")
             done = f.locals.get("__n")
             if type(outer) is JSObject and isinstance(done, (int, float)):
@@ -353,6 +360,8 @@ def interrupt_handlers(m: Machine) -> tuple[JSArray, bool]:
             # i: the frame a handler body reads from
             (weakest if h[0] == PREAPPROVE[0] else handlers).append(JSArray([*h, i]))
     handlers.extend(weakest)
+    if builtins_agency.is_child(m):
+        handlers.append(builtins_agency.parent_handler())  # a child program's parent votes last
     return handlers, False
 
 
@@ -366,6 +375,8 @@ def _run_handler(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         return Decision(what, True if what == "approve" else None)
     if kind == "code":
         return TailCall(what, [obj, handler[2]])
+    if kind == builtins_agency.PARENT:
+        return builtins_agency.parent_vote(m, obj)
     if what not in m.functions and what not in m.builtins:
         # `with h` where `h` is a variable holding a function (or a block): read it where the
         # `handle` block was opened, like any name there

@@ -118,6 +118,8 @@ class MachineState:
         self.stopped_by: str | None = None
         self.replaying = False  # re-executing from a record: effects are not performed
         self.host = Host()  # journal, recorded effects, model routing: set by whoever runs it
+        self.agency_depth = 0  # a child program's nesting (std::agency): set by its parent
+        self.agency_max_depth = 0
         # Recording
         self.wlog: list[Any] | None = None
         self.rec: Any = None  # the recorder, which encodes containers as they are written
