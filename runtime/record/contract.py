@@ -289,7 +289,7 @@ class RunStore(Protocol):
         max_bytes: int | None = None,
     ) -> int:
         """Delete runs not updated for `older_than`, except the runs in `keep`, runs a process
-        holds (`claim_run`) and, with `keep_failed`, failed runs; return how many went. One
+        holds (`claim_run`; not once the claim's lease has expired) and, with `keep_failed`, failed runs; return how many went. One
         transaction: a run is either deleted whole or left whole. With `keep_latest`, also
         every run but the `keep_latest` most recently updated; with `max_bytes`, also the
         oldest runs until what the rest record fits in `max_bytes` (see `choose_prunable`).

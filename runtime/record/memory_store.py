@@ -256,7 +256,9 @@ class MemoryStore:
                 (i, r.row["updated_at"], r.row["status"], _recorded_bytes(r))
                 for i, r in self._runs.items()
             ]
-            spared = set(keep) | set(self._owners)
+            now = self._now()  # a claim whose lease has expired is a dead owner's
+            live = {i for i in self._owners if i not in self._leases or self._leases[i] > now}
+            spared = set(keep) | live
             doomed = choose_prunable(runs, cutoff, spared, keep_failed, keep_latest, max_bytes)
             for run_id in doomed:
                 self.delete_run(run_id)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
@@ -35,6 +35,7 @@ from runtime.record.store import (
     RunRecord,
     StoreError,
     format_ts,
+    lease_left,
     new_run_id,
     row_of_run,
     run_from_row,
@@ -184,11 +185,15 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
                 "  FROM llm_calls c WHERE c.run_id = runs.id)"
                 " + (SELECT COALESCE(SUM(LENGTH(json)), 0) FROM llm_parts p"
                 "  WHERE p.run_id = runs.id),"
-                " EXISTS (SELECT 1 FROM run_owners WHERE run_id = runs.id)"
+                " EXISTS (SELECT 1 FROM run_owners WHERE run_id = runs.id),"
+                " (SELECT lease_until FROM run_owners WHERE run_id = runs.id)"
                 " FROM runs" + self._dialect.for_update,
             ).fetchall()
             runs = [(r[0], r[1], r[2], int(r[3])) for r in rows]
-            spared = set(keep) | {r[0] for r in rows if r[4]}
+            now = self._clock()
+            # A claim whose lease has expired is a dead owner's: its run is not spared.
+            held = {r[0] for r in rows if r[4] and _live_claim(r[5], now)}
+            spared = set(keep) | held
             ids = choose_prunable(runs, cutoff, spared, keep_failed, keep_latest, max_bytes)
             conn.cursor().executemany(
                 self._sql("DELETE FROM runs WHERE id = ?"), [(i,) for i in ids]
@@ -233,3 +238,9 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _live_claim(lease_until: str | None, now: datetime) -> bool:
+    """Whether a claim counts as held: it has no lease, or one that has not expired."""
+    left = lease_left(lease_until, now)
+    return left is None or left > 0

@@ -206,3 +206,17 @@ def test_n_hosts_take_over_an_expired_claim_sqlite(tmp_path: Path, n: int) -> No
 def test_n_hosts_take_over_an_expired_claim_postgres(n: int) -> None:
     with fresh_schema() as url:
         _take_over_at_once(url, n)
+
+
+def test_prune_spares_a_live_lease_and_not_an_expired_one(
+    store: RunStore, clock: FakeClock
+) -> None:
+    live, dead = store.create_run(meta()), store.create_run(meta())
+    for run_id in (live, dead):
+        store.update_run(run_id, status="interrupted")
+    assert store.claim_run(live, A, lease=30) is None
+    assert store.claim_run(dead, B, lease=30) is None
+    clock.advance(days=10)
+    assert store.renew_lease(live, A, 30)  # A still runs; B died ten days ago
+    assert store.prune(timedelta(days=5)) == 1
+    assert [r.id for r in store.list_runs()] == [live]
