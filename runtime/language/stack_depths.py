@@ -171,6 +171,10 @@ _BLOCKS = {  # instructions that change the frame's handler or thread stack
 }
 
 
+# Builtins that push or pop a thread of the frame calling them (a `parallel` or `fork` branch).
+_THREAD_CALLS = {"__fork_branch": 1, "__fork_branch_end": -1}
+
+
 def frame_shapes(code: Code) -> list[frozenset[Shape]]:
     """The shapes a frame of `code` can have at each pc (empty: unreachable), walking every
     path from pc 0 with nothing pushed, an error inside a trap included (from any instruction:
@@ -181,6 +185,12 @@ def frame_shapes(code: Code) -> list[frozenset[Shape]]:
     # A walk state: (depth, what is known of the top value, handlers, threads, traps).
     Walk = tuple[int, bool | None, int, int, tuple[tuple[int, int, bool], ...]]
     seen: list[set[Walk]] = [set() for _ in range(n)]
+    thread_calls = {}  # pc -> threads the call pushes (or pops)
+    targets = _targets(code)
+    for pc in range(n):
+        name = static_callee(code, pc, targets)
+        if name in _THREAD_CALLS:
+            thread_calls[pc] = _THREAD_CALLS[name]
     work: list[tuple[int, Walk]] = [(0, (0, None, 0, 0, ()))]
     while work:
         pc, walk = work.pop()
@@ -209,6 +219,8 @@ def frame_shapes(code: Code) -> list[frozenset[Shape]]:
             traps = traps[:-1]
         elif op in _BLOCKS:
             handlers, threads = handlers + _BLOCKS[op][0], threads + _BLOCKS[op][1]
+        elif pc in thread_calls:
+            threads = max(0, threads + thread_calls[pc])
         for target, (after, top) in _next_states(op, arg, pc, (depth, known)):
             if target is None:
                 raise StackDepthError(f"`{code.name}` pc {pc}: a jump never patched")
@@ -283,30 +295,30 @@ def _moves(op: int, arg: Any) -> tuple[int, int] | None:
     return None  # a jump, a MATCH, a DUP or SWAP: the search gives up
 
 
-def static_callee(code: Code, call_pc: int, shapes: list[frozenset[Shape]]) -> str | None:
-    """The function a CALL at `call_pc` calls, when its statement's code up to the call runs
-    straight (no jump) and the callee is a constant function (`f(…)` for a def `f`); else None.
-    Which instruction pushed each operand is followed from the statement's STEP (`shapes`:
-    `frame_shapes(code)`)."""
+def static_callee(code: Code, call_pc: int, targets: set[int] | None = None) -> str | None:
+    """The function a CALL at `call_pc` calls, when the code that pushes its callee runs
+    straight to the call (no jump in between, none into it) and the callee is a constant
+    function (`f(…)` for a def `f`); else None."""
     ops, args = code.ops, code.args
     op, arg = unfused(ops[call_pc], args[call_pc])
     if op != B.CALL:
         return None
-    starts = [p for p in code.step_pcs if p <= call_pc]
-    depths = {shape[0] for shape in shapes[starts[-1]]} if starts else set()
-    if len(depths) != 1:
-        return None
-    pc = starts[-1]
-    pushed: list[int | None] = [None] * depths.pop()  # who pushed each value
+    if targets is None:
+        targets = _targets(code)
+    # From the last place another path may come in (a jump's target, the instruction after
+    # one that may jump), the code runs straight to the call.
+    pc = call_pc
+    while pc > 0 and _moves(*unfused(ops[pc - 1], args[pc - 1])) is not None:
+        pc -= 1
+    pc = max([pc, *(t for t in targets if t <= call_pc)])
+    pushed: list[int | None] = []  # who pushed each value since then
     while pc < call_pc:
         o, a = unfused(ops[pc], args[pc])
         moves = _moves(o, a)
         if moves is None:
             return None
         pops, pushes = moves
-        if pops > len(pushed):
-            return None
-        del pushed[len(pushed) - pops :]
+        del pushed[max(0, len(pushed) - pops) :]
         pushed.extend([pc] * pushes)
         pc += 1
     size = _call_size(arg)
@@ -319,3 +331,24 @@ def static_callee(code: Code, call_pc: int, shapes: list[frozenset[Shape]]) -> s
     if o == B.CONST and isinstance(a, B.FuncRef):
         return a.name
     return None
+
+
+def _targets(code: Code) -> set[int]:
+    """Every pc a jump (or a trap's catch) may go to."""
+    out: set[int] = set()
+    for op, arg in zip(code.ops, code.args):
+        op, arg = unfused(op, arg)
+        if op in (
+            B.JUMP,
+            B.JUMP_IF_FALSE,
+            B.JUMP_IF_TRUE,
+            B.JUMP_IF_FALSE_KEEP,
+            B.JUMP_IF_TRUE_KEEP,
+            B.JUMP_IF_NOT_NULL_KEEP,
+            B.UNWRAP_OR_JUMP,
+            B.PIPE_PREP,
+        ):
+            out.add(arg)
+        elif op in (B.ITER_NEXT, B.RANGE_NEXT, B.TRAP_PUSH):
+            out.add(arg[0])
+    return out

@@ -259,6 +259,10 @@ def run_from_row(row: Any) -> RunRecord:
     if not isinstance(config, dict):
         damaged.append("config_json")
         config = {}
+    args = field("args_json", loads, {})
+    if not isinstance(args, dict):
+        damaged.append("args_json")
+        args = {}
 
     def text(name: str) -> str:
         value = row[name]
@@ -277,7 +281,7 @@ def run_from_row(row: Any) -> RunRecord:
         source_path=text("source_path"),
         source_sha256=text("source_sha256"),
         node=text("node"),
-        args=field("args_json", loads, {}),
+        args=args,
         config=config,
         status=row["status"],
         created_at=field("created_at", parse_ts, _EPOCH),

@@ -380,15 +380,11 @@ def _check_depth(
     blocks = (len(handlers), len(threads), _traps(traps)) if lists else None
     # A preapproved def's frame starts with the handler that approves (runtime/vm/machine.py).
     preapproved = lists and bool(handlers) and handlers[0] == ["preapprove", "approve"]
-    # The prelude's `fork` and `race` push and pop their branches' threads through builtins
-    # (`__fork_branch`): a prelude frame's threads are not the code's to say.
-    anything = -1 if code.kind == "prelude" else None
     if (
         blocks is None
         or blocks[2] is None
         or not any(
-            (shape[0], shape[1] + extra, anything or shape[2], shape[3])
-            == (have + (0 if top else 1), blocks[0], anything or blocks[1], blocks[2])
+            (shape[0], shape[1] + extra, shape[2], shape[3]) == (have + (0 if top else 1), *blocks)
             for shape in shapes
             for extra in ((0, 1) if preapproved else (0,))
         )
@@ -428,7 +424,7 @@ def _check_callee(
     a builtin that returns without a frame has none. So a pc moved to another call's return
     point, whose stack happens to have the same depth, is refused too."""
     pc = f["position"]["pc"]
-    name = static_callee(code, pc - 1, cache[code.name]) if pc > 0 else None
+    name = static_callee(code, pc - 1) if pc > 0 else None
     if name is None or above["scope"] == name:
         return
     callee = program.functions.get(name)

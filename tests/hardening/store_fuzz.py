@@ -349,7 +349,7 @@ def judge(corpus: Corpus, t: Tamper) -> list[str]:
         if t.table != "runs" and (code, out) != corpus.outputs[key(cmd)]:
             # a child row moved to another run (an id tamper) may change that run: only a crash
             # is a defect then
-            if not t.how.startswith(("run_id", "id")) or code == 70:
+            if not t.how.endswith(" id") or code == 70:
                 problems.append(f"show of another run {other} changed: exit {code} {err[-120:]}")
         elif code == 70:
             problems.append(f"show of another run {other}: internal error")

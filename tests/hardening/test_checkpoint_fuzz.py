@@ -94,3 +94,38 @@ def test_a_failed_run_says_so(corpus: Any) -> None:
 
     out = refused(corpus, edit)
     assert "the run failed at this point (division by zero)" in out
+
+
+def _moved(corpus: Any, name: str, frame: int, pc: int) -> str:
+    """The refusal of checkpoint `name` with frame `frame` moved to `pc` (its statement, line
+    and column moved along, so only the frame's shape or its callee can tell)."""
+    work, bases = corpus
+    base = next(b for b in bases if b.path.name == name)
+
+    def edit(d: dict[str, Any]) -> None:
+        f = d["stack"][frame]
+        fuzz.move_to(f["position"], fuzz.code_of(base, f["scope"]), pc)
+
+    return refused(corpus, edit, name)
+
+
+def test_a_caller_moved_to_a_builtins_return_point(corpus: Any) -> None:
+    # `main` waits on `llm(…)` (pc 12); at pc 6 it would be waiting on `checkpoint()`, whose
+    # operand stack is as empty: only the call it waits on tells them apart.
+    out = _moved(corpus, "dice-10.json", 0, 6)
+    assert "it waits on a call to `checkpoint`, but the frame above it runs `llm`" in out
+
+
+def test_a_caller_moved_into_a_handler_region(corpus: Any) -> None:
+    # `main` waits on the second `deleteFile` (pc 11); the first one's return point (pc 5) has
+    # the same callee and stack, but is inside `with approve`: a handler would be popped that
+    # was never pushed.
+    out = _moved(corpus, "approval-6.json", 0, 5)
+    assert "its handlers, threads or traps are not those the function has" in out
+
+
+def test_an_operand_stack_that_does_not_fit_its_pc(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["stack"][0]["stack"].append(7)
+
+    assert "the operand stack holds 1 value, but at `position.pc`" in refused(corpus, edit)
