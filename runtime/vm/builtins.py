@@ -20,10 +20,12 @@ from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
     builtins_callbacks,
     builtins_data,
+    builtins_files,
     builtins_fork,
     builtins_fs,
     builtins_guard,
     builtins_policy,
+    builtins_safebash,
     builtins_shell,
     builtins_std,
     builtins_threads,

@@ -186,6 +186,8 @@ def _probe_path(m: Machine, filename: Any, dir_: Any, what: str) -> Path:
         name = _s(filename) if filename is not None else ""
         if not name:
             raise AgencyRuntimeError(f"{what}: expected a path")
+        if name == "~" or name.startswith("~/"):  # a probe may look at the home directory
+            name = os.path.expanduser(name)
         return (m.world.root / name).resolve()
     return inside(m, filename, dir_, changes=False, what=what)
 
