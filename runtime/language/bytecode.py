@@ -239,6 +239,7 @@ FILES_HOST_NAMES = frozenset(
         "__file_read_binary",
         "__file_write",
         "__file_write_binary",
+        "__git_run",
         "__safebash_parse",
         "__safebash_redirect_target",
         "__safebash_render",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,3 +183,54 @@ def _skills_scan(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         return out
 
     return observe(m, "skillsDir", {"dir": dir_, "layout": layout}, act)
+
+
+# -- std::git ------------------------------------------------------------------------------------
+
+GIT_TIMEOUT_S = 60
+
+
+@builtin("__git_run")
+def _git_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """`git ARGS` run in the repository directory `dir` (inside the working directory): its
+    stdout; a non-zero exit is an error carrying git's message. `changes` says whether the
+    command changes the repository: then it is an effect (journaled, never run twice), else a
+    read (re-execution is served the recorded output)."""
+    dir_ = _s(arg(args, named, 0, "dir", ""))
+    argv = arg(args, named, 1, "args") or JSArray()
+    changes = bool(arg(args, named, 2, "changes", False))
+    if not dir_:
+        raise AgencyRuntimeError(
+            "git: no repository directory: pass `cwd`, or set one with setAgentCwd(...)"
+        )
+    if type(argv) is not JSArray:
+        raise AgencyRuntimeError("git: expected a list of arguments")
+    words = [_s(a) for a in argv]
+    where = base_dir(m, dir_, changes=True, what="git")
+    # git looks for the repository no higher than the working directory: never at a repository
+    # the working directory happens to sit in.
+    ceiling = str(m.world.root.parent)
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_CEILING_DIRECTORIES=ceiling)
+
+    def act() -> str:
+        if not where.is_dir():
+            raise AgencyRuntimeError(f"git: {dir_} is not a directory")
+        try:
+            p = subprocess.run(
+                ["git", *words],
+                cwd=where,
+                capture_output=True,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                timeout=GIT_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AgencyRuntimeError(f"git {' '.join(words)}: {exc}") from None
+        if p.returncode != 0:
+            why = (p.stderr or p.stdout).strip() or f"exit code {p.returncode}"
+            raise AgencyRuntimeError(f"git {' '.join(words)}: {why}")
+        return p.stdout
+
+    facts = {"dir": dir_, "args": words}
+    return perform(m, "git", facts, act) if changes else observe(m, "git", facts, act)
