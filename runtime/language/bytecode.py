@@ -240,6 +240,7 @@ FILES_HOST_NAMES = frozenset(
         "__file_write",
         "__file_write_binary",
         "__git_run",
+        "__process_argv",
         "__safebash_parse",
         "__safebash_redirect_target",
         "__safebash_render",

@@ -72,6 +72,7 @@ class World:
         self.root = Path(root or os.getcwd()).resolve()
         self.quiet = quiet
         self.announced = False  # the simulated-model notice was printed
+        self.argv: list[str] = []  # the program's own command-line arguments (std::args)
 
     def emit(self, text: str) -> None:
         if not self.quiet:

@@ -234,3 +234,13 @@ def _git_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
     facts = {"dir": dir_, "args": words}
     return perform(m, "git", facts, act) if changes else observe(m, "git", facts, act)
+
+
+# -- std::args -----------------------------------------------------------------------------------
+
+
+@builtin("__process_argv")
+def _process_argv(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The program's own command-line arguments: an input of the run (re-execution from the
+    record is served the recorded list)."""
+    return observe(m, "argv", {}, lambda: JSArray(getattr(m.world, "argv", [])))
