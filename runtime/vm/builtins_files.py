@@ -21,7 +21,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.files import read_bytes
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_fs import SKIPPED_DIRS, base_dir, inside
+from runtime.vm.builtins_fs import SKIPPED_DIRS, base_dir, check_allowed, inside
 from runtime.vm.builtins_std import front_matter
 from runtime.vm.effects import content_hash, observe, perform
 from runtime.vm.values import JSArray, JSObject, compiled_regex, to_number, to_str
@@ -130,6 +130,7 @@ def _file_grep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     dir_ = arg(args, named, 1, "dir", ".")
     limit = int(to_number(arg(args, named, 3, "maxResults", 200)))
     base = base_dir(m, dir_, changes=False, what="grep")
+    check_allowed(m, base, arg(args, named, 4, "allowedPaths"), "grep")
 
     def act() -> JSArray:
         if not base.is_dir():
