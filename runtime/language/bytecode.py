@@ -236,6 +236,7 @@ BUILTIN_NAMES = BUILTIN_NAMES | STD_HOST_NAMES
 FILES_HOST_NAMES = frozenset(
     {
         "__file_grep",
+        "__file_prepare",
         "__file_read_binary",
         "__file_write",
         "__file_write_binary",

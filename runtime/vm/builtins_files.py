@@ -84,6 +84,17 @@ def _holds(path: Path, data: bytes) -> bool:
         return False
 
 
+@builtin("__file_prepare")
+def _file_prepare(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    """Check, before anything is asked, that `filename` may be used inside `dir` (`changes`:
+    written, so also inside the working directory); an error saying how to retry otherwise."""
+    filename, dir_ = arg(args, named, 0, "filename"), arg(args, named, 1, "dir")
+    changes = bool(arg(args, named, 2, "changes", False))
+    what = "write" if changes else "read"
+    inside(m, filename, "." if dir_ is None else dir_, changes=changes, what=what)
+    return True
+
+
 @builtin("__file_write")
 def _file_write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Write text to `filename` inside `dir` with a mode: overwrite, append or create-only."""
@@ -114,7 +125,12 @@ def _file_read_binary(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
     path = inside(m, filename, "." if dir_ is None else dir_, changes=False, what="readBinary")
 
     def act() -> str:
-        data = read_bytes(path, "readBinary:", AgencyRuntimeError, _s(filename))
+        try:
+            data = read_bytes(path, "readBinary:", AgencyRuntimeError, _s(filename))
+        except OSError as exc:
+            raise AgencyRuntimeError(
+                f"readBinary: cannot read {_s(filename)}: {exc.strerror}"
+            ) from None
         return base64.b64encode(data).decode("ascii")
 
     return observe(m, "readBinary", {"path": _s(filename), "dir": _s(dir_ or ".")}, act)
