@@ -231,6 +231,25 @@ STD_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | STD_HOST_NAMES
 
+# Host functions added for files, shell and skills (runtime/vm/builtins_files.py) and for
+# std::safeBash's parser (runtime/vm/builtins_safebash.py).
+FILES_HOST_NAMES = frozenset(
+    {
+        "__file_grep",
+        "__file_prepare",
+        "__file_read_binary",
+        "__file_write",
+        "__file_write_binary",
+        "__git_run",
+        "__process_argv",
+        "__safebash_parse",
+        "__safebash_redirect_target",
+        "__safebash_render",
+        "__skills_scan",
+    }
+)
+BUILTIN_NAMES = BUILTIN_NAMES | FILES_HOST_NAMES
+
 # Builtins for values and types (runtime/vm/builtins_values.py): `sleep`, regex values and the
 # host side of schema validation.
 VALUE_HOST_NAMES = frozenset(

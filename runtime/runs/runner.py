@@ -43,6 +43,8 @@ class RunConfig:
     # A test's `"fakeClock": true`: the clock starts at FAKE_CLOCK_START and moves only by
     # `sleep` and `_advanceTime`, so time budgets do not depend on how loaded the machine is.
     fake_clock: bool = False
+    # The program's own command-line arguments, read by std::args (a test's `"argv"`).
+    argv: list[str] = field(default_factory=list)
 
     def make_model(self) -> Any:
         return resolve_model(
@@ -130,6 +132,7 @@ def check_entry(
 
 def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) -> Machine:
     world = World(root=config.root, quiet=config.quiet)
+    world.argv = list(config.argv)
     machine = Machine(
         program,
         config.node,

@@ -152,6 +152,7 @@ CASE_FIELDS = frozenset(
         "useTestLLMProvider",
         "retry",
         "fakeClock",
+        "argv",
         "timeoutMs",
         "skip",
         "skipReason",
@@ -160,7 +161,6 @@ CASE_FIELDS = frozenset(
 # Fields we know but cannot honour: the case fails saying why.
 CANNOT = {
     "fetchMocks": "std::http is not available, so HTTP answers cannot be mocked",
-    "argv": "std::args is not available, so extra process arguments cannot be passed",
 }
 
 
@@ -324,6 +324,7 @@ def run_test(
     with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
         config = RunConfig(node=node_of(test), args=args, named=named, mocks=mocks, root=tmp)
         config.fake_clock = bool(test.get("fakeClock"))
+        config.argv = [str(a) for a in test.get("argv") or []]
         config.quiet = True
         model = None
         if test.get("useTestLLMProvider"):

@@ -21,10 +21,12 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_agency,
     builtins_callbacks,
     builtins_data,
+    builtins_files,
     builtins_fork,
     builtins_fs,
     builtins_guard,
     builtins_policy,
+    builtins_safebash,
     builtins_shell,
     builtins_std,
     builtins_threads,
@@ -71,6 +73,7 @@ class World:
         self.root = Path(root or os.getcwd()).resolve()
         self.quiet = quiet
         self.announced = False  # the simulated-model notice was printed
+        self.argv: list[str] = []  # the program's own command-line arguments (std::args)
 
     def emit(self, text: str) -> None:
         if not self.quiet:

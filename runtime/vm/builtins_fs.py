@@ -56,17 +56,16 @@ def inside(m: Machine, filename: Any, dir_: Any, *, changes: bool, what: str) ->
     if not name:
         raise AgencyRuntimeError(f"{what}: expected a file name, got {to_str(filename)!r}")
     base = base_dir(m, dir_, changes=changes, what=what)
+    # The sentence that tells a model how to retry (the reference's wording, which programs match).
+    retry = f"To {'write' if changes else 'read from'} somewhere else, pass that directory in dir."
     if name.startswith("~") or os.path.isabs(name):
         raise AgencyRuntimeError(
-            f"{what}: the file name {name!r} must be relative to the directory; "
-            "pass the directory in `dir`"
+            f"{what}: the file name {name!r} must be relative to the directory {str(base)!r}. "
+            + retry
         )
     p = (base / name).resolve()
     if p != base and base not in p.parents:
-        raise AgencyRuntimeError(
-            f"{what}: {name!r} escapes the directory {str(base)!r}; "
-            "pass the directory it is in as `dir`"
-        )
+        raise AgencyRuntimeError(f"{what}: {name!r} escapes the directory {str(base)!r}. " + retry)
     return p
 
 
@@ -78,6 +77,14 @@ def _target(m: Machine, target: Any, what: str, allowed: Any) -> Path:
     if roots and not any(p == r or r in p.parents for r in roots):
         raise AgencyRuntimeError(f"{what}: {_s(target)!r} is not inside the allowed paths")
     return p
+
+
+def check_allowed(m: Machine, p: Path, allowed: Any, what: str) -> None:
+    """With a non-empty `allowed` list (directories, relative to the working directory), `p`
+    must be one of them or inside one."""
+    roots = [(m.world.root / _s(a)).resolve() for a in (allowed or [])]
+    if roots and not any(p == r or r in p.parents for r in roots):
+        raise AgencyRuntimeError(f"{what}: {str(p)!r} is not inside the allowed paths")
 
 
 def _gone(p: Path) -> bool:
@@ -186,6 +193,8 @@ def _probe_path(m: Machine, filename: Any, dir_: Any, what: str) -> Path:
         name = _s(filename) if filename is not None else ""
         if not name:
             raise AgencyRuntimeError(f"{what}: expected a path")
+        if name == "~" or name.startswith("~/"):  # a probe may look at the home directory
+            name = os.path.expanduser(name)
         return (m.world.root / name).resolve()
     return inside(m, filename, dir_, changes=False, what=what)
 
@@ -206,6 +215,7 @@ def _kind(p: Path, follow: bool = False) -> str:
 def _fs_exists(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     filename, dir_ = arg(args, named, 0, "filename"), arg(args, named, 1, "dir")
     p = _probe_path(m, filename, dir_, "exists")
+    check_allowed(m, p, arg(args, named, 2, "allowedPaths"), "exists")
     where = {"path": _s(filename), "dir": _s(dir_) if dir_ else ""}
     return observe(m, "exists", where, lambda: p.exists())
 
@@ -215,6 +225,7 @@ def _fs_stat(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     filename, dir_ = arg(args, named, 0, "filename"), arg(args, named, 1, "dir")
     follow = bool(arg(args, named, 2, "followSymlinks", False))
     p = _probe_path(m, filename, dir_, "stat")
+    check_allowed(m, p, arg(args, named, 3, "allowedPaths"), "stat")
 
     def act() -> JSObject:
         kind = _kind(p, follow)
@@ -239,6 +250,7 @@ def _fs_ls(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     recursive = bool(arg(args, named, 1, "recursive", False))
     limit = int(to_number(arg(args, named, 2, "maxResults", 1000)))
     base = base_dir(m, dir_, changes=False, what="ls")
+    check_allowed(m, base, arg(args, named, 3, "allowedPaths"), "ls")
 
     def entry(p: Path) -> JSObject:
         kind = _kind(p)
@@ -270,6 +282,7 @@ def _fs_glob(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     dir_ = arg(args, named, 1, "dir", ".")
     limit = int(to_number(arg(args, named, 2, "maxResults", 500)))
     base = base_dir(m, dir_, changes=False, what="glob")
+    check_allowed(m, base, arg(args, named, 3, "allowedPaths"), "glob")
     if not pattern or pattern.startswith("/") or ".." in Path(pattern).parts:
         raise AgencyRuntimeError(f"glob: {pattern!r} must be a relative pattern inside the dir")
 

@@ -236,6 +236,9 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     return {}, ""
 
 
+front_matter = _front_matter  # also read by std::skills' skillsDir (builtins_files.py)
+
+
 @builtin("__skills_commands")
 def _skills_commands(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """The slash commands in a directory of markdown files: [{name, description, argHint,

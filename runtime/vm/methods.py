@@ -74,6 +74,8 @@ def get_member(obj: Any, name: str) -> Any:
             return FuncRef(f"{obj.name}.{name}")
         return None
     if t is BoundFunction:
+        if name == "description":  # what .describe(...) gave it (a tool's description)
+            return obj.description
         return obj.name if name == "name" else None
     if t in classes.CLASS_TYPES:
         return classes.get_member(obj, name)
