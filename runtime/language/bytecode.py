@@ -199,6 +199,7 @@ STD_HOST_NAMES = frozenset(
         "__path_basename",
         "__path_dirname",
         "__path_extname",
+        "__layout_render",
         "__path_join",
         "__path_relative",
         "__path_resolve",

@@ -23,6 +23,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_fork,
     builtins_fs,
     builtins_guard,
+    builtins_layout,
     builtins_policy,
     builtins_shell,
     builtins_std,

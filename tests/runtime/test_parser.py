@@ -227,6 +227,14 @@ def test_imports() -> None:
     )
 
 
+def test_reexports() -> None:
+    assert items('export * from "./a.agency"\nexport { f, g as h } from "./b.agency"') == (
+        Import((), "./a.agency", reexport=True),
+        Import(("f", "g"), "./b.agency", aliases=(("g", "h"),), reexport=True),
+    )
+    assert errors('export { f } into "./b.agency"') == [("expected `from`, got `into`", 1, 14)]
+
+
 # --------------------------------------------------------------------------------------------
 # Types
 

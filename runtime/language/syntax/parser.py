@@ -296,6 +296,9 @@ class Parser(DeclarationParser):
             for _ in modifiers:
                 self.advance()
             return self.function(start, tuple(modifiers))
+        if word == "export" and nxt.kind in ("{", "*"):
+            self.module_only(start, top, "`export … from` is")
+            return self.reexport()
         if word == "export" and nxt.kind == NAME:
             self.module_only(start, top, "`export` is")
             self.advance()
