@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
+from runtime.language import splices
 from runtime.language.bytecode import BUILTIN_NAMES, CompiledProgram
 from runtime.language.files import read_text
 from runtime.language.program_compiler import ProgramCompiler
@@ -268,6 +269,8 @@ def check_imports(program: A.Program, source: str) -> None:
 
 def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     tree = parse(source, path)
+    if splices.has_splices(tree):
+        tree, source = splices.expand(tree, source, path)
     check_imports(tree, source)
     imported = _yield_to_user(tree, gather_imports(tree, source))
     for sub, text in imported:

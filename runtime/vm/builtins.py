@@ -27,6 +27,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_policy,
     builtins_shell,
     builtins_std,
+    builtins_template,
     builtins_threads,
     builtins_values,
     classes,

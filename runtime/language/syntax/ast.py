@@ -453,7 +453,17 @@ class Is:
     span: Span = _span()
 
 
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """`$( generator(…) )`: code a generator in another file returns, run while the program is
+    loaded and put in the splice's place (program.py expands it before compiling)."""
+
+    expr: Expr
+    span: Span = _span()
+
+
 Expr = Union[
+    Splice,
     Literal,
     Template,
     Name,

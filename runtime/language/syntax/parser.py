@@ -46,6 +46,7 @@ import sys
 from collections.abc import Callable
 
 import runtime.language.syntax.ast as ast
+import runtime.language.syntax.templates as templates
 import runtime.language.syntax.validation as validation
 from runtime.errors import AgencySyntaxError, Diagnostic
 from runtime.language.syntax.ast import Span
@@ -142,6 +143,15 @@ class Parser(DeclarationParser):
 
     # ----------------------------------------------------------------------------------------
     # Program and declarations
+
+    def fragment_problems(self, text: str) -> list[tuple[str, Span]]:
+        """A code literal's text parsed as a file of its own, holes standing in as names."""
+        filled = templates.with_placeholders(text, templates.scan(text))
+        try:
+            parse(filled, self.path)
+        except AgencySyntaxError as exc:
+            return [(d.message, d.span) for d in exc.diagnostics]
+        return []
 
     def program(self) -> ast.Program:
         items: list[ast.TopLevel] = []
