@@ -167,6 +167,20 @@ class DeclarationParser(ExpressionParser):
                 namespace = self.expect_name("a module name").text
             else:
                 names = [self.expect_name("a name to import").text]
+                if self.accept(","):  # `import main, { a } from` / `import main, * as ns from`
+                    if self.at("{"):
+                        opener = self.advance()
+                        self.import_aliases = []
+                        names += [t for t in self.comma_list(opener, self.import_name)]
+                        aliases = tuple(self.import_aliases)
+                    else:
+                        self.expect(
+                            "*", f"expected `{{` or `*` after `,`, got {describe(self.peek())}"
+                        )
+                        self.expect_word(
+                            "as", f"expected `as` after `import *`, got {describe(self.peek())}"
+                        )
+                        namespace = self.expect_name("a module name").text
             self.expect_word("from", f"expected `from`, got {describe(self.peek())}")
         tok = self.peek()
         if tok.kind != STRING or not _plain(tok):

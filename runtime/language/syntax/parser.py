@@ -278,6 +278,9 @@ class Parser(DeclarationParser):
                 self.advance()
             self.module_only(start, top, "`shared` variables are")
             return self.var_decl(start, "shared")
+        if word == "static" and self.static_statement_ahead():
+            self.module_only(start, top, "`static` statements are")
+            return self.static_statement(start)
         if word == "static" and nxt.kind == NAME:
             self.advance()
             if self.at_word("let") or self.at_word("const"):
@@ -368,6 +371,24 @@ class Parser(DeclarationParser):
         )
         span = self.span_from(start.span)
         return ast.ExprStmt(ast.Call(ast.Name("__slice_assign", span), args, span), span)
+
+    def static_statement_ahead(self) -> bool:
+        """`static f()`: `static` before an expression rather than a declaration."""
+        nxt, after = self.peek_after(), self.peek_after(2)
+        if nxt.kind == NAME and nxt.text in ("let", "const"):
+            return False
+        if nxt.kind == NAME and after.kind in ("=", ":"):
+            return False
+        return nxt.kind == NAME and after.kind in ("(", ".", "?.")
+
+    def static_statement(self, start: Token) -> ast.VarDecl:
+        """`static f()` runs once, when the module's statics are set up: a static declaration
+        of a name no program can write (so nothing can read it)."""
+        self.advance()  # static
+        expr = self.expression()
+        span = self.span_from(start.span)
+        target = ast.PBind(f"static@{start.span.line}:{start.span.col}", start.span)
+        return ast.VarDecl("static", target, None, expr, span)
 
     def var_decl(self, start: Token, kind: str) -> ast.VarDecl | ast.Block:
         target = self.pattern(binding=True)
