@@ -34,19 +34,25 @@ def is_code(v: Any) -> bool:
     return type(v) is JSObject and v.get("__type") == "code" and type(v.get("source")) is str
 
 
-def make_code(source: str, origins: dict[str, str] | None = None) -> JSObject:
-    kind, _ = analyze(source)
+def make_code(
+    source: str, origins: dict[str, str] | None = None, kind: str | None = None
+) -> JSObject:
+    """A Code value; `kind` "program" keeps it a program whatever it holds (else it is read
+    from the source)."""
+    kind, _ = analyze(source, kind)
     return JSObject(
         __type="code", kind=kind, source=source, origins=JSObject(sorted((origins or {}).items()))
     )
 
 
-def analyze(source: str) -> tuple[str, list[templates.HoleInfo]]:
-    """The kind of a fragment and its holes (raises AgencySyntaxError when it does not parse)."""
+def analyze(source: str, kind: str | None = None) -> tuple[str, list[templates.HoleInfo]]:
+    """The kind of a fragment and its holes (raises AgencySyntaxError when it does not parse);
+    a `kind` of "program" is kept, any other is read from the source."""
     marks = templates.scan(source)
     text = templates.with_placeholders(source, marks)
     tree = parse(text, "<code>")
-    return templates.kind_of(tree), templates.holes(source, tree, marks, text)
+    kind = "program" if kind == "program" else templates.kind_of(tree)
+    return kind, templates.holes(source, tree, marks, text, kind)
 
 
 def _aliases(source: str) -> dict[str, A.TypeExpr]:
@@ -69,7 +75,7 @@ def _code_source(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
 def _code_holes(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     code = _code_arg(arg(args, named, 0, "code", None), "holesOf")
     origins = code.get("origins") or {}
-    _, holes = analyze(code["source"])
+    _, holes = analyze(code["source"], code.get("kind"))
     return JSArray(
         JSObject(name=h.name, sort=h.sort, splice=False, type=h.type, origin=origins.get(h.name))
         for h in holes
@@ -97,18 +103,24 @@ def _code_combine(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
     for p in parts:
         origins.update(p.get("origins") or {})
     source = "\n\n".join(p["source"] for p in parts if p["source"])
-    return _checked(source, origins, "combine")
+    program = any(p.get("kind") == "program" for p in parts)
+    return _checked(source, origins, "combine", "program" if program else None)
 
 
 @builtin("__code_parse")
 def _code_parse(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
     source = templates.dedent(to_str(arg(args, named, 0, "source", "")))
-    return _checked(source, {}, "parseStatements")
+    kind = to_str(arg(args, named, 1, "kind", "statements"))
+    what = {"program": "loadTemplate", "expr": "parseExpr"}.get(kind, "parseStatements")
+    checked = _checked(source, {}, what, kind)
+    if checked.ok and kind == "expr" and checked.value["kind"] != "expr":
+        return Result(False, error="parseExpr: the text is not one expression")
+    return checked
 
 
-def _checked(source: str, origins: dict[str, str], what: str) -> Result:
+def _checked(source: str, origins: dict[str, str], what: str, kind: str | None = None) -> Result:
     try:
-        return Result(True, make_code(source, origins))
+        return Result(True, make_code(source, origins, kind))
     except AgencySyntaxError as exc:
         return Result(False, error=f"{what}: the code does not parse: {_first(exc)}")
 
@@ -131,7 +143,7 @@ def _code_arg(v: Any, what: str) -> JSObject:
 def fill(code: JSObject, fills: JSObject) -> JSObject:
     source = code["source"]
     origins = dict(code.get("origins") or {})
-    _, holes = analyze(source)
+    kind, holes = analyze(source, code.get("kind"))
     by_name = {h.name: h for h in holes}
     for name in fills:
         if name not in by_name:
@@ -146,13 +158,13 @@ def fill(code: JSObject, fills: JSObject) -> JSObject:
             edits.append((mark.start, mark.end, text))
         origins.pop(name, None)
         if is_code(filler):
-            _, inner = analyze(filler["source"])
+            _, inner = analyze(filler["source"], filler.get("kind"))
             for h in inner:
                 origins[h.name] = name
     for start, end, text in sorted(edits, reverse=True):
         source = source[:start] + text + source[end:]
     try:
-        return make_code(source, origins)
+        return make_code(source, origins, kind)
     except AgencySyntaxError as exc:
         raise FillError(f"fill: the filled code does not parse: {_first(exc)}") from None
 

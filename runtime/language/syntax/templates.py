@@ -102,11 +102,16 @@ def kind_of(tree: ast.Program) -> str:
 
 
 def holes(
-    text: str, tree: ast.Program, marks: list[HoleMark], placeholder_text: str
+    text: str,
+    tree: ast.Program,
+    marks: list[HoleMark],
+    placeholder_text: str,
+    kind: str | None = None,
 ) -> list[HoleInfo]:
     """The holes of a parsed literal (`tree` parsed from `placeholder_text`), in order of first
-    appearance, each with its sort and declared type."""
-    kind = kind_of(tree)
+    appearance, each with its sort and declared type. `kind` overrides the fragment's kind (a
+    template loaded from a file is a program even when it holds one bare hole)."""
+    kind = kind or kind_of(tree)
     sorts: dict[str, str] = {}
     types: dict[str, str] = {}
     lines = placeholder_text.split("\n")
