@@ -41,24 +41,22 @@ def has_splices(tree: A.Program) -> bool:
 
 
 def _sites(tree: A.Program) -> list[_Site]:
+    """Every splice, in source order (walked without recursion: trees can be very deep)."""
     out: list[_Site] = []
-
-    def visit(node: object, top: bool) -> None:
+    stack: list[tuple[object, bool]] = [(item, True) for item in reversed(tree.items)]
+    while stack:
+        node, top = stack.pop()
         if type(node) is A.ExprStmt and type(node.expr) is A.Splice:
             out.append(_Site(node.expr, "decl" if top else "stmt", node.expr.span))
-            return
+            continue
         if type(node) is A.Splice:
             out.append(_Site(node, "expr", node.span))
-            return
+            continue
         if isinstance(node, (tuple, list)):
-            for x in node:
-                visit(x, False)
+            stack.extend((x, False) for x in reversed(node))
         elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-            for f in dataclasses.fields(node):
-                visit(getattr(node, f.name), False)
-
-    for item in tree.items:
-        visit(item, True)
+            fields = dataclasses.fields(node)
+            stack.extend((getattr(node, f.name), False) for f in reversed(fields))
     return out
 
 
