@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
+from runtime.language import splices
 from runtime.language.bytecode import BUILTIN_NAMES, CompiledProgram
 from runtime.language.files import read_text
 from runtime.language.program_compiler import ProgramCompiler
@@ -70,7 +71,28 @@ def _exports(tree: A.Program, module: str) -> set[str]:
     if module in STD_ALWAYS:
         defined |= {i.name for i in prelude().items if type(i) is A.FuncDecl}
         defined |= BUILTIN_NAMES
-    return defined
+    return defined | _reexports(tree)
+
+
+def _reexports(tree: A.Program, depth: int = 0) -> set[str]:
+    """The names `export { … } from` / `export * from` lines make a module export."""
+    out: set[str] = set()
+    for item in tree.items:
+        if type(item) is not A.Import or not item.reexport:
+            continue
+        renamed = {name for name, _ in item.aliases}
+        out |= {n for n in item.names if n not in renamed}
+        out |= {alias for _, alias in item.aliases}
+        if item.names or depth > 20:
+            continue
+        target, _ = _resolve(tree, item)
+        try:
+            if target is not None:
+                sub = parse(read_text(target, "import", shown=item.module), str(target))
+                out |= _exports(sub, item.module) | _reexports(sub, depth + 1)
+        except (OSError, AgencyError, UnicodeDecodeError):
+            pass  # gather_imports says why
+    return out
 
 
 def _resolve(program: A.Program, item: A.Import) -> tuple[Path | None, str]:
@@ -247,6 +269,8 @@ def check_imports(program: A.Program, source: str) -> None:
 
 def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     tree = parse(source, path)
+    if splices.has_splices(tree):
+        tree, source = splices.expand(tree, source, path)
     check_imports(tree, source)
     imported = _yield_to_user(tree, gather_imports(tree, source))
     for sub, text in imported:

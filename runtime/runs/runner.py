@@ -15,6 +15,7 @@ from runtime.language.files import loads_json
 from runtime.language.program import compile_source
 from runtime.llm.mock import load_mocks
 from runtime.llm.registry import resolve_model
+from runtime.runs import generators  # noqa: F401  (installs the splice runner)
 from runtime.runs.stopping import Stopper
 from runtime.vm import builtins
 from runtime.vm.builtins import World

@@ -227,6 +227,31 @@ def test_imports() -> None:
     )
 
 
+def test_default_import_with_named_or_namespace_imports() -> None:
+    assert items('import a, { b, c as d } from "./m.agency"\nimport e, * as ns from "./n.js"') == (
+        Import(("a", "b", "c"), "./m.agency", aliases=(("c", "d"),)),
+        Import(("e",), "./n.js", namespace="ns"),
+    )
+    assert errors('import a, b from "./m.agency"') == [
+        ("expected `{` or `*` after `,`, got `b`", 1, 11)
+    ]
+
+
+def test_static_statement() -> None:
+    (decl,) = items("static setup()")
+    assert isinstance(decl, VarDecl) and decl.kind == "static"
+    assert decl.value == call("setup")
+    assert errors("def f() {\n  static setup()\n}") != []
+
+
+def test_reexports() -> None:
+    assert items('export * from "./a.agency"\nexport { f, g as h } from "./b.agency"') == (
+        Import((), "./a.agency", reexport=True),
+        Import(("f", "g"), "./b.agency", aliases=(("g", "h"),), reexport=True),
+    )
+    assert errors('export { f } into "./b.agency"') == [("expected `from`, got `into`", 1, 14)]
+
+
 # --------------------------------------------------------------------------------------------
 # Types
 

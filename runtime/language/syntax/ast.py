@@ -453,7 +453,17 @@ class Is:
     span: Span = _span()
 
 
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """`$( generator(…) )`: code a generator in another file returns, run while the program is
+    loaded and put in the splice's place (program.py expands it before compiling)."""
+
+    expr: Expr
+    span: Span = _span()
+
+
 Expr = Union[
+    Splice,
     Literal,
     Template,
     Name,
@@ -692,7 +702,9 @@ class Import:
     """`import { a, b } from "mod"`, `import x from "mod"`, `import "mod"`.
 
     `import * as x from "mod"` has no names and `namespace="x"`. `import { a as b }` has
-    `names=("a",)` and `aliases=(("a", "b"),)`.
+    `names=("a",)` and `aliases=(("a", "b"),)`. `export { a } from "mod"` and
+    `export * from "mod"` are imports with `reexport=True`: the names also become the
+    importing module's exports (all of the module's, for `*`).
     """
 
     names: tuple[str, ...]
@@ -700,6 +712,7 @@ class Import:
     span: Span = _span()
     namespace: str | None = None
     aliases: tuple[tuple[str, str], ...] = ()
+    reexport: bool = False
 
 
 TopLevel = Union[FuncDecl, TypeAlias, Import, Stmt]

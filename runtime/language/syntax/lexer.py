@@ -16,6 +16,7 @@ import re
 from runtime.errors import Diagnostic
 from runtime.language.syntax.ast import Span
 from runtime.language.syntax.tokens import (
+    CODE,
     CONTINUATION_STARTS,
     EOF,
     NAME,
@@ -162,6 +163,8 @@ class Lexer:
                 tokens.append(self._dollars(line, col, doc))
             elif c in "\"'`":
                 tokens.append(self._string(line, col, doc))
+            elif c == "[" and src[i + 1 : i + 2] == "|":
+                tokens.append(self._code(line, col, doc))
             else:
                 three = src[i : i + 3]
                 two = src[i : i + 2]
@@ -224,6 +227,23 @@ class Lexer:
         if src.startswith("/**", i) and end > i + 2:
             return _doc_text(src[i + 3 : end])
         return None
+
+    def _code(self, line: int, col: int, doc: str | None) -> Token:
+        """`[| … |]`: a code literal, its text kept as written (it is parsed on its own)."""
+        src, start = self.src, self.i
+        end = src.find("|]", start + 2)
+        stop = self.n if end < 0 else end + 2
+        newline = src.find("\n", start, stop)
+        while newline >= 0:
+            self._newline_at(newline)
+            newline = src.find("\n", newline + 1, stop)
+        self.i = stop
+        span = self._span(line, col)
+        if end < 0:
+            self._error(f"unterminated code literal starting at {line}:{col}: expected `|]`", span)
+            self._runaway(span)
+            return Token(CODE, "", span, None, doc)
+        return Token(CODE, src[start + 2 : end], span, None, doc)
 
     def _runaway(self, span: Span) -> None:
         if self.runaway_at is None:

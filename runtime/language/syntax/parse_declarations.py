@@ -167,6 +167,20 @@ class DeclarationParser(ExpressionParser):
                 namespace = self.expect_name("a module name").text
             else:
                 names = [self.expect_name("a name to import").text]
+                if self.accept(","):  # `import main, { a } from` / `import main, * as ns from`
+                    if self.at("{"):
+                        opener = self.advance()
+                        self.import_aliases = []
+                        names += [t for t in self.comma_list(opener, self.import_name)]
+                        aliases = tuple(self.import_aliases)
+                    else:
+                        self.expect(
+                            "*", f"expected `{{` or `*` after `,`, got {describe(self.peek())}"
+                        )
+                        self.expect_word(
+                            "as", f"expected `as` after `import *`, got {describe(self.peek())}"
+                        )
+                        namespace = self.expect_name("a module name").text
             self.expect_word("from", f"expected `from`, got {describe(self.peek())}")
         tok = self.peek()
         if tok.kind != STRING or not _plain(tok):
@@ -174,6 +188,27 @@ class DeclarationParser(ExpressionParser):
         self.advance()
         module = _string_text(tok)
         return ast.Import(tuple(names), module, self.span_from(start), namespace, aliases)
+
+    def reexport(self) -> ast.Import:
+        """`export { a, b as c } from "mod"` or `export * from "mod"`: an import whose names
+        are also this module's exports."""
+        start = self.advance().span  # export
+        names: list[str] = []
+        aliases: tuple[tuple[str, str], ...] = ()
+        if self.at("{"):
+            opener = self.advance()
+            self.import_aliases = []
+            names = [t for t in self.comma_list(opener, self.import_name)]
+            aliases = tuple(self.import_aliases)
+        else:
+            self.advance()  # *
+        self.expect_word("from", f"expected `from`, got {describe(self.peek())}")
+        tok = self.peek()
+        if tok.kind != STRING or not _plain(tok):
+            self.fail(f"expected the module path as a string, got {describe(tok)}", tok.span)
+        self.advance()
+        span = self.span_from(start)
+        return ast.Import(tuple(names), _string_text(tok), span, None, aliases, reexport=True)
 
     def import_name(self) -> str:
         tok = self.peek()

@@ -29,6 +29,7 @@ from runtime.language.syntax.reader import (
     _string_text,
 )
 from runtime.language.syntax.tokens import (
+    CODE,
     EOF,
     NAME,
     NEWLINE,
@@ -44,6 +45,22 @@ from runtime.language.syntax.tokens import (
 
 
 class ExpressionParser(PatternParser):
+    def code_literal(self, tok: Token) -> ast.Expr:
+        """`[| … |]` is `__code_literal("…")`, a Code value; its text must parse (holes
+        `#name` aside), with errors located in this file."""
+        for message, span in self.fragment_problems(tok.text):
+            line = tok.span.line + span.line - 1
+            col = span.col + (tok.span.col + 1 if span.line == 1 else 0)
+            end_col = span.end_col + (tok.span.col + 1 if span.end_line == 1 else 0)
+            where = Span(line, col, tok.span.line + span.end_line - 1, end_col)
+            self.report(f"in this code literal: {message}", where)
+        text = ast.Literal(tok.text, tok.span)
+        return ast.Call(ast.Name("__code_literal", tok.span), (ast.Arg(text),), tok.span)
+
+    def fragment_problems(self, text: str) -> list[tuple[str, Span]]:
+        """What is wrong with a code literal's text (the statement parser checks it)."""
+        return []
+
     """Expressions, by binding power (Pratt), with calls, blocks, literals and the concurrency forms."""
 
     def expression(self, min_bp: int = 0) -> ast.Expr:
@@ -183,6 +200,12 @@ class ExpressionParser(PatternParser):
             body, _, flags = tok.text[3:].rpartition("/")
             args = (ast.Arg(ast.Literal(body, tok.span)), ast.Arg(ast.Literal(flags, tok.span)))
             return ast.Call(ast.Name("__regex", tok.span), args, tok.span)
+        if kind == CODE:
+            return self.code_literal(self.advance())
+        if kind == "$(":
+            self.advance()
+            inner = self.bracketed(tok, self.expression)
+            return ast.Splice(inner, self.span_from(tok.span))
         if kind == "(":
             self.advance()
             return self.bracketed(tok, self.expression)

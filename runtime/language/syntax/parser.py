@@ -46,6 +46,7 @@ import sys
 from collections.abc import Callable
 
 import runtime.language.syntax.ast as ast
+import runtime.language.syntax.templates as templates
 import runtime.language.syntax.validation as validation
 from runtime.errors import AgencySyntaxError, Diagnostic
 from runtime.language.syntax.ast import Span
@@ -142,6 +143,15 @@ class Parser(DeclarationParser):
 
     # ----------------------------------------------------------------------------------------
     # Program and declarations
+
+    def fragment_problems(self, text: str) -> list[tuple[str, Span]]:
+        """A code literal's text parsed as a file of its own, holes standing in as names."""
+        filled = templates.with_placeholders(text, templates.scan(text))
+        try:
+            parse(filled, self.path)
+        except AgencySyntaxError as exc:
+            return [(d.message, d.span) for d in exc.diagnostics]
+        return []
 
     def program(self) -> ast.Program:
         items: list[ast.TopLevel] = []
@@ -268,6 +278,9 @@ class Parser(DeclarationParser):
                 self.advance()
             self.module_only(start, top, "`shared` variables are")
             return self.var_decl(start, "shared")
+        if word == "static" and self.static_statement_ahead():
+            self.module_only(start, top, "`static` statements are")
+            return self.static_statement(start)
         if word == "static" and nxt.kind == NAME:
             self.advance()
             if self.at_word("let") or self.at_word("const"):
@@ -296,6 +309,9 @@ class Parser(DeclarationParser):
             for _ in modifiers:
                 self.advance()
             return self.function(start, tuple(modifiers))
+        if word == "export" and nxt.kind in ("{", "*"):
+            self.module_only(start, top, "`export … from` is")
+            return self.reexport()
         if word == "export" and nxt.kind == NAME:
             self.module_only(start, top, "`export` is")
             self.advance()
@@ -355,6 +371,24 @@ class Parser(DeclarationParser):
         )
         span = self.span_from(start.span)
         return ast.ExprStmt(ast.Call(ast.Name("__slice_assign", span), args, span), span)
+
+    def static_statement_ahead(self) -> bool:
+        """`static f()`: `static` before an expression rather than a declaration."""
+        nxt, after = self.peek_after(), self.peek_after(2)
+        if nxt.kind == NAME and nxt.text in ("let", "const"):
+            return False
+        if nxt.kind == NAME and after.kind in ("=", ":"):
+            return False
+        return nxt.kind == NAME and after.kind in ("(", ".", "?.")
+
+    def static_statement(self, start: Token) -> ast.VarDecl:
+        """`static f()` runs once, when the module's statics are set up: a static declaration
+        of a name no program can write (so nothing can read it)."""
+        self.advance()  # static
+        expr = self.expression()
+        span = self.span_from(start.span)
+        target = ast.PBind(f"static@{start.span.line}:{start.span.col}", start.span)
+        return ast.VarDecl("static", target, None, expr, span)
 
     def var_decl(self, start: Token, kind: str) -> ast.VarDecl | ast.Block:
         target = self.pattern(binding=True)

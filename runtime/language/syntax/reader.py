@@ -11,6 +11,7 @@ from runtime.errors import AgencySyntaxError, Diagnostic
 from runtime.language.syntax.ast import Span
 from runtime.language.syntax.lexer import Lexer
 from runtime.language.syntax.tokens import (
+    CODE,
     EOF,
     NAME,
     NEWLINE,
@@ -77,7 +78,7 @@ _INFIX: dict[str, int] = {
 }
 _LOGICAL = frozenset({"||", "??", "&&"})
 _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "??="})
-_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_OPENERS = {"(": ")", "[": "]", "{": "}", "$(": ")"}
 _CLOSERS = frozenset({")", "]", "}"})
 _STATEMENT_ENDS = frozenset({NEWLINE, ";", "}", EOF})
 _NO_FOLD_AFTER = frozenset({"**", ".", "?.", "[", "(", "++", "--"})
@@ -105,7 +106,9 @@ _CONSTANTS: dict[str, bool | None] = {
 _EXPRESSION_WORDS = frozenset(
     {"true", "false", "null", "undefined", "if", "match", "try", "typeof"}
 )
-_EXPRESSION_STARTS = frozenset({NUMBER, STRING, REGEX, "(", "[", "{", "-", "+", "!", "\\"})
+_EXPRESSION_STARTS = frozenset(
+    {NUMBER, STRING, REGEX, CODE, "(", "[", "{", "-", "+", "!", "\\", "$("}
+)
 
 
 def _assignable(expr: ast.Expr) -> bool:

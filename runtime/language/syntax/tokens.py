@@ -22,6 +22,7 @@ STRING = "string"
 NEWLINE = "newline"
 EOF = "eof"
 REGEX = "regex"  # `re/pattern/flags`; the token text is the whole literal
+CODE = "code"  # a code literal `[| … |]`; the token text is what stands between the brackets
 
 # Longest first: the lexer tries three characters, then two, then one.
 PUNCT3 = frozenset({"...", "===", "!==", "??="})
@@ -29,6 +30,7 @@ PUNCT2 = frozenset(
     {"?.", "??", "|>", "=>", "==", "!=", "<=", ">=", "&&", "||", "++", "--", "+=", "-=", "*=", "/="}
     | {"**", "->"}
     | {"=~", "!~"}
+    | {"$("}  # a splice `$( generator() )`
 )
 PUNCT1 = frozenset("()[]{},;:.?+-*/%<>=!|\\@&")
 
