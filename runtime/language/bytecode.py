@@ -249,6 +249,13 @@ VALUE_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | VALUE_HOST_NAMES
 
+# Host functions of the network and agent-support std:: modules (runtime/vm/builtins_http.py,
+# builtins_agent.py): HTTP requests, string helpers.
+NET_HOST_NAMES = frozenset(
+    {"__http_fetch", "encodeURIComponent", "decodeURIComponent", "encodeURI", "decodeURI"}
+)
+BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to

@@ -406,6 +406,7 @@ def replay_run(
     if root is None and recorded_root and Path(recorded_root).is_dir():
         root = recorded_root
     world = _ReplayWorld(root, quiet, from_step)
+    world.fetch_mocks = (run.config or {}).get("fetchMocks")  # served when going live
     m = Machine(
         program,
         run.node,

@@ -43,6 +43,8 @@ class RunConfig:
     # A test's `"fakeClock": true`: the clock starts at FAKE_CLOCK_START and moves only by
     # `sleep` and `_advanceTime`, so time budgets do not depend on how loaded the machine is.
     fake_clock: bool = False
+    # A test's `fetchMocks` (None: HTTP requests go to the network); see vm/builtins_http.py.
+    fetch_mocks: list[Any] | None = None
 
     def make_model(self) -> Any:
         return resolve_model(
@@ -140,6 +142,7 @@ def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) 
     )
     if config.fake_clock:
         machine.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
+    world.fetch_mocks = config.fetch_mocks
     return machine
 
 

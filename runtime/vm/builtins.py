@@ -23,6 +23,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_fork,
     builtins_fs,
     builtins_guard,
+    builtins_http,
     builtins_policy,
     builtins_shell,
     builtins_std,
@@ -70,6 +71,8 @@ class World:
         self.root = Path(root or os.getcwd()).resolve()
         self.quiet = quiet
         self.announced = False  # the simulated-model notice was printed
+        # A test's `fetchMocks` (see builtins_http): when set, they answer every HTTP request.
+        self.fetch_mocks: list[Any] | None = None
 
     def emit(self, text: str) -> None:
         if not self.quiet:
