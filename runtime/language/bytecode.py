@@ -249,12 +249,16 @@ VALUE_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | VALUE_HOST_NAMES
 
-# Host functions of the network and agent-support std:: modules (runtime/vm/builtins_http.py,
-# builtins_agent.py): HTTP requests, string helpers.
+# Host functions of the network std:: modules (runtime/vm/builtins_http.py): HTTP requests and
+# URI encoding.
 NET_HOST_NAMES = frozenset(
     {"__http_fetch", "encodeURIComponent", "decodeURIComponent", "encodeURI", "decodeURI"}
 )
 BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
+
+# Language builtins of runtime/vm/builtins_lang.py.
+LANG_HOST_NAMES = frozenset({"_pairsOf"})
+BUILTIN_NAMES = BUILTIN_NAMES | LANG_HOST_NAMES
 
 
 class FuncRef:

@@ -179,9 +179,17 @@ class ExpressionCompiler(CodeEmitter):
             self.is_expr(e)  # type: ignore[arg-type]
         elif t is A.BlockFn:
             self.emit(MAKE_CLOSURE, self.unit.compile_block(e, self))  # type: ignore[arg-type]
+        elif t is A.AssignExpr:
+            self.assign_expr(e)  # type: ignore[arg-type]
         else:
             self.error(f"unsupported expression {t.__name__}", e.span)
             self.emit(CONST, None)
+
+    def assign_expr(self, e: A.AssignExpr) -> None:
+        """`(target op value)`: the assignment, then what the target holds (a member or index
+        target's object and key are evaluated again for that)."""
+        self.assign(e.assign)
+        self.expr(e.assign.target)
 
     def object_lit(self, e: A.ObjectLit) -> None:
         simple = all(type(x) is A.ObjectEntry and isinstance(x.key, str) for x in e.entries)

@@ -24,6 +24,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_fs,
     builtins_guard,
     builtins_http,
+    builtins_lang,
     builtins_policy,
     builtins_shell,
     builtins_std,

@@ -405,6 +405,15 @@ class Update:
 
 
 @dataclass(frozen=True, slots=True)
+class AssignExpr:
+    """`(target op value)` in parentheses: the assignment, used as an expression whose value is
+    what the target holds afterwards."""
+
+    assign: Assign
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class ListComp:
     """`[expr for x in xs]` (optionally `if cond`)."""
 
@@ -475,6 +484,7 @@ Expr = Union[
     Match,
     Is,
     BlockFn,
+    AssignExpr,
 ]
 
 
