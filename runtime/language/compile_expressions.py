@@ -48,6 +48,7 @@ from runtime.language.bytecode import (
 )
 from runtime.language.scopes import pattern_names
 from runtime.language.syntax import ast as A
+from runtime.language.syntax import validation
 
 if TYPE_CHECKING:
     pass
@@ -240,7 +241,9 @@ class ExpressionCompiler(CodeEmitter):
             self.error(f"`{e.op}` needs a variable, property or element", e.span)
             self.emit(CONST, None)
 
-    def call(self, e: A.Call, type_hint: A.TypeExpr | None = None) -> None:
+    def call(
+        self, e: A.Call, type_hint: A.TypeExpr | None = None, schema_only: bool = False
+    ) -> None:
         callee = e.callee
         if type(callee) is A.Name and callee.id not in self.locals:
             name = callee.id
@@ -263,14 +266,40 @@ class ExpressionCompiler(CodeEmitter):
             return
         self.expr(callee)
         extra: list[tuple[str, Any]] = []
+        if type_hint is not None and type(callee) is A.Name and callee.id not in self.locals:
+            injected = self.schema_arguments(callee.id, e.args, type_hint, e.span)
+            if injected:
+                self.call_args(e.args + injected, extra_named=extra, block=e.block)
+                return
         if (
             type_hint is not None
+            and not schema_only
             and type(callee) is A.Name
             and callee.id == "llm"
             and callee.id not in self.locals
         ):
             extra.append(("__type", self.unit.schema_for(type_hint)))
         self.call_args(e.args, extra_named=extra, block=e.block)
+
+    def schema_arguments(
+        self, name: str, args: tuple[A.Arg, ...], hint: A.TypeExpr, span: A.Span
+    ) -> tuple[A.Arg, ...]:
+        """The arguments a call of def `name` leaves out that are `Schema` parameters without a
+        default: each is given `schema(T)` of the type the call's value is expected to have
+        (`const x: T = f(…)`, or the return type of the def it is returned from)."""
+        params = self.unit.signatures.get(name)
+        if not params or any(a.spread for a in args):
+            return ()
+        positional = sum(1 for a in args if a.name is None)
+        named = {a.name for a in args if a.name is not None}
+        out: list[A.Arg] = []
+        for i, p in enumerate(params):
+            t = p.type
+            is_schema = (type(t) is A.TName or type(t) is A.TGeneric) and t.name == "Schema"
+            if is_schema and p.default is None and not p.rest and i >= positional:
+                if p.name not in named:
+                    out.append(A.Arg(validation.schema_value(hint, span), p.name, False, span))
+        return tuple(out)
 
     def chain_link(self, e: A.Expr, exits: list[int]) -> None:
         """`e`, a link of a chain of members, indexes and method calls (`o?.a.b(c)[0]`) or its

@@ -56,6 +56,8 @@ class ProgramCompiler:
         self.module_consts: set[str] = set()
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
+        # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
+        self.signatures: dict[str, tuple[A.Param, ...]] = {}
         self.handlers = 0
         self.blocks = 0
 
@@ -108,6 +110,7 @@ class ProgramCompiler:
                     )
                 )
             self.function_names.add(d.name)
+        self.signatures = {d.name: d.params for d in decls}
         for d in prelude_decls:
             self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
         for d in decls:
