@@ -159,6 +159,8 @@ class ExpressionCompiler(CodeEmitter):
             self.expr(e.left)  # type: ignore[union-attr]
             skip = self.emit(PIPE_PREP, None)
             right = e.right  # type: ignore[union-attr]
+            if type(right) is A.Catch:
+                right = _catching_stage(right)
             if type(right) is A.Call and not _derives_function(right):
                 self.expr(right.callee)
                 self.emit(SWAP)
@@ -182,6 +184,13 @@ class ExpressionCompiler(CodeEmitter):
             self.emit(MAKE_CLOSURE, self.unit.compile_block(e, self))  # type: ignore[arg-type]
         elif t is A.AssignExpr:
             self.assign_expr(e)  # type: ignore[arg-type]
+        elif t is A.OptionalCall:
+            self.expr(e.callee)  # type: ignore[union-attr]
+            present = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+            end = self.emit(JUMP, None)  # a null callee: the null is the value
+            self.patch(present)
+            self.call_args(e.args)  # type: ignore[union-attr]
+            self.patch(end)
         else:
             self.error(f"unsupported expression {t.__name__}", e.span)
             self.emit(CONST, None)
@@ -439,3 +448,13 @@ def _derives_function(call: A.Call) -> bool:
         "rename",
         "preapprove",
     )
+
+
+def _catching_stage(stage: A.Catch) -> A.BlockFn:
+    """`a |> f catch d`: the catch belongs to the stage, `\\v -> f(v) catch d`, so a failing
+    stage gives `d` and the pipe goes on with it (the pipe's value is `success(d)`)."""
+    span = stage.span
+    value = A.Name("pipe#value", span)
+    call = A.Call(stage.value, (A.Arg(value, None, False, span),), span)
+    body = A.Block((A.Return(A.Catch(call, stage.default, span), span),), span)
+    return A.BlockFn((A.Param("pipe#value", None, None, False, span),), body, True, span)

@@ -405,6 +405,15 @@ class Update:
 
 
 @dataclass(frozen=True, slots=True)
+class OptionalCall:
+    """`callee?.(args)`: null when the callee is null, else the call."""
+
+    callee: Expr
+    args: tuple[Arg, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class AssignExpr:
     """`(target op value)` in parentheses: the assignment, used as an expression whose value is
     what the target holds afterwards."""
@@ -485,6 +494,7 @@ Expr = Union[
     Is,
     BlockFn,
     AssignExpr,
+    OptionalCall,
 ]
 
 

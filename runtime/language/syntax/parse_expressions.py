@@ -130,7 +130,8 @@ class ExpressionParser(PatternParser):
         if optional and nxt.kind == "[":
             return self.index(left, self.advance(), start, optional=True)
         if optional and nxt.kind == "(":
-            self.fail("optional calls `?.(…)` are not supported", nxt.span)
+            args = tuple(self.comma_list(self.advance(), self.argument))
+            return ast.OptionalCall(left, args, self.span_from(start))
         self.fail(f"expected a property name after `{tok.kind}`, got {describe(nxt)}", nxt.span)
 
     def index(self, left: ast.Expr, opener: Token, start: Span, optional: bool) -> ast.Expr:
