@@ -256,8 +256,8 @@ NET_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
 
-# Language builtins of runtime/vm/builtins_lang.py.
-LANG_HOST_NAMES = frozenset({"_pairsOf"})
+# Language builtins and project settings (runtime/vm/builtins_lang.py).
+LANG_HOST_NAMES = frozenset({"_pairsOf", "__memory_project_config"})
 BUILTIN_NAMES = BUILTIN_NAMES | LANG_HOST_NAMES
 
 

@@ -407,6 +407,7 @@ def replay_run(
         root = recorded_root
     world = _ReplayWorld(root, quiet, from_step)
     world.fetch_mocks = (run.config or {}).get("fetchMocks")  # served when going live
+    world.memory_config = (run.config or {}).get("memory")
     m = Machine(
         program,
         run.node,

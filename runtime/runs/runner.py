@@ -45,6 +45,8 @@ class RunConfig:
     fake_clock: bool = False
     # A test's `fetchMocks` (None: HTTP requests go to the network); see vm/builtins_http.py.
     fetch_mocks: list[Any] | None = None
+    # The project's agency.json `memory` settings ({dir, …}); None: memory is off until enabled.
+    memory: dict[str, Any] | None = None
 
     def make_model(self) -> Any:
         return resolve_model(
@@ -143,6 +145,7 @@ def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) 
     if config.fake_clock:
         machine.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
     world.fetch_mocks = config.fetch_mocks
+    world.memory_config = config.memory
     return machine
 
 

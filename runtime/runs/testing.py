@@ -305,6 +305,19 @@ def fetch_mocks_of(
     return out, ""
 
 
+def project_memory(folder: Path) -> dict[str, Any] | None:
+    """The `memory` settings of the agency.json beside a test file (None without one)."""
+    path = folder / "agency.json"
+    if not path.is_file():
+        return None
+    try:
+        data = loads_json(read_text(path, "project file"))
+    except (OSError, ValueError, AgencyError):
+        return None
+    memory = data.get("memory") if isinstance(data, dict) else None
+    return memory if isinstance(memory, dict) else None
+
+
 def _judged(test: dict[str, Any]) -> str:
     for c in test.get("evaluationCriteria") or []:
         if isinstance(c, dict) and c.get("type", "exact") != "exact":
@@ -369,6 +382,7 @@ def run_test(
             config.model_spec = "sim"
         try:
             config.fetch_mocks = fetch_mocks
+            config.memory = project_memory(Path(label).parent)
             machine = new_machine(program, config, model)
             drive(machine, answer)
         except AgencyError as exc:

@@ -74,6 +74,8 @@ class World:
         self.announced = False  # the simulated-model notice was printed
         # A test's `fetchMocks` (see builtins_http): when set, they answer every HTTP request.
         self.fetch_mocks: list[Any] | None = None
+        # The project's agency.json `memory` settings (std::memory's config when none is enabled).
+        self.memory_config: dict[str, Any] | None = None
 
     def emit(self, text: str) -> None:
         if not self.quiet:

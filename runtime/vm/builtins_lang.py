@@ -1,12 +1,13 @@
 """Provides small builtins of the language itself that other builtins modules do not cover:
-`_pairsOf` (what a two-name comprehension or loop walks)."""
+`_pairsOf` (what a two-name comprehension or loop walks), and the project settings a program
+reads (`__memory_project_config`: agency.json's `memory`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.values import JSArray, JSObject
+from runtime.vm.values import JSArray, JSObject, from_plain
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -22,3 +23,10 @@ def _pairs_of(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if type(v) is JSObject:
         return JSArray(JSArray([k, item]) for k, item in v.items())
     return JSArray()
+
+
+@builtin("__memory_project_config")
+def _memory_project_config(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The project's memory config (agency.json's `memory`, e.g. {dir}), or null."""
+    config = m.world.memory_config
+    return from_plain(config) if isinstance(config, dict) else None
