@@ -256,8 +256,9 @@ NET_HOST_NAMES = frozenset(
 )
 BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
 
-# Language builtins and project settings (runtime/vm/builtins_lang.py).
-LANG_HOST_NAMES = frozenset({"_pairsOf", "__memory_project_config"})
+# Language builtins and project settings (runtime/vm/builtins_lang.py), and S3
+# (runtime/vm/builtins_aws.py).
+LANG_HOST_NAMES = frozenset({"_pairsOf", "__memory_project_config", "__s3_call", "__s3_presign"})
 BUILTIN_NAMES = BUILTIN_NAMES | LANG_HOST_NAMES
 
 

@@ -18,6 +18,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
+    builtins_aws,
     builtins_callbacks,
     builtins_data,
     builtins_fork,

@@ -38,13 +38,17 @@ SNIPPET = 300  # characters of a failed response's body kept in the failure
 
 
 class Response:
-    """What came back: status, reason, headers (lower-case names) and the body text."""
+    """What came back: status, reason, headers (lower-case names) and the body, as bytes
+    (`data`) and as text."""
 
-    def __init__(self, status: int, reason: str, headers: dict[str, str], text: str) -> None:
+    def __init__(
+        self, status: int, reason: str, headers: dict[str, str], data: bytes | str
+    ) -> None:
         self.status = status
         self.reason = reason
         self.headers = headers
-        self.text = text
+        self.data = data.encode("utf-8") if isinstance(data, str) else data
+        self.text = self.data.decode("utf-8", errors="replace")
 
 
 def _s(v: Any) -> str:
@@ -163,11 +167,11 @@ def _lower(headers: Any) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in (headers.items() if headers else [])}
 
 
-def _read(resp: Any, url: str) -> str:
+def _read(resp: Any, url: str) -> bytes:
     data = resp.read(BODY_LIMIT + 1)
     if len(data) > BODY_LIMIT:
         raise AgencyRuntimeError(f"the response from {url} is over {BODY_LIMIT} bytes")
-    return bytes(data).decode("utf-8", errors="replace")
+    return bytes(data)
 
 
 # -- answers ---------------------------------------------------------------------------------------
