@@ -294,6 +294,17 @@ AGENCY_HOST_NAMES = frozenset(
     }
 )
 BUILTIN_NAMES = BUILTIN_NAMES | AGENCY_HOST_NAMES
+# Host functions of the network std:: modules (runtime/vm/builtins_http.py): HTTP requests and
+# URI encoding.
+NET_HOST_NAMES = frozenset(
+    {"__http_fetch", "encodeURIComponent", "decodeURIComponent", "encodeURI", "decodeURI"}
+)
+BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
+
+# Language builtins and project settings (runtime/vm/builtins_lang.py), and S3
+# (runtime/vm/builtins_aws.py).
+LANG_HOST_NAMES = frozenset({"_pairsOf", "__memory_project_config", "__s3_call", "__s3_presign"})
+BUILTIN_NAMES = BUILTIN_NAMES | LANG_HOST_NAMES
 
 
 class FuncRef:

@@ -171,3 +171,6 @@ class CodeEmitter:
 
     def block(self, block: A.Block, path: str) -> None:
         raise NotImplementedError
+
+    def assign(self, s: A.Assign) -> None:
+        raise NotImplementedError

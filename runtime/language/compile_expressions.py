@@ -48,6 +48,7 @@ from runtime.language.bytecode import (
 )
 from runtime.language.scopes import pattern_names
 from runtime.language.syntax import ast as A
+from runtime.language.syntax import validation
 
 if TYPE_CHECKING:
     pass
@@ -158,6 +159,8 @@ class ExpressionCompiler(CodeEmitter):
             self.expr(e.left)
             skip = self.emit(PIPE_PREP, None)
             right = e.right
+            if isinstance(right, A.Catch):
+                right = _catching_stage(right)
             if type(right) is A.Call and not _derives_function(right):
                 self.expr(right.callee)
                 self.emit(SWAP)
@@ -179,9 +182,24 @@ class ExpressionCompiler(CodeEmitter):
             self.is_expr(e)
         elif isinstance(e, A.BlockFn):
             self.emit(MAKE_CLOSURE, self.unit.compile_block(e, self))
+        elif isinstance(e, A.AssignExpr):
+            self.assign_expr(e)
+        elif isinstance(e, A.OptionalCall):
+            self.expr(e.callee)
+            present = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+            end = self.emit(JUMP, None)  # a null callee: the null is the value
+            self.patch(present)
+            self.call_args(e.args)
+            self.patch(end)
         else:
             self.error(f"unsupported expression {t.__name__}", e.span)
             self.emit(CONST, None)
+
+    def assign_expr(self, e: A.AssignExpr) -> None:
+        """`(target op value)`: the assignment, then what the target holds (a member or index
+        target's object and key are evaluated again for that)."""
+        self.assign(e.assign)
+        self.expr(e.assign.target)
 
     def object_lit(self, e: A.ObjectLit) -> None:
         simple = all(type(x) is A.ObjectEntry and isinstance(x.key, str) for x in e.entries)
@@ -232,7 +250,9 @@ class ExpressionCompiler(CodeEmitter):
             self.error(f"`{e.op}` needs a variable, property or element", e.span)
             self.emit(CONST, None)
 
-    def call(self, e: A.Call, type_hint: A.TypeExpr | None = None) -> None:
+    def call(
+        self, e: A.Call, type_hint: A.TypeExpr | None = None, schema_only: bool = False
+    ) -> None:
         callee = e.callee
         if type(callee) is A.Name and callee.id not in self.locals:
             name = callee.id
@@ -255,14 +275,40 @@ class ExpressionCompiler(CodeEmitter):
             return
         self.expr(callee)
         extra: list[tuple[str, Any]] = []
+        if type_hint is not None and type(callee) is A.Name and callee.id not in self.locals:
+            injected = self.schema_arguments(callee.id, e.args, type_hint, e.span)
+            if injected:
+                self.call_args(e.args + injected, extra_named=extra, block=e.block)
+                return
         if (
             type_hint is not None
+            and not schema_only
             and type(callee) is A.Name
             and callee.id == "llm"
             and callee.id not in self.locals
         ):
             extra.append(("__type", self.unit.schema_for(type_hint)))
         self.call_args(e.args, extra_named=extra, block=e.block)
+
+    def schema_arguments(
+        self, name: str, args: tuple[A.Arg, ...], hint: A.TypeExpr, span: A.Span
+    ) -> tuple[A.Arg, ...]:
+        """The arguments a call of def `name` leaves out that are `Schema` parameters without a
+        default: each is given `schema(T)` of the type the call's value is expected to have
+        (`const x: T = f(…)`, or the return type of the def it is returned from)."""
+        params = self.unit.signatures.get(name)
+        if not params or any(a.spread for a in args):
+            return ()
+        positional = sum(1 for a in args if a.name is None)
+        named = {a.name for a in args if a.name is not None}
+        out: list[A.Arg] = []
+        for i, p in enumerate(params):
+            t = p.type
+            is_schema = (type(t) is A.TName or type(t) is A.TGeneric) and t.name == "Schema"
+            if is_schema and p.default is None and not p.rest and i >= positional:
+                if p.name not in named:
+                    out.append(A.Arg(validation.schema_value(hint, span), p.name, False, span))
+        return tuple(out)
 
     def chain_link(self, e: A.Expr, exits: list[int]) -> None:
         """`e`, a link of a chain of members, indexes and method calls (`o?.a.b(c)[0]`) or its
@@ -402,3 +448,13 @@ def _derives_function(call: A.Call) -> bool:
         "rename",
         "preapprove",
     )
+
+
+def _catching_stage(stage: A.Catch) -> A.BlockFn:
+    """`a |> f catch d`: the catch belongs to the stage, `\\v -> f(v) catch d`, so a failing
+    stage gives `d` and the pipe goes on with it (the pipe's value is `success(d)`)."""
+    span = stage.span
+    value = A.Name("pipe#value", span)
+    call = A.Call(stage.value, (A.Arg(value, None, False, span),), span)
+    body = A.Block((A.Return(A.Catch(call, stage.default, span), span),), span)
+    return A.BlockFn((A.Param("pipe#value", None, None, False, span),), body, True, span)

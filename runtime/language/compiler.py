@@ -108,6 +108,9 @@ class FunctionCompiler(MatchCompiler):
                 return
             if s.value is None:
                 self.emit(CONST, None)
+            elif type(s.value) is A.Call and self.code.return_type is not None:
+                # The def's return type is what a left-out `Schema` argument describes.
+                self.call(s.value, self.code.return_type, schema_only=True)
             else:
                 self.expr(s.value)
             self.emit(RETURN)

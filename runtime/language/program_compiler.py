@@ -5,6 +5,7 @@ into a `CompiledProgram`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencySyntaxError, Diagnostic
@@ -56,6 +57,8 @@ class ProgramCompiler:
         self.module_consts: set[str] = set()
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
+        # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
+        self.signatures: dict[str, tuple[A.Param, ...]] = {}
         self.handlers = 0
         self.blocks = 0
 
@@ -91,7 +94,9 @@ class ProgramCompiler:
                             globals_order.append(n)
                     self.global_names |= names
         self._check_reserved(
-            self.global_names | self.shared_names | {d.name for d in decls},
+            self.global_names
+            | self.shared_names
+            | {d.name for d in decls if not _bundled(decl_file.get(id(d), ""))},
             A.Span(1, 1, 1, 1),
             self.program.path,
         )
@@ -108,6 +113,7 @@ class ProgramCompiler:
                     )
                 )
             self.function_names.add(d.name)
+        self.signatures = {d.name: d.params for d in decls}
         for d in prelude_decls:
             self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
         for d in decls:
@@ -267,3 +273,15 @@ def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:
     fc.block(body, "")
     fc.emit(CONST, None)
     fc.emit(RETURN)
+
+
+_STD_DIR = Path(__file__).with_name("std").resolve()
+
+
+def _bundled(path: str) -> bool:
+    """Whether `path` is a bundled std:: module, whose private defs may use `__` names (a
+    program cannot define them, so its own definitions never take their place)."""
+    try:
+        return Path(path).resolve().is_relative_to(_STD_DIR)
+    except (OSError, ValueError):
+        return False

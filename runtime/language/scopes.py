@@ -91,6 +91,11 @@ def declared_names(
         elif t is A.Update:
             if type(n.target) is A.Name:
                 assigned.add(n.target.id)
+        elif t is A.AssignExpr:
+            stack.append(n.assign)
+        elif t is A.OptionalCall:
+            stack.append(n.callee)
+            stack.extend(a.value for a in n.args)
 
 
 def constants(body: Any) -> set[str]:

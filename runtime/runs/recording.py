@@ -85,6 +85,10 @@ def run_config_of(config: Any, model: Any, checkpoint: str | None = None) -> dic
     out["seed"] = config.seed
     if config.mocks is not None:
         out["mocks"] = config.mocks
+    if config.fetch_mocks is not None:
+        out["fetchMocks"] = config.fetch_mocks  # a resumed run goes on answering from them
+    if config.memory is not None:
+        out["memory"] = config.memory
     if checkpoint is not None:
         out["from_checkpoint"] = checkpoint
     return out

@@ -397,6 +397,8 @@ def replay_run(
     if root is None and recorded_root and Path(recorded_root).is_dir():
         root = recorded_root
     world = _ReplayWorld(root, quiet, from_step)
+    world.fetch_mocks = (run.config or {}).get("fetchMocks")  # served when going live
+    world.memory_config = (run.config or {}).get("memory")
     m = Machine(
         program,
         run.node,

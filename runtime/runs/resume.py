@@ -159,6 +159,8 @@ def _resume_run(
         recorded_root = (run.meta or {}).get("cwd")
         root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
     m.world = World(root=root, quiet=quiet)
+    m.world.fetch_mocks = recorded.get("fetchMocks")
+    m.world.memory_config = recorded.get("memory")
     m.host.journal = journal
     store.truncate_after(run.id, 0, step)
     if problems:  # forced: the run goes on with the new program / model

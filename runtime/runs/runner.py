@@ -46,6 +46,10 @@ class RunConfig:
     fake_clock: bool = False
     # The program's own command-line arguments, read by std::args (a test's `"argv"`).
     argv: list[str] = field(default_factory=list)
+    # A test's `fetchMocks` (None: HTTP requests go to the network); see vm/builtins_http.py.
+    fetch_mocks: list[Any] | None = None
+    # The project's agency.json `memory` settings ({dir, …}); None: memory is off until enabled.
+    memory: dict[str, Any] | None = None
 
     def make_model(self) -> Any:
         return resolve_model(
@@ -144,6 +148,8 @@ def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) 
     )
     if config.fake_clock:
         machine.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
+    world.fetch_mocks = config.fetch_mocks
+    world.memory_config = config.memory
     return machine
 
 

@@ -138,7 +138,16 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
 # Fields of a suite and of a test case that the runner understands (the reference's set);
 # anything else fails the case with a message naming it.
 SUITE_FIELDS = frozenset(
-    {"tests", "sourceFile", "description", "skip", "skipOnCI", "skipReason", "defaultTimeoutMs"}
+    {
+        "tests",
+        "sourceFile",
+        "description",
+        "skip",
+        "skipOnCI",
+        "skipReason",
+        "defaultTimeoutMs",
+        "fetchMocks",
+    }
 )
 CASE_FIELDS = frozenset(
     {
@@ -156,12 +165,11 @@ CASE_FIELDS = frozenset(
         "timeoutMs",
         "skip",
         "skipReason",
+        "fetchMocks",
     }
 )
 # Fields we know but cannot honour: the case fails saying why.
-CANNOT = {
-    "fetchMocks": "std::http is not available, so HTTP answers cannot be mocked",
-}
+CANNOT: dict[str, str] = {}
 
 
 def _unsupported(where: dict[str, Any], known: frozenset[str], what: str) -> str:
@@ -271,6 +279,44 @@ def _mocks(test: dict[str, Any]) -> tuple[list[Any] | None, str]:
     )
 
 
+def fetch_mocks_of(
+    suite: dict[str, Any], test: dict[str, Any], base: Path
+) -> tuple[list[Any] | None, str]:
+    """The HTTP answers of a case (`fetchMocks`: the case's first, then the suite's; None when
+    neither declares any, so requests go to the network), each `returnFile` read (relative to
+    the test file) into `return`."""
+    if "fetchMocks" not in suite and "fetchMocks" not in test:
+        return None, ""
+    out: list[Any] = []
+    for mock in [*(test.get("fetchMocks") or []), *(suite.get("fetchMocks") or [])]:
+        where = f"fetchMocks[{len(out)}]"
+        if not isinstance(mock, dict) or ("url" in mock) == ("urlPattern" in mock):
+            return None, f'{where}: expected an object with one of "url" or "urlPattern"'
+        if ("return" in mock) == ("returnFile" in mock):
+            return None, f'{where}: set one of "return" or "returnFile"'
+        if "returnFile" in mock:
+            try:
+                text = read_text(base / str(mock["returnFile"]), "fetch mock file")
+            except (OSError, AgencyError) as exc:
+                return None, f"{where}: cannot read returnFile {mock['returnFile']!r}: {exc}"
+            mock = {k: v for k, v in mock.items() if k != "returnFile"} | {"return": text}
+        out.append(mock)
+    return out, ""
+
+
+def project_memory(folder: Path) -> dict[str, Any] | None:
+    """The `memory` settings of the agency.json beside a test file (None without one)."""
+    path = folder / "agency.json"
+    if not path.is_file():
+        return None
+    try:
+        data = loads_json(read_text(path, "project file"))
+    except (OSError, ValueError, AgencyError):
+        return None
+    memory = data.get("memory") if isinstance(data, dict) else None
+    return memory if isinstance(memory, dict) else None
+
+
 def _judged(test: dict[str, Any]) -> str:
     for c in test.get("evaluationCriteria") or []:
         if isinstance(c, dict) and c.get("type", "exact") != "exact":
@@ -294,6 +340,9 @@ def run_test(
     problem = _unsupported(test, CASE_FIELDS, "this test") or _judged(test)
     mocks, mock_problem = _mocks(test)
     problem = problem or mock_problem
+    fetch_mocks: list[Any] | None = None
+    if not problem:
+        fetch_mocks, problem = fetch_mocks_of(suite or {}, test, Path(label).parent)
     if problem:
         return TestOutcome(label, title, False, detail=problem)
     try:
@@ -332,6 +381,8 @@ def run_test(
         elif config.mocks is None:
             config.model_spec = "sim"
         try:
+            config.fetch_mocks = fetch_mocks
+            config.memory = project_memory(Path(label).parent)
             machine = new_machine(program, config, model)
             drive(machine, answer)
         except AgencyError as exc:

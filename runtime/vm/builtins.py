@@ -19,12 +19,15 @@ from runtime.language.bytecode import FuncRef
 from runtime.language.files import protected_reason, read_text
 from runtime.vm import (  # noqa: F401  (they register)
     builtins_agency,
+    builtins_aws,
     builtins_callbacks,
     builtins_data,
     builtins_files,
     builtins_fork,
     builtins_fs,
     builtins_guard,
+    builtins_http,
+    builtins_lang,
     builtins_layout,
     builtins_policy,
     builtins_safebash,
@@ -76,6 +79,10 @@ class World:
         self.quiet = quiet
         self.announced = False  # the simulated-model notice was printed
         self.argv: list[str] = []  # the program's own command-line arguments (std::args)
+        # A test's `fetchMocks` (see builtins_http): when set, they answer every HTTP request.
+        self.fetch_mocks: list[Any] | None = None
+        # The project's agency.json `memory` settings (std::memory's config when none is enabled).
+        self.memory_config: dict[str, Any] | None = None
 
     def emit(self, text: str) -> None:
         if not self.quiet:

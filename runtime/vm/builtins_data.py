@@ -194,7 +194,37 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "trunc": lambda x=None, *_: math.trunc(to_number(x)) if _finite(x) else _nan_or(x),
         "sign": lambda x=None, *_: _sign(x),
     },
+    "String": {
+        "fromCharCode": lambda *a: "".join(_utf16_units(a)),
+        "fromCodePoint": lambda *a: "".join(_code_point(x) for x in a),
+    },
+    "Number": {
+        "isInteger": lambda x=None, *_: _is_number(x) and _finite(x) and float(x).is_integer(),
+        "isFinite": lambda x=None, *_: _is_number(x) and _finite(x),
+        "isNaN": lambda x=None, *_: _is_number(x) and x != x,
+        "isSafeInteger": lambda x=None, *_: (
+            _is_number(x) and _finite(x) and float(x).is_integer() and abs(x) <= 2**53 - 1
+        ),
+    },
 }
+
+
+def _is_number(x: Any) -> bool:
+    return type(x) in (int, float)
+
+
+def _utf16_units(codes: tuple[Any, ...]) -> list[str]:
+    """String.fromCharCode: each argument a UTF-16 code unit; surrogate pairs are joined."""
+    units = [int(to_number(c)) & 0xFFFF if _finite(c) else 0 for c in codes]
+    data = b"".join(u.to_bytes(2, "little") for u in units)
+    return [data.decode("utf-16-le", errors="surrogatepass")]
+
+
+def _code_point(x: Any) -> str:
+    n = to_number(x)
+    if not _finite(x) or not float(n).is_integer() or not 0 <= n <= 0x10FFFF:
+        raise AgencyRuntimeError(f"String.fromCodePoint: invalid code point {to_str(x)}")
+    return chr(int(n))
 
 
 def _object_assign(target: Any = None, *sources: Any) -> Any:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_policy import TAGS
 from runtime.vm.frames import Frame, Signal
 from runtime.vm.values import JSArray, JSObject, truthy
 from runtime.vm.writelog import PLAIN, W_ACTIVE, W_GLOBAL, W_POP_FRAME, W_THREAD
@@ -65,6 +66,19 @@ def _clone(v: Any, memo: dict[int, Any]) -> Any:
     for k, x in v.items():
         obj[k] = _clone(x, memo)
     return obj
+
+
+def _clone_tag_table(table: Any, memo: dict[int, Any]) -> Any:
+    """The branch's copy of std::tag's table: a tagged object the branch sees as a copy (held
+    by a global) is tagged as that copy; one it sees as it is (a local of a frame, shared with
+    the parent) keeps its entry, so its tags stay visible inside the branch."""
+    if type(table) is not JSArray:
+        return table
+    out = JSArray()
+    for entry in table:
+        value, tags = entry[0], entry[1]
+        out.append(JSArray([memo.get(id(value), value), _clone(tags, memo)]))
+    return out
 
 
 def _set_globals(m: Machine, values: dict[str, Any]) -> None:
@@ -112,7 +126,10 @@ def _fork_branch(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
     saved = state["saved"]
     if type(saved) is JSObject:
         memo: dict[int, Any] = {}
-        _set_globals(m, {k: _clone(v, memo) for k, v in saved.items()})
+        copies = {k: _clone(v, memo) for k, v in saved.items() if k != TAGS}
+        if TAGS in saved:
+            copies[TAGS] = _clone_tag_table(saved[TAGS], memo)
+        _set_globals(m, copies)
     for key, zero in (("clock", 0), ("cancelled", False), ("spentTokens", 0), ("spentCost", 0)):
         m.set_key(state, key, zero)
     frame = m.frames[-1]

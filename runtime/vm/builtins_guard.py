@@ -351,9 +351,11 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     journal (a resumed or replayed run does not wait again), cut short at a time guard's
     deadline. Then the running guards are checked (a time budget may have run out)."""
     ms = to_number(arg(args, named, 0, "ms", 0))
-    if ms != ms or ms < 0 or ms > MAX_SLEEP_MS:
+    if ms < 0:
+        ms = 0  # a time already past: no wait, as JavaScript's timers do
+    if ms != ms or ms > MAX_SLEEP_MS:
         raise AgencyRuntimeError(
-            f"sleep(ms): ms must be between 0 and {MAX_SLEEP_MS} (a day), not {to_str(ms)}"
+            f"sleep(ms): ms must be a number of at most {MAX_SLEEP_MS} (a day), not {to_str(ms)}"
         )
     if branch_sleep(m, ms):
         return None

@@ -388,9 +388,11 @@ class CallingMachine(MachineState):
                 self.log((W_POP_FRAME,))
                 self.event("error", err.message, {"scope": f.code.name, "handled": True})
                 if frames:
-                    frames[-1].stack.append(
-                        Result(False, error=err.message, checkpoint=cp, origin=f.code.name)
-                    )
+                    failed = Result(False, error=err.message, checkpoint=cp, origin=f.code.name)
+                    if DESTRUCTIVE in f.locals or "destructive" in (f.code.modifiers or ()):
+                        # the error came after destructive work began: say so (destructiveRan)
+                        failed = destructive_return(cast("Machine", self), f, failed)
+                    frames[-1].stack.append(failed)
                     return True
                 break
             if kind in ("prelude", "handler", "block"):

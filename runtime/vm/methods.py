@@ -5,6 +5,7 @@ methods, and the methods of function values (`f.partial(a: 1)`, `.describe`, `.r
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -396,6 +397,53 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
         s[integer(_a(a, 0, 0))] if -len(s) <= integer(_a(a, 0, 0)) < len(s) else None
     ),
 }
+
+
+def _char_code(s: str, args: list[Any]) -> Any:
+    """charCodeAt: the UTF-16 code unit at the index (NaN outside the string)."""
+    i = integer(_a(args, 0, 0))
+    if not 0 <= i < len(s):
+        return math.nan
+    c = ord(s[i])
+    return 0xD800 + ((c - 0x10000) >> 10) if c > 0xFFFF else c
+
+
+def _locale_compare(s: str, args: list[Any]) -> int:
+    """localeCompare: -1, 0 or 1; letters compare ignoring case first, then lower before upper."""
+    other = to_str(_a(args, 0, ""))
+
+    def key(t: str) -> tuple[str, str]:
+        return (unicodedata.normalize("NFKD", t).casefold(), t.swapcase())
+
+    a, b = key(s), key(other)
+    return (a > b) - (a < b)
+
+
+def _normalize(s: str, args: list[Any]) -> str:
+    form = to_str(_a(args, 0, "NFC"))
+    if form not in ("NFC", "NFD", "NFKC", "NFKD"):
+        raise AgencyRuntimeError(
+            f"normalize: the form must be NFC, NFD, NFKC or NFKD, not {form!r}"
+        )
+    return unicodedata.normalize(form, s)  # type: ignore[arg-type]
+
+
+STRING_METHODS.update(
+    {
+        "charCodeAt": _char_code,
+        "codePointAt": lambda s, a: (
+            ord(s[integer(_a(a, 0, 0))]) if 0 <= integer(_a(a, 0, 0)) < len(s) else None
+        ),
+        "localeCompare": _locale_compare,
+        "normalize": _normalize,
+        "concat": lambda s, a: checked(s + "".join(to_str(x) for x in a)),
+        "trimLeft": lambda s, a: s.lstrip(),
+        "trimRight": lambda s, a: s.rstrip(),
+        "toLocaleLowerCase": lambda s, a: s.lower(),
+        "toLocaleUpperCase": lambda s, a: s.upper(),
+        "valueOf": lambda s, a: s,
+    }
+)
 
 
 # Namespaced functions (JSON.stringify, Math.max, ...) are also callable through FuncRef values

@@ -16,6 +16,7 @@ from runtime.errors import AgencyError
 from runtime.language.bytecode import CompiledProgram
 from runtime.language.program import load_program
 from runtime.runs.runner import decision_from, evaluate_input
+from runtime.runs.testing import fetch_mocks_of
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 
@@ -54,6 +55,7 @@ class Case:
     program: CompiledProgram
     args: list[Any]
     named: dict[str, Any]
+    fetch_mocks: list[Any] | None = None  # the suite's `fetchMocks`, `returnFile`s read
 
     def answers(self) -> Callable[[Any], Any]:
         """Answers interrupts with the test's `interruptHandlers`, in order, as `agency test`."""
@@ -79,4 +81,6 @@ def load(suite: str, index: int) -> Case:
         args, named = evaluate_input(test.get("input", "") or "")
     except AgencyError:
         pytest.skip("the program or its input does not compile (a syntax-error test)")
-    return Case(test, program, args, named)
+    mocks, problem = fetch_mocks_of(spec, test, path.parent)
+    assert not problem, problem
+    return Case(test, program, args, named, mocks)

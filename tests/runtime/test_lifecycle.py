@@ -100,6 +100,7 @@ def test_replay_equals_the_record_for_every_conformance_program(
         root=str(work),
         quiet=True,
         fake_clock=bool(test.get("fakeClock")),
+        fetch_mocks=case.fetch_mocks,
     )
     if config.mocks is None:
         config.model_spec = "sim"
@@ -148,6 +149,7 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run_for_every_conformance
             root=str(root),
             quiet=True,
             fake_clock=bool(test.get("fakeClock")),
+            fetch_mocks=case.fetch_mocks,
         )
         if c.mocks is None:
             c.model_spec = "sim"
@@ -169,6 +171,8 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run_for_every_conformance
         run_config = {**config_of(model), "seed": cfg.seed}
         if cfg.mocks is not None:
             run_config["mocks"] = cfg.mocks
+        if cfg.fetch_mocks is not None:
+            run_config["fetchMocks"] = cfg.fetch_mocks
         rec = start_run(program, machine, store, run_config)
         machine.host.journal = StoreJournal(store, rec.run_id)
         answer = answers()

@@ -29,6 +29,7 @@ from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.llm.sim import SimModel
 from runtime.runs.runner import decision_from, evaluate_input
+from runtime.runs.testing import fetch_mocks_of
 from runtime.vm.builtins import World
 from runtime.vm.builtins_std import FAKE_CLOCK, FAKE_CLOCK_START
 from runtime.vm.checkpoints import snapshot
@@ -54,6 +55,7 @@ class Case:
     handlers: list[dict[str, Any]]
     synthetic_usage: bool = False  # "useTestLLMProvider": every answer costs, so guards trip
     fake_clock: bool = False  # "fakeClock": the clock moves only by _advanceTime and sleep
+    fetch_mocks: list[Any] | None = None  # "fetchMocks": the answers of HTTP requests
 
 
 def _collect() -> list[Case]:
@@ -77,6 +79,7 @@ def _collect() -> list[Case]:
                     handlers=list(test.get("interruptHandlers") or []),
                     synthetic_usage=bool(test.get("useTestLLMProvider")),
                     fake_clock=bool(test.get("fakeClock")),
+                    fetch_mocks=fetch_mocks_of(suite, test, suite_path.parent)[0],
                 )
             )
     return cases
@@ -119,6 +122,12 @@ def _model(case: Case) -> Any:
     return MockModel(case.mocks, synthetic_usage=case.synthetic_usage)
 
 
+def _world(case: Case, root: Path) -> World:
+    world = World(root=root, quiet=True)
+    world.fetch_mocks = case.fetch_mocks
+    return world
+
+
 def _fresh(case: Case, root: Path) -> Machine:
     args, named = evaluate_input(case.input)
     m = Machine(
@@ -127,7 +136,7 @@ def _fresh(case: Case, root: Path) -> Machine:
         args,
         named,
         model=_model(case),
-        world=World(root=root, quiet=True),
+        world=_world(case, root),
     )
     if case.fake_clock:
         m.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
@@ -206,7 +215,7 @@ def boundaries(n: int) -> list[int]:
 def roundtrip(m: Machine, case: Case, root: Path) -> Machine:
     """Snapshot `m`, pass it through JSON text and rebuild it with a fresh model in `root`."""
     data = json.loads(json.dumps(snapshot(m)))
-    return rebuild(_program(case), data, model=_model(case), world=World(root=root, quiet=True))
+    return rebuild(_program(case), data, model=_model(case), world=_world(case, root))
 
 
 def _check_from(case: Case, k: int, root: Path, expected: Outcome) -> None:

@@ -143,16 +143,20 @@ def test_output_comparison_ignores_key_order(tmp_path: Path) -> None:
 
 def test_unknown_or_unhonoured_fields_fail_naming_the_field(tmp_path: Path) -> None:
     source = "node main() { return 1 }\n"
-    [mocked, unknown, judged] = _suite(
+    [argv, unknown, judged, bad_mock, no_file] = _suite(
         tmp_path,
         source,
         [
-            _case("1", fetchMocks=[]),
+            _case("1", argv=["--x"]),
             _case("1", frobnicate=True),
             _case("1", evaluationCriteria=[{"type": "llmJudge", "judgePrompt": "ok?"}]),
+            _case("1", fetchMocks=[{"url": "https://a.test"}]),
+            _case("1", fetchMocks=[{"url": "https://a.test", "returnFile": "absent.html"}]),
         ],
     )
-    assert not mocked.passed and '"fetchMocks"' in mocked.detail
+    assert not argv.passed and '"argv"' in argv.detail
+    assert not bad_mock.passed and 'fetchMocks[0]: set one of "return"' in bad_mock.detail
+    assert not no_file.passed and "cannot read returnFile 'absent.html'" in no_file.detail
     assert not unknown.passed and '"frobnicate"' in unknown.detail
     assert not judged.passed and "llmJudge" in judged.detail
 

@@ -178,6 +178,7 @@ def test_state_at_equals_machine_state_for_conformance_programs(
         mocks=test.get("llmMocks"),
         root=str(work),
         quiet=True,
+        fetch_mocks=case.fetch_mocks,
     )
     if config.mocks is None:
         config.model_spec = "sim"

@@ -405,6 +405,24 @@ class Update:
 
 
 @dataclass(frozen=True, slots=True)
+class OptionalCall:
+    """`callee?.(args)`: null when the callee is null, else the call."""
+
+    callee: Expr
+    args: tuple[Arg, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class AssignExpr:
+    """`(target op value)` in parentheses: the assignment, used as an expression whose value is
+    what the target holds afterwards."""
+
+    assign: Assign
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class ListComp:
     """`[expr for x in xs]` (optionally `if cond`)."""
 
@@ -485,6 +503,8 @@ Expr = Union[
     Match,
     Is,
     BlockFn,
+    AssignExpr,
+    OptionalCall,
 ]
 
 

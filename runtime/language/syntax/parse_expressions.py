@@ -10,6 +10,7 @@ import runtime.language.syntax.validation as validation
 from runtime.language.syntax.ast import Span
 from runtime.language.syntax.parse_patterns import PatternParser
 from runtime.language.syntax.reader import (
+    _ASSIGN_OPS,
     _CATCH,
     _CLASSES,
     _CLOSERS,
@@ -146,7 +147,8 @@ class ExpressionParser(PatternParser):
         if optional and nxt.kind == "[":
             return self.index(left, self.advance(), start, optional=True)
         if optional and nxt.kind == "(":
-            self.fail("optional calls `?.(…)` are not supported", nxt.span)
+            args = tuple(self.comma_list(self.advance(), self.argument))
+            return ast.OptionalCall(left, args, self.span_from(start))
         self.fail(f"expected a property name after `{tok.kind}`, got {describe(nxt)}", nxt.span)
 
     def index(self, left: ast.Expr, opener: Token, start: Span, optional: bool) -> ast.Expr:
@@ -208,7 +210,7 @@ class ExpressionParser(PatternParser):
             return ast.Splice(inner, self.span_from(tok.span))
         if kind == "(":
             self.advance()
-            return self.bracketed(tok, self.expression)
+            return self.bracketed(tok, self.paren_expression)
         if kind == "[":
             return self.array(self.advance())
         if kind == "{":
@@ -272,6 +274,22 @@ class ExpressionParser(PatternParser):
         finally:
             self.headers = saved
         return ast.BlockFn(params, body, False, self.span_from(start))
+
+    def paren_expression(self) -> ast.Expr:
+        """An expression in parentheses, which may be an assignment: `(n += 1)`."""
+        start = self.peek()
+        expr = self.expression()
+        op = self.peek()
+        if op.kind not in _ASSIGN_OPS:
+            return expr
+        if not _assignable(expr):
+            self.fail(
+                f"the left side of `{op.kind}` must be a variable, a member or an index", expr.span
+            )
+        self.advance()
+        value = self.expr_after(op)
+        span = self.span_from(start.span)
+        return ast.AssignExpr(ast.Assign(expr, op.kind, value, span), span)
 
     def inline_block(self, backslash: Token) -> ast.BlockFn:
         """`\\x -> expr`, `\\(a, b) -> expr`, `\\ -> expr`: a block returning one expression."""
