@@ -31,9 +31,10 @@ from hypothesis import strategies as st
 
 from runtime.errors import AgencyError
 from runtime.language.program import compile_source, load_program
+from runtime.record.raw_state import RawState
 from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import MemoryStore
-from runtime.record.timeline import Timeline, _Raw
+from runtime.record.timeline import Timeline
 from runtime.record.views import Location
 from runtime.runs.recorder import Recorder, location_table
 from runtime.runs.recording import record_program
@@ -80,7 +81,7 @@ def live_states() -> Iterator[dict[int, Any]]:
         data = marshal.loads(marshal.dumps(probe.capture()))
         loc_id = self.loc_ids.get(id(m.location), -1) if m.location is not None else -1
         loc = table[loc_id] if 0 <= loc_id < len(table) else None
-        views[m.step_index] = _Raw(data, m.step_index).view(m.step_index, self.branch, loc)
+        views[m.step_index] = RawState(data, m.step_index).view(m.step_index, self.branch, loc)
 
     Recorder.on_step = on_step  # type: ignore[method-assign]
     Recorder.per_step = True  # the machine calls on_step at every step while probed

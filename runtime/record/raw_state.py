@@ -1,0 +1,356 @@
+"""Provides the state a timeline rebuilds: plain containers keyed by id (`RawState`), the write
+records applied to it one step at a time, and the read-only views (`StateView`) made of it, with
+the caches that let consecutive views share what did not change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.record.format import (
+    R_ACTIVE,
+    R_CONTENTS,
+    R_DELKEY,
+    R_GLOBAL,
+    R_LOCAL,
+    R_MESSAGE,
+    R_OUTPUT,
+    R_POP_FRAME,
+    R_PUSH_FRAME,
+    R_SETKEY,
+    R_SHARED,
+    R_SPLICE,
+    R_STATUS,
+    R_THREAD,
+    R_USAGE,
+    decode_batch,
+)
+from runtime.record.views import (
+    FrameView,
+    Location,
+    Message,
+    StateView,
+    Usage,
+)
+
+_MISSING = object()
+
+
+class RawState:
+    """A mutable materialised state (the recorder's encoding, applied delta by delta)."""
+
+    __slots__ = (
+        "frames",
+        "globals",
+        "shared",
+        "threads",
+        "active",
+        "output",
+        "usage",
+        "status",
+        "result",
+        "error",
+        "heap",
+        "step",
+        "heap_version",
+    )
+
+    def __init__(self, data: dict[str, Any], step: int) -> None:
+        self.frames: list[list[Any]] = [list(f) for f in data["frames"]]
+        for f in self.frames:
+            f[3] = dict(f[3])
+        self.globals: dict[str, Any] = dict(data["globals"])
+        self.shared: dict[str, Any] = dict(data.get("shared") or {})
+        self.threads: dict[str, list[Any]] = {k: list(v) for k, v in data["threads"].items()}
+        self.active: str = data["active"]
+        self.output: list[str] = list(data["output"])
+        self.usage: list[Any] = list(data["usage"])
+        self.status: str = data["status"]
+        self.result: Any = data["result"]
+        self.error: str | None = data["error"]
+        self.heap: dict[int, Any] = {
+            k: (list(v) if type(v) is list else dict(v)) for k, v in data["heap"].items()
+        }
+        self.step = step
+        self.heap_version = 0  # raised by every change to a list or object (`ViewCache`)
+
+    def apply(self, writes: tuple[Any, ...] | list[Any]) -> None:  # noqa: C901 - one dispatch on write kind
+        frames = self.frames
+        heap = self.heap
+        for w in writes:
+            code = w[0]
+            if code == R_LOCAL:
+                name = w[2]
+                if name[:2] != "__":
+                    frames[w[1]][3][name] = w[3]
+            elif code == R_GLOBAL:
+                self.globals[w[1]] = w[2]
+            elif code == R_CONTENTS:
+                c = w[2]
+                heap[w[1]] = list(c) if type(c) is list else dict(c)
+                self.heap_version += 1
+            elif code == R_SETKEY:
+                self.heap_version += 1
+                c = heap.get(w[1])
+                if type(c) is list:
+                    i = w[2]
+                    if i < len(c):
+                        c[i] = w[3]
+                    else:
+                        c.extend([None] * (i - len(c)))
+                        c.append(w[3])
+                elif c is not None:
+                    c[w[2]] = w[3]
+            elif code == R_DELKEY:
+                self.heap_version += 1
+                c = heap.get(w[1])
+                if c is not None:
+                    c.pop(w[2], None)
+            elif code == R_SPLICE:
+                self.heap_version += 1
+                c = heap.get(w[1])
+                if c is not None:
+                    c[w[2] : w[2] + w[3]] = w[4]
+            elif code == R_PUSH_FRAME:
+                if frames:
+                    frames[-1][4], frames[-1][5] = w[5], w[6]
+                frames.append([w[1], w[2], w[3], dict(w[4]), w[5], w[6]])
+            elif code == R_POP_FRAME:
+                if frames:
+                    frames.pop()
+            elif code == R_OUTPUT:
+                self.output.append(w[1])
+            elif code == R_MESSAGE:
+                self.threads.setdefault(w[1], []).append(w[2])
+            elif code == R_THREAD:
+                self.threads[w[1]] = list(w[2])
+            elif code == R_ACTIVE:
+                self.active = w[1]
+            elif code == R_USAGE:
+                self.usage = [w[1], w[2], w[3]]
+            elif code == R_SHARED:
+                if not w[1].startswith("mutable:"):
+                    self.shared[w[1]] = w[2]
+            elif code == R_STATUS:
+                self.status, self.result, self.error = w[1], w[2], w[3]
+
+    def reachable(self, v: Any) -> set[int]:
+        """The ids of every list and object reachable from encoded value `v`."""
+        seen: set[int] = set()
+        todo = [v]
+        heap = self.heap
+        while todo:
+            x = todo.pop()
+            t = type(x)
+            if t is tuple:
+                if x and x[0] == "r":
+                    oid = x[1]
+                    if oid not in seen:
+                        seen.add(oid)
+                        c = heap.get(oid)
+                        if type(c) is list:
+                            todo.extend(c)
+                        elif type(c) is dict:
+                            todo.extend(c.values())
+                elif x and x[0] in ("R", "D"):
+                    todo.append(x[2])
+            elif t is list:
+                todo.extend(x)
+            elif t is dict:
+                todo.extend(x.values())
+        return seen
+
+    # -- views ------------------------------------------------------------------------------
+
+    def plain(self, v: Any, depth: int = 0) -> Any:
+        t = type(v)
+        if t is tuple:
+            tag = v[0]
+            if tag == "r":
+                c = self.heap.get(v[1])
+                if depth > 60:
+                    return "[…]"
+                if type(c) is list:
+                    return [self.plain(x, depth + 1) for x in c]
+                if type(c) is dict:
+                    return {k: self.plain(x, depth + 1) for k, x in c.items()}
+                return None
+            if tag == "R":
+                if v[1]:
+                    return {"$result": "success", "value": self.plain(v[2], depth + 1)}
+                return {"$result": "failure", "error": self.plain(v[2], depth + 1)}
+            if tag == "F":
+                return {"$function": v[1]}
+            if tag == "D":
+                return {"$decision": v[1], "value": self.plain(v[2], depth + 1)}
+            return list(v)
+        if t is dict:
+            return {k: self.plain(x, depth + 1) for k, x in v.items()}
+        if t is list:
+            return [self.plain(x, depth + 1) for x in v]
+        return v
+
+    def view(
+        self, step: int, branch: int, location: Location | None, cache: ViewCache | None = None
+    ) -> StateView:
+        """The state as a view; `cache` lets it reuse what an earlier view converted."""
+        plain = self.plain if cache is None else cache.plain_function(self)
+        frames = []
+        n = len(self.frames)
+        for i, f in enumerate(self.frames):
+            scope, kind, params, locals_, line, col = f
+            if kind == "module" and n > 1:
+                continue
+            if i == n - 1 and location is not None:
+                line, col = location.line, location.col
+            args = {p: plain(locals_.get(p)) for p in params if not p.startswith("__")}
+            rest = {k: plain(v) for k, v in locals_.items() if k not in params}
+            frames.append(FrameView(scope, kind, args, rest, line, col))
+        glob = {k: plain(v) for k, v in self.globals.items()}
+        for k, v in self.shared.items():
+            glob.setdefault(k, plain(v))
+        if cache is None:
+            threads = {
+                tid: tuple(message_view(self.plain(m)) for m in msgs)
+                for tid, msgs in self.threads.items()
+            }
+            output = tuple(self.output)
+        else:
+            threads = {tid: cache.thread(self, tid, msgs) for tid, msgs in self.threads.items()}
+            output = cache.output(self.output)
+        return StateView(
+            step=step,
+            branch=branch,
+            location=location,
+            frames=tuple(frames),
+            globals=glob,
+            threads=threads,
+            active_thread=self.active,
+            output=output,
+            usage=Usage(int(self.usage[0]), int(self.usage[1]), float(self.usage[2] or 0.0)),
+            status=self.status,
+            result=self.plain(self.result),
+            error=self.error,
+        )
+
+
+class ViewCache:
+    """What the last views built from materialised states converted, for the next view to reuse.
+
+    A view is a copy of the state, so building one from scratch is O(state) however little a
+    step changed: walking a history step by step would be O(steps x state). Most of a state is
+    append-only (threads, output) or untouched by a step, so the cache keeps, per thread, the
+    raw messages last converted and their `Message`s (a new view reuses the longest common
+    prefix, compared in C), the output likewise, and the plain copy of every top-level list or
+    object until the heap changes. Views share these (immutable by contract) pieces.
+    """
+
+    __slots__ = ("threads", "out_raw", "out_view", "plains", "plains_raw", "plains_version")
+
+    def __init__(self) -> None:
+        self.threads: dict[str, tuple[list[Any], tuple[Message, ...]]] = {}
+        self.out_raw: list[str] = []
+        self.out_view: tuple[str, ...] = ()
+        self.plains: dict[int, Any] = {}
+        self.plains_raw: RawState | None = None  # the state `plains` were copied from
+        self.plains_version = -1  # ... and its heap version then
+
+    def plain_function(self, raw: RawState) -> Any:
+        """`raw.plain`, with the copies of top-level containers kept while the heap stays."""
+        if raw is not self.plains_raw or raw.heap_version != self.plains_version:
+            self.plains = {}
+            self.plains_raw, self.plains_version = raw, raw.heap_version
+        plains = self.plains
+
+        def plain(v: Any) -> Any:
+            if type(v) is tuple and v and v[0] == "r":
+                found = plains.get(v[1], _MISSING)
+                if found is _MISSING:
+                    found = plains[v[1]] = raw.plain(v)
+                return found
+            return raw.plain(v)
+
+        return plain
+
+    def thread(self, raw: RawState, tid: str, msgs: list[Any]) -> tuple[Message, ...]:
+        old = self.threads.get(tid)
+        k = 0
+        if old is not None:
+            k = common_prefix(old[0], msgs)
+            if k == len(msgs) == len(old[1]):
+                return old[1]
+        head = old[1][:k] if old is not None and k else ()
+        view = head + tuple(message_view(raw.plain(m)) for m in msgs[k:])
+        self.threads[tid] = (list(msgs), view)
+        return view
+
+    def output(self, out: list[str]) -> tuple[str, ...]:
+        k = common_prefix(self.out_raw, out)
+        if k == len(out) == len(self.out_view):
+            return self.out_view
+        self.out_view = self.out_view[:k] + tuple(out[k:])
+        self.out_raw = list(out)
+        return self.out_view
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items `a` and `b` share (compared in C; identical items at once)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class DecodedBatch:
+    """A decoded batch: flat entries, where each step's marker sits; depths on demand."""
+
+    __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
+
+    def __init__(self, blob: bytes) -> None:
+        first, self.depth_before, self.depth_after, entries = decode_batch(blob)
+        self.first: int = first
+        self.entries: list[Any] = entries
+        self.marks: list[int] = [i for i, e in enumerate(entries) if type(e) is int]
+        self.last: int = first + len(self.marks) - 1
+        self.depths: list[int] | None = None
+
+    def record(self, step: int) -> tuple[Any, ...]:
+        """(location id, kind code, writes, depth) of `step`."""
+        i = step - self.first
+        end = self.marks[i]
+        start = self.marks[i - 1] + 1 if i else 0
+        marker = self.entries[end]
+        return (marker >> 3, marker & 7, tuple(self.entries[start:end]), self.depth(i))
+
+    def depth(self, i: int) -> int:
+        if self.depths is None:
+            depths = []
+            depth = self.depth_before
+            for e in self.entries:
+                if type(e) is int:
+                    depths.append(depth)
+                elif e[0] == R_PUSH_FRAME:
+                    depth += 1
+                elif e[0] == R_POP_FRAME:
+                    depth -= 1
+            if depths:
+                depths[-1] = self.depth_after
+            self.depths = depths
+        return int(self.depths[i])
+
+
+def message_view(m: Any) -> Message:
+    if not isinstance(m, dict):
+        return Message("user", str(m))
+    return Message(
+        str(m.get("role", "user")),
+        str(m.get("content", "")),
+        m.get("name"),
+        tuple(m.get("tool_calls") or ()),
+    )
