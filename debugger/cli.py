@@ -368,7 +368,7 @@ def run(
     at_step = False
     if checkpoint_file:
         from runtime.vm.builtins import World
-        from runtime.vm.checkpoints import load_file
+        from runtime.vm.checkpoint_reading import load_file
         from runtime.vm.rebuild import rebuild
 
         data = load_file(checkpoint_file, program)

@@ -72,7 +72,7 @@ def build_app(
 
         recorded_in = open_run_store(db)
     if checkpoint is not None:
-        from runtime.vm.checkpoints import load_file
+        from runtime.vm.checkpoint_reading import load_file
 
         load_file(checkpoint, program)  # refuse a foreign or broken checkpoint before starting
         stopper = Stopper(max_steps, cap)
@@ -101,7 +101,7 @@ def checkpoint_source(checkpoint: str) -> str:
     """The source file a checkpoint names (resolved beside the checkpoint when relative and not
     found here); says which file it needs when it is not there."""
     from runtime.errors import AgencyError
-    from runtime.vm.checkpoints import load_file
+    from runtime.vm.checkpoint_reading import load_file
 
     data = load_file(checkpoint)
     source = data.get("source") if isinstance(data.get("source"), dict) else {}

@@ -21,7 +21,7 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
     def load(path: str, progress: RunProgress | None = None) -> Any:
         from runtime.runs.recording import at_checkpoint_step, record_machine
         from runtime.vm.builtins import World
-        from runtime.vm.checkpoints import load_file
+        from runtime.vm.checkpoint_reading import load_file
         from runtime.vm.rebuild import rebuild
 
         prog = program() if callable(program) else program
@@ -68,7 +68,7 @@ def checkpoint_session(
     a checkpoint of another source raises CheckpointFormatError saying so)."""
     from runtime.runs.recording import at_checkpoint_step, record_machine, run_config_of
     from runtime.vm.builtins import World
-    from runtime.vm.checkpoints import load_file
+    from runtime.vm.checkpoint_reading import load_file
     from runtime.vm.rebuild import rebuild
 
     config.quiet = True

@@ -46,7 +46,7 @@ from runtime.runs.replay import replay_run
 from runtime.runs.resume import resume_run
 from runtime.runs.runner import RunConfig, check_entry, decision_from, new_machine
 from runtime.vm.builtins import World
-from runtime.vm.checkpoints import load_file
+from runtime.vm.checkpoint_reading import load_file
 from runtime.vm.effects import atomic_write
 from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild

@@ -38,7 +38,8 @@ from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_fs import base_dir, inside
-from runtime.vm.checkpoints import snapshot, validate
+from runtime.vm.checkpoint_reading import validate
+from runtime.vm.checkpoints import snapshot
 from runtime.vm.effects import observe, pack, perform, unpack
 from runtime.vm.frames import Decision, PauseSignal
 from runtime.vm.host import Host

@@ -11,7 +11,7 @@ from typing import Any
 
 from runtime.language.bytecode import CompiledProgram
 from runtime.vm.builtins import World
-from runtime.vm.checkpoints import validate
+from runtime.vm.checkpoint_reading import validate
 from runtime.vm.machine import Machine
 from runtime.vm.revive import revive
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import CompiledProgram
-from runtime.vm.checkpoints import decode_frames, decode_threads
+from runtime.vm.checkpoint_reading import decode_frames, decode_threads
 from runtime.vm.state import Decoder
 
 if TYPE_CHECKING:

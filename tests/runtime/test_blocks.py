@@ -23,7 +23,8 @@ from runtime.language.syntax.ast import (
 )
 from runtime.runs.recording import record_program
 from runtime.runs.runner import RunConfig
-from runtime.vm.checkpoints import snapshot, validate
+from runtime.vm.checkpoint_reading import validate
+from runtime.vm.checkpoints import snapshot
 from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild
 from runtime.vm.values import Closure, JSArray

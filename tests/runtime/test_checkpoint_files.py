@@ -25,7 +25,7 @@ from runtime.errors import AgencyError, CheckpointFormatError
 from runtime.language.program import compile_source, load_program
 from runtime.llm.mock import MockModel
 from runtime.vm.builtins import World
-from runtime.vm.checkpoints import load_file
+from runtime.vm.checkpoint_reading import load_file
 from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild
 from runtime.vm.values import JSObject, from_plain, stringify

@@ -235,7 +235,7 @@ def test_shared_and_static_start_fresh_when_continuing_from_a_file(tmp_path: Pat
 
 REBUILD_SCRIPT = """
 import json, sys
-from runtime.vm.checkpoints import load_file
+from runtime.vm.checkpoint_reading import load_file
 from runtime.vm.rebuild import rebuild
 from runtime.llm.mock import MockModel
 from runtime.vm.builtins import World
@@ -318,7 +318,7 @@ def test_dice_snapshot_taken_in_another_process(tmp_path: Path) -> None:
     with open("snap.json", "w", encoding="utf-8") as fh:
         json.dump(snapshot(m), fh)
     """
-    from runtime.vm.checkpoints import load_file
+    from runtime.vm.checkpoint_reading import load_file
     from runtime.vm.rebuild import rebuild
 
     program, mocks, straight = _dice(tmp_path)

@@ -423,7 +423,7 @@ def test_export_checkpoint_continues_to_the_same_result(tmp_path: Path) -> None:
         assert str(want) in proc.stdout, proc.stdout
         # and in-process, via the same functions the CLI uses
         from runtime.vm.builtins import World
-        from runtime.vm.checkpoints import load_file
+        from runtime.vm.checkpoint_reading import load_file
         from runtime.vm.rebuild import rebuild
         from runtime.vm.values import to_plain
 
