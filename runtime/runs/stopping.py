@@ -49,15 +49,20 @@ class Stopper:
 
     def watch_store(self, store: Any, recorder: Any) -> Callable[[], None]:
         """Stop the run (resumable) once the run store's file (with its `-wal`) grows past
-        `max_store_bytes`: looked at each time the recorder writes a batch of steps. Returns
+        `max_store_bytes`, or would once what the recorder has written is committed: looked at
+        each time the recorder writes a batch of steps. Returns
         what stops the watching (for a recorder that goes on under another stopper)."""
         path = getattr(store, "path", None)
         if self.max_store_bytes is None or path is None or recorder is None:
             return lambda: None
         limit = self.max_store_bytes
+        # The file grows only when the store's writer thread commits, which can lag the
+        # recorder by many batches on a fast machine: what the recorder has handed the store
+        # since the watch began counts at once.
+        start, handed = store_size(path), recorder.bytes_written
 
         def check(step: int) -> None:
-            size = store_size(path)
+            size = max(store_size(path), start + recorder.bytes_written - handed)
             if size > limit and not self.cancelled:
                 self.cancel(
                     f"stopped: the run store {path} has grown to {size_text(size)}, over the "
