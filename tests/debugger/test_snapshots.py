@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
+from runtime.record.timeline import Timeline
 from tests.debugger.conftest import (
     CALLS,
     CALLS_MOCKS,
@@ -21,16 +23,20 @@ from tests.debugger.test_app import select_variable
 
 
 def steady(session: Session) -> Session:
-    """Latency and the run id vary from run to run; pin them so screenshots compare."""
-    timeline = session.timeline
-    real = timeline.llm_call_at
+    """Latency and the run id vary from run to run; pin them so screenshots compare (the
+    `_pinned_latency` fixture pins it on every timeline, a restore's new branch included)."""
+    return session
 
-    def llm_call_at(step: int) -> dict[str, Any] | None:
-        call = real(step)
+
+@pytest.fixture(autouse=True)
+def _pinned_latency(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = Timeline.llm_call_at
+
+    def llm_call_at(self: Timeline, step: int) -> dict[str, Any] | None:
+        call = real(self, step)
         return None if call is None else {**call, "latency_ms": 12.0}
 
-    timeline.llm_call_at = llm_call_at  # type: ignore[method-assign]
-    return session
+    monkeypatch.setattr(Timeline, "llm_call_at", llm_call_at)
 
 
 async def quiet(pilot) -> None:  # noqa: ANN001
