@@ -11,35 +11,21 @@ from typing import TYPE_CHECKING, Protocol
 from debugger.diff import DiffLine, diff_branches, diff_states
 from debugger.errors import SessionError
 from debugger.expressions import Expression, compile_expression, scope_of, show
-from debugger.shapes import Cancelled, Progress, TimelineLike
+from debugger.shapes import Cancelled, Progress, SessionReading
 from debugger.stops import EventBreak, LineBreak, parse_break
 from debugger.watches import Watch, changes
-from runtime.record.views import BranchInfo, Location, StateView
+from runtime.record.views import Location
 
 __all__ = ["Points", "SessionForPoints"]
 
 
-class SessionForPoints(Protocol):
+class SessionForPoints(SessionReading, Protocol):
     """What `Points` needs from the rest of `Session` (moving and reading the record)."""
 
-    timeline: TimelineLike
     step: int
-    frame: int | None
     message: str
 
-    @property
-    def first(self) -> int: ...
-    @property
-    def last(self) -> int: ...
-    @property
-    def branch(self) -> int: ...
-    @property
-    def source_path(self) -> str: ...
-    def source_text(self, path: str | None = None) -> str: ...
-    def state(self) -> StateView: ...
-    def frame_index(self) -> int: ...
     def shown_location(self) -> Location | None: ...
-    def branches(self) -> list[BranchInfo]: ...
     def diverge(self, a: int, b: int) -> int | None: ...
     def parse_step(self, text: str) -> int: ...
 

@@ -23,6 +23,7 @@ __all__ = [
     "Move",
     "Progress",
     "RunProgress",
+    "SessionReading",
     "TimelineLike",
 ]
 
@@ -80,3 +81,24 @@ class Move:
 
     step: int
     reason: str = ""
+
+
+class SessionReading(Protocol):
+    """What a session's parts (`Editing`, `Points`) read from the rest of `Session`: the
+    timeline, where the cursor stands, and the record around it."""
+
+    timeline: TimelineLike
+    frame: int | None
+
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def branch(self) -> int: ...
+    @property
+    def source_path(self) -> str: ...
+    def source_text(self, path: str | None = None) -> str: ...
+    def state(self) -> StateView: ...
+    def frame_index(self) -> int: ...
+    def branches(self) -> list[BranchInfo]: ...
