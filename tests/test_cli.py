@@ -7,35 +7,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from debugger.cli import cli
 
+from .cli_helpers import AGENCY, agency, clean
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-AGENCY = [sys.executable, "-c", "from debugger.cli import main; main()"]
 OK = 'node main() {\n  print("hi")\n}\n'
 GREET = 'node greet(name: string) {\n  return "hi ${name}"\n}\n'
 LOOP = "node main() {\n  let i = 0\n  while (true) {\n    i++\n  }\n}\n"
-
-
-def agency(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert "Traceback" not in result.output
-    return result
-
-
-def clean(result: Result, code: int, *needles: str) -> None:
-    """Exit `code`, no traceback, each needle in the output."""
-    out = result.output
-    assert result.exit_code == code, out
-    assert "Traceback" not in out
-    for n in needles:
-        assert n in out, out
 
 
 @pytest.fixture
