@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,16 @@ def config(mocks: Path | None) -> RunConfig:
 
 
 def make_session(path: Path, mocks: Path | None = None) -> Session:
-    """A session over a fresh recording of `path` (relative path, as a user would type it)."""
-    program = load_program(str(path.relative_to(ROOT)))
-    return record_session(program, config(mocks))
+    """A session over a fresh recording of `path` (relative path, as a user would type it), made
+    from the repository whatever the caller's directory: a module-scoped fixture runs before the
+    per-test `_in_repo` chdir, in the suite's scratch directory."""
+    before = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        program = load_program(str(path.relative_to(ROOT)))
+        return record_session(program, config(mocks))
+    finally:
+        os.chdir(before)
 
 
 @pytest.fixture(autouse=True)
