@@ -239,3 +239,22 @@ def test_anthropic_output_format_helpers_are_recorded_and_replayed(helper: str) 
     cps = m.list("s1")
     assert [c.message_count for c in cps] == [3, 5, 6]
     assert cps[-1].token_usage == {"input_tokens": 10 + 30 + 50, "output_tokens": 15}
+
+
+def test_async_anthropic_parse_and_output_format_stream_are_recorded_and_replayed() -> None:
+    async def agent(url: str) -> list[Any]:
+        client = wrap_anthropic(anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0))
+        ask = {"model": "fake-claude", "max_tokens": 100, "output_format": Rolls}
+        asked = [{"role": "user", "content": "Roll none."}]
+        parsed = await client.messages.parse(**ask, messages=asked)
+        async with client.messages.stream(**ask, messages=asked) as stream:
+            streamed = await stream.get_final_message()
+        await client.close()
+        return [parsed.parsed_output, streamed.parsed_output]
+
+    m = CheckpointManager()
+    with FakeAnthropic(rolls=0) as fake, record_agent(m, run_id="ap1"):
+        assert asyncio.run(agent(fake.url)) == [Rolls(rolls=0), Rolls(rolls=0)]
+        assert [bool(r.get("stream")) for r in fake.requests] == [False, True]
+    with record_agent(m, run_id="ap1", replay=True):
+        assert asyncio.run(agent(nowhere())) == [Rolls(rolls=0), Rolls(rolls=0)]
