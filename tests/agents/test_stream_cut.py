@@ -16,7 +16,7 @@ from runtime.agents.record import CUT, ReplayMissing, current_recording
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.agents.fake_openai import FakeOpenAI
 from tests.agents.test_stream_helpers import add_chat_answer, add_response, openai_client
-from tests.agents.test_streaming import chat_turn, nowhere, performed, roll
+from tests.agents.test_streaming import add_claude_answer, chat_turn, nowhere, performed
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -60,23 +60,8 @@ def agent(flavour: str, url: str, crash_at: int | None = None) -> list[Any]:
                 content = [
                     b.model_dump(exclude_none=True) for b in stream.get_final_message().content
                 ]
-            messages.append({"role": "assistant", "content": content})
-            uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses:
+            if add_claude_answer(messages, content):
                 return messages
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": b["id"],
-                            "content": str(roll(**b["input"])),
-                        }
-                        for b in uses
-                    ],
-                }
-            )
     client = openai_client(url)
     if flavour == "responses.stream":
         items: list[Any] = resumed or [{"role": "user", "content": "Mail them."}]

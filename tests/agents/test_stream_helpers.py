@@ -15,7 +15,14 @@ from pydantic import BaseModel
 from runtime import CheckpointManager, record_agent
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.agents.fake_openai import FakeOpenAI
-from tests.agents.test_streaming import nowhere, performed, recorded_then_replayed, roll, send_email
+from tests.agents.test_streaming import (
+    add_claude_answer,
+    async_mailer_recorded_and_replayed,
+    nowhere,
+    performed,
+    recorded_then_replayed,
+    send_email,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -132,15 +139,7 @@ def test_an_async_chat_stream_helper_is_recorded_and_replayed() -> None:
                 await client.close()
                 return messages
 
-    m = CheckpointManager()
-    performed.clear()
-    with FakeOpenAI(emails=1) as fake, record_agent(m, run_id="as1"):
-        messages = asyncio.run(agent(fake.url))
-    assert messages[-1]["content"] == "Sent 1 emails." and performed == ["person1@example.com"]
-    assert [c.message_count for c in m.list("as1")] == [3, 4]
-    with record_agent(m, run_id="as1", replay=True):
-        assert asyncio.run(agent(nowhere() + "/v1")) == messages
-    assert performed == ["person1@example.com"]
+    async_mailer_recorded_and_replayed(agent)
 
 
 # -- OpenAI responses ----------------------------------------------------------------------------
@@ -219,16 +218,9 @@ def test_anthropic_output_format_helpers_are_recorded_and_replayed(helper: str) 
             content = [b.model_dump(exclude_none=True) for b in message.content]
             for b in content:
                 b.pop("parsed_output", None)
-            messages.append({"role": "assistant", "content": content})
-            uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses:
+            if add_claude_answer(messages, content):
                 parsed.append(message.parsed_output)
                 return messages
-            results = [
-                {"type": "tool_result", "tool_use_id": b["id"], "content": str(roll(**b["input"]))}
-                for b in uses
-            ]
-            messages.append({"role": "user", "content": results})
 
     with FakeAnthropic(rolls=2) as fake:
         m, messages = recorded_then_replayed(agent, fake.url)
