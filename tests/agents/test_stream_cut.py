@@ -5,6 +5,7 @@ servers on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -22,6 +23,7 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 
 from runtime.agents.adapters.anthropic import wrap_anthropic  # noqa: E402
+from runtime.agents.adapters.openai import wrap_openai  # noqa: E402
 
 
 class Crash(Exception):
@@ -151,3 +153,29 @@ def test_a_stream_left_early_replays_what_was_received_and_no_more() -> None:
     with pytest.raises(ReplayMissing, match="closed before its end after 4 events"):
         with record_agent(m, run_id="p1", replay=True):
             partial_reader(nowhere(), read=None)
+
+
+def test_an_async_stream_left_early_is_recorded_cut() -> None:
+    async def reader(url: str, read: int) -> str:
+        client = wrap_openai(openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0))
+        text = ""
+        ask = {"model": "fake-model", "messages": [{"role": "user", "content": "Say it."}]}
+        async with await client.chat.completions.create(**ask, stream=True) as chunks:
+            n = 0
+            async for chunk in chunks:
+                if n == read:
+                    break
+                text += "".join(c.delta.content or "" for c in chunk.choices)
+                n += 1
+        await client.close()
+        return text
+
+    m = CheckpointManager()
+    with FakeOpenAI(emails=0) as fake, record_agent(m, run_id="ap1"):
+        assert asyncio.run(reader(fake.url, read=2)) == "Sent"
+    run = m.find_run("ap1")
+    assert run is not None
+    cut = m.store.llm_calls(run.id)[0].response[CUT]
+    assert cut["reason"] == "closed before its end" and len(cut["events"]) == 3
+    with record_agent(m, run_id="ap1", replay=True):
+        assert asyncio.run(reader(nowhere() + "/v1", read=2)) == "Sent"
