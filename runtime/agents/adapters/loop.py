@@ -100,22 +100,7 @@ class Endpoint(Delegate):
         kwargs = given(kwargs)
         if rec is None or not self._api.applies(kwargs):
             return self._inner.create(**kwargs)
-        if is_async(self._inner.create):
-            return self._acreate(rec, kwargs)
-        conversation = self._before(rec, kwargs)
-        if kwargs.get("stream"):
-            replayed, done = self._streamed(rec, conversation, kwargs)
-            return replayed or RecordingStream(self._inner.create(**kwargs), done)
-        data, live = rec.model_call(**self._call(kwargs))
-        return self._after(rec, conversation, data, live)
-
-    async def _acreate(self, rec: Recording, kwargs: dict[str, Any]) -> Any:
-        conversation = self._before(rec, kwargs)
-        if kwargs.get("stream"):
-            replayed, done = self._streamed(rec, conversation, kwargs)
-            return replayed or RecordingStream(await self._inner.create(**kwargs), done)
-        data, live = await rec.amodel_call(**self._call(kwargs))
-        return self._after(rec, conversation, data, live)
+        return self._ask(rec, kwargs, lambda: self._inner.create(**kwargs), self._inner.create)
 
     def stream(self, **kwargs: Any) -> Any:
         """The SDK's `stream` helper, its model call recorded (see the module docstring)."""
@@ -131,7 +116,7 @@ class Endpoint(Delegate):
             return getattr(self._inner, name)(**kwargs)
         return method(Helper(self, kwargs), **kwargs)
 
-    def post(self, asked: dict[str, Any], path: str, kw: dict[str, Any]) -> Any:
+    def record_post(self, asked: dict[str, Any], path: str, kw: dict[str, Any]) -> Any:
         """A helper's own POST of `kw["body"]` (the request `asked` of the helper), recorded as
         `create` records a call: the SDK's parser (`post_parser`) is applied to the answer,
         live or recorded, so the record holds the answer the API gave."""
@@ -143,38 +128,45 @@ class Endpoint(Delegate):
         options = dict(kw.get("options") or {})
         parser = options.pop("post_parser", None)
         raw = {**kw, "options": options}
-        if is_async(self._inner._post):
-            return self._apost(rec, request, path, raw, parser)
-        conversation = self._before(rec, request)
-        if kw.get("stream"):
-            replayed, done = self._streamed(rec, conversation, request)
-            return replayed or RecordingStream(self._inner._post(path, **raw), done)
-        call = {**self._call(request), "call": lambda: self._inner._post(path, **raw)}
-        data, live = rec.model_call(**call)
-        return _parsed(parser, self._after(rec, conversation, data, live))
+        return self._ask(
+            rec, request, lambda: self._inner._post(path, **raw), self._inner._post, parser
+        )
 
-    async def _apost(
+    def _ask(
         self,
         rec: Recording,
         request: dict[str, Any],
-        path: str,
-        raw: dict[str, Any],
-        parser: Any,
+        send: Callable[[], Any],
+        method: Any,
+        parser: Any = None,
     ) -> Any:
+        """The answer to `request`: recorded, or `send()` (the SDK's `method`, awaited when it
+        is async) and recorded; through `parser` when the SDK's helper has one."""
+        if is_async(method):
+            return self._aask(rec, request, send, parser)
         conversation = self._before(rec, request)
-        if raw.get("stream"):
+        if request.get("stream"):
             replayed, done = self._streamed(rec, conversation, request)
-            return replayed or RecordingStream(await self._inner._post(path, **raw), done)
-        call = {**self._call(request), "call": lambda: self._inner._post(path, **raw)}
-        data, live = await rec.amodel_call(**call)
+            return replayed or RecordingStream(send(), done)
+        data, live = rec.model_call(**self._call(request, send))
         return _parsed(parser, self._after(rec, conversation, data, live))
 
-    def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    async def _aask(
+        self, rec: Recording, request: dict[str, Any], send: Callable[[], Any], parser: Any
+    ) -> Any:
+        conversation = self._before(rec, request)
+        if request.get("stream"):
+            replayed, done = self._streamed(rec, conversation, request)
+            return replayed or RecordingStream(await send(), done)
+        data, live = await rec.amodel_call(**self._call(request, send))
+        return _parsed(parser, self._after(rec, conversation, data, live))
+
+    def _call(self, request: dict[str, Any], send: Callable[[], Any]) -> dict[str, Any]:
         """How `Recording.model_call` makes (or finds) this call."""
         return {
             "provider": self._api.provider,
-            "request": kwargs,
-            "call": lambda: self._inner.create(**kwargs),
+            "request": request,
+            "call": send,
             "encode": as_dict,
             "usage": self._api.usage,
         }
@@ -221,7 +213,7 @@ class Helper(Delegate):
         self._asked = asked
 
     def _post(self, path: str, **kw: Any) -> Any:
-        return self._inner.post(self._asked, path, kw)
+        return self._inner.record_post(self._asked, path, kw)
 
 
 def _parsed(parser: Any, answer: Any) -> Any:
