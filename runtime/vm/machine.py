@@ -176,25 +176,14 @@ class Machine(CallingMachine):
                             # STEP (below) and the instruction after it, in one dispatch.
                             frame.stmt_pc = pc - 1
                             frame.stmt_sp = len(stack)
-                            at, loc, op, next_arg, next_pc = arg
-                            self.location = loc
+                            at, self.location, op, next_arg, next_pc = arg
                             step = self.step_index = self.step_index + 1
-                            if self.on_step is not None:
+                            if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                                 frame.pc = pc
-                                self.on_step(self, "step")
+                                if self.at_limit(markers[at]):
+                                    return
                             elif wlog is not None:
                                 wlog.append(markers[at])
-                                if len(wlog) > self.wlog_limit:
-                                    frame.pc = pc
-                                    self.on_flush(self)  # type: ignore[misc]
-                            if step >= self.stop_at:
-                                frame.pc = pc
-                                self.stopped_by = "step"
-                                return
-                            if self.breakpoints and (loc.file, loc.line) in self.breakpoints:
-                                frame.pc = pc
-                                self.stopped_by = "breakpoint"
-                                return
                             arg = next_arg
                             pc = next_pc
                         if op >= 63:  # (a STEP_NEXT's next instruction may be one)
@@ -308,28 +297,16 @@ class Machine(CallingMachine):
                     if op == 0:  # STEP
                         frame.stmt_pc = pc - 1
                         frame.stmt_sp = len(stack)
-                        self.step_index += 1
+                        step = self.step_index = self.step_index + 1
                         self.location = code.locations[arg]
                         self.call_index = 0
-                        if self.on_step is not None:
+                        if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                             frame.pc = pc
-                            self.on_step(self, "step")
+                            if self.at_limit(markers[arg]):
+                                return
                         elif wlog is not None:
                             # Recording: a step marker in the write log, processed in bulk.
                             wlog.append(markers[arg])
-                            if len(wlog) > self.wlog_limit:
-                                frame.pc = pc
-                                self.on_flush(self)  # type: ignore[misc]
-                        if self.step_index >= self.stop_at:
-                            frame.pc = pc
-                            self.stopped_by = "step"
-                            return
-                        if self.breakpoints and (
-                            (self.location.file, self.location.line) in self.breakpoints
-                        ):
-                            frame.pc = pc
-                            self.stopped_by = "breakpoint"
-                            return
                     elif op == 1:  # LOAD_LOCAL
                         push(L.get(arg))
                     elif op == 2:  # STORE_LOCAL
