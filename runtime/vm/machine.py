@@ -221,6 +221,58 @@ class Machine(CallingMachine):
                                         )
                                     )
                                 continue
+                            if op == 72:  # BINARY_STORE (fn, name, next pc)
+                                fn, name, next_pc = arg
+                                b = pop()
+                                a = pop()
+                                if fn is js_add and type(a) is int and type(b) is int:
+                                    v = a + b
+                                else:
+                                    v = fn(a, b)
+                                L[name] = v
+                                pc = next_pc
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            name,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
+                            if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
+                                target, slot, var, end_slot = arg
+                                i = L[slot]
+                                if i >= L[end_slot]:
+                                    pc = target
+                                    continue
+                                L[slot] = i + 1
+                                L[var] = i
+                                if wlog is not None:
+                                    wlog.append((1, depth, var, i))
+                                continue
+                            if op == 71:  # FOR_EACH (target, slot, var, index slot)
+                                # ITER_NEXT without a second variable
+                                target, slot, var, index_slot = arg
+                                seq = L[slot]
+                                i = L[index_slot]
+                                if i >= len(seq):
+                                    pc = target
+                                    continue
+                                L[index_slot] = i + 1
+                                v = seq[i]
+                                L[var] = v
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            var,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
                             if op == 65:  # LOCAL_OP_CONST_JUMP (a, b, fn, int fn, target, next pc)
                                 x, b, fn, fast, target, pc = arg
                                 a = L.get(x)
@@ -261,38 +313,6 @@ class Machine(CallingMachine):
                                 v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
                                 if v is not True and (v is False or v is None or not truthy(v)):
                                     pc = target
-                                continue
-                            if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
-                                target, slot, var, end_slot = arg
-                                i = L[slot]
-                                if i >= L[end_slot]:
-                                    pc = target
-                                    continue
-                                L[slot] = i + 1
-                                L[var] = i
-                                if wlog is not None:
-                                    wlog.append((1, depth, var, i))
-                                continue
-                            if op == 71:  # FOR_EACH (target, slot, var, index slot)
-                                # ITER_NEXT without a second variable
-                                target, slot, var, index_slot = arg
-                                seq = L[slot]
-                                i = L[index_slot]
-                                if i >= len(seq):
-                                    pc = target
-                                    continue
-                                L[index_slot] = i + 1
-                                v = seq[i]
-                                L[var] = v
-                                if wlog is not None:
-                                    wlog.append(
-                                        (
-                                            1,
-                                            depth,
-                                            var,
-                                            v if type(v) in PLAIN else self.rec.enc_now(v),
-                                        )
-                                    )
                                 continue
                     if op == 0:  # STEP
                         frame.stmt_pc = pc - 1
