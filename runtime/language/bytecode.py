@@ -92,10 +92,11 @@ from runtime.language.syntax import ast as A
     OP_CONST_JUMP,
     FOR_RANGE,
     FOR_EACH,
-) = range(72)
+    BINARY_STORE,
+) = range(73)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 72
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 73
 }
 
 
