@@ -70,6 +70,8 @@ WATCHES = [
     ("by * 10 + total", "bump"),
     ("items.length", "main"),
     ("i * 2 > 5", "main"),
+    ("rounds", "bump"),  # a global read in a helper: in scope at each call, with no write
+    ("rounds + by", "bump"),
 ]
 
 
@@ -167,6 +169,32 @@ def test_trace_reports_how_far_along_the_run_it_is() -> None:
     dones = [done for done, _ in heard]
     assert dones == sorted(dones) and all(0 <= d <= t for d, t in heard)
     assert dones[-1] >= 0.9 * heard[-1][1]
+
+
+def test_trace_reads_forward_without_whole_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `:trace` of a value written every iteration read two whole states per write (the step
+    # and the one before it, a rebuild from a keyframe each time): 18 s over 400k steps. It
+    # now reads a narrow view of the watched names, moving the state forward only.
+    session = make_session(PROGRAMS / "counting.agency")
+    t = session.timeline
+    whole, rebuilt = [0], [0]
+    state_at, build = t.state_at, t._build_state
+
+    def count_whole(step: int):  # noqa: ANN202 - the timeline's own signature
+        whole[0] += 1
+        return state_at(step)
+
+    def count_rebuilds(step: int):  # noqa: ANN202
+        if t._cursor is None or step < t._cursor.step:
+            rebuilt[0] += 1
+        return build(step)
+
+    monkeypatch.setattr(t, "state_at", count_whole)
+    monkeypatch.setattr(t, "_build_state", count_rebuilds)
+    found = session.trace("i")
+    assert [v for _, v in found][:3] == ["0", "1", "2"] and found[-1][1] == "3000"
+    assert len(found) == 3001
+    assert whole[0] <= 2 and rebuilt[0] <= 2
 
 
 # -- breakpoints with conditions, hit counts and events ---------------------------------------
