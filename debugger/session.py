@@ -437,9 +437,24 @@ class Session(Points, Editing):
         for brk in self.event_breaks:
             for ev in self.events(brk.event_kind):
                 if brk.matches(ev.kind, ev.summary, ev.data):
-                    stops.append((ev.step, f"break {brk.describe()}: {ev.summary}"))
+                    step = self._tool_entry(ev) if ev.kind == "tool" else ev.step
+                    stops.append((step, f"break {brk.describe()}: {ev.summary}"))
         stops.sort()
         return stops
+
+    def _tool_entry(self, ev: Event) -> int:
+        """Where a tool call begins: the first step in the tool's own frame (its first
+        statement, before it runs), else the step that called it (the LLM call asking for it,
+        or the tool before it in that round). The tool event itself is recorded once the tool
+        has returned: stopping there is too late, as gdb and pdb break on entry."""
+        before = [e.step for e in self.events() if e.kind in ("llm", "tool") and e.step < ev.step]
+        start = max(before, default=self.first)
+        name = (ev.data or {}).get("name")
+        for step in range(start + 1, ev.step):
+            loc = self.timeline.location_at(step)
+            if loc is not None and loc.scope == name:
+                return step
+        return start
 
     def _at_breakpoint(self, step: int, cancelled: Cancelled | None = None) -> bool:
         loc = self.timeline.location_at(step)

@@ -9,7 +9,7 @@ import pytest
 from debugger import watches as W
 from debugger.expressions import NotInScope, compile_expression
 from debugger.session import Session, SessionError
-from tests.debugger.conftest import PROGRAMS, make_session
+from tests.debugger.conftest import PROGRAMS, ROOT, make_session
 
 WATCHED = PROGRAMS / "watched.agency"
 MUTATIONS = PROGRAMS / "mutations.agency"
@@ -241,6 +241,28 @@ def test_event_breakpoints(watched: Session) -> None:
     assert watched.continue_forward().step == watched.last
     with pytest.raises(SessionError, match="usage: :break answer TEXT"):
         watched.break_spec("answer")
+
+
+def test_a_tool_breakpoint_stops_at_the_call_before_the_tool_runs() -> None:
+    # `:break tool add` stopped on the step after the tool had returned (where its event is
+    # recorded): like gdb and pdb on a function, it stops on entry, in the tool's own frame
+    session = make_session(
+        ROOT / "examples" / "tools.agency", ROOT / "examples" / "tools.mocks.json"
+    )
+    (tool,) = session.events("tool")
+    assert session.break_spec("tool add") == "c and C stop on tool add"
+    session.goto(session.first)
+    move = session.continue_forward()
+    assert move.reason.startswith("break tool add") and move.step < tool.step
+    frame = session.state().frames[-1]
+    assert frame.scope == "add" and frame.args == {"a": 4, "b": 5}
+    assert session.location().line == 5  # `return a + b`, not run yet
+    session.goto(session.last)
+    assert session.reverse_continue().step == move.step
+    session.break_spec("tool add")
+    assert session.break_spec("tool nosuch") == "c and C stop on tool nosuch"
+    session.goto(session.first)
+    assert session.continue_forward().step == session.last
 
 
 # -- diff ------------------------------------------------------------------------------------
