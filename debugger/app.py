@@ -189,6 +189,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._runs = False  # the busy work runs the program (recording, restoring)
         self._progress: tuple[int, int] | None = None
         self._events_key: tuple[Any, ...] = ()
+        self._marks_key: tuple[Any, ...] = ()  # what the scrubber's breakpoint marks show
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
         self._focus_before: Any = None
         self._edit_stage: Callable[[str], str] | None = None  # what the open edit dialog stages
@@ -321,6 +322,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         if key != self._events_key:
             self._events_key = key
             self.timeline_bar.set_events(s.events(), s.length, s.fork_step())
+        self._mark_breakpoints(s)
         self.timeline_bar.step = state.step
 
         loc = s.shown_location()
@@ -368,6 +370,30 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             pending.step if pending is not None and pending.step != state.step else None,
             s.max_steps,
         )
+
+    def _mark_breakpoints(self, s: Session) -> None:
+        """Show on the scrubber where the breakpoints stop, when they (or the run) changed.
+        A long run's steps per line come from its write index: the first breakpoint set on
+        one builds it, as `/` and `y` do (progress, Esc)."""
+        key = (
+            s.timeline.run_id,
+            s.branch,
+            s.length,
+            s.indexed(),
+            frozenset(s.breakpoints),
+            tuple(sorted((k, v.describe()) for k, v in s.conditions.items())),
+            tuple(s.event_breaks),
+        )
+        if key == self._marks_key or self._busy is not None:
+            return  # unchanged, or a recording still growing: marked when it is done
+        self._marks_key = key
+        marks = s.breakpoint_marks(SYNC_SEARCH_STEPS)
+        if marks is None:
+            self.timeline_bar.set_breakpoints([])
+            if self._busy is None:
+                self._indexed(lambda: None)  # then drawn again, with the index
+            return
+        self.timeline_bar.set_breakpoints(*marks)
 
     # -- busy work ---------------------------------------------------------------------------------
 

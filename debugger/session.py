@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -474,6 +474,8 @@ class Session(Points, Editing):
         ScanCancelled when `cancelled()` says so part-way)."""
         self.length  # noqa: B018 - a grown recording drops the cache
         key = (file, line)
+        if key not in self._line_hits and self._timeline_index() is not None:
+            self._line_hits[key] = self._indexed_hits(file, line)
         if key not in self._line_hits:
             hits = []
             for j in range(self.first, self.last + 1):
@@ -540,7 +542,10 @@ class Session(Points, Editing):
         """The first step of `steps` at a breakpoint (a Move there), else None."""
         if not self.breakpoints:
             return None
-        for n, j in enumerate(steps):
+        order: Sequence[int] = steps
+        if self._timeline_index() is not None:
+            order = self._hit_candidates(steps)  # the write index knows each line's steps
+        for n, j in enumerate(order):
             try:
                 at = self._at_breakpoint(j, cancelled)
             except ScanCancelled:
@@ -549,7 +554,7 @@ class Session(Points, Editing):
                 return self.goto(j, f"breakpoint at line {self._line(j)}")
             if n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
                 if progress is not None:
-                    progress(n, len(steps))
+                    progress(n, len(order))
                 if cancelled is not None and cancelled():
                     return Move(self.step, "cancelled")
         return None
