@@ -104,3 +104,27 @@ async def test_the_scrubber_shows_the_marks(
         app.run_command(f"break {line}")  # cleared
         await settle(pilot)
         assert glyph not in "".join(g for g, _ in bar._marker_row())
+
+
+async def test_conditions_past_the_budget_are_read_in_a_worker(
+    watched: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from debugger import app as app_module
+    from debugger.app import DebuggerApp
+    from debugger.widgets.timeline_bar import MARKERS, TimelineBar
+
+    monkeypatch.setattr(app_module, "MARK_CONDITION_READS", 1)
+    app = DebuggerApp(watched)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        line = line_of(watched, "rounds = rounds + 1")
+        app.run_command(f"break {line} if i > 2")
+        await settle(pilot)
+        bar = app.query_one(TimelineBar)
+        held = watched.breakpoint_marks()[0]
+        assert len(held) == 2
+        row = "".join(g for g, _ in bar._marker_row())
+        assert {x for x, g in enumerate(row) if g == MARKERS["breakpoint"][0]} == {
+            bar.column_of(k) for k in held
+        }
+        assert MARKERS["breakpoint line"][0] not in row  # every condition was read
