@@ -50,7 +50,7 @@ progress callback taking the step reached."""
 STORE_WARN_BYTES = 2 * 2**30  # a run store this big is worth a word (AGENCY_STORE_WARN_BYTES)
 SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
-MARK_CONDITION_READS = 4096  # breakpoint conditions read at once for the marks; more: a worker
+MARK_CONDITION_READS = 2048  # breakpoint conditions read for the marks (the rest marked ○)
 
 
 # Actions of priority bindings: they give way to a text field or a dialog that has focus.
@@ -374,8 +374,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
 
     def _mark_breakpoints(self, s: Session) -> None:
         """Show on the scrubber where the breakpoints stop, when they (or the run) changed.
-        A long run's steps per line come from its write index: the first breakpoint set on
-        one builds it, as `/` and `y` do (progress, Esc)."""
+        A long run's steps per line come from its write index, which the first `c` or `C`
+        with breakpoints builds (as `/` and `y` do); setting one never makes the user wait."""
         key = (
             s.timeline.run_id,
             s.branch,
@@ -389,30 +389,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             return  # unchanged, or a recording still growing: marked when it is done
         self._marks_key = key
         marks = s.breakpoint_marks(SYNC_SEARCH_STEPS, MARK_CONDITION_READS)
-        if marks is None:
-            self.timeline_bar.set_breakpoints([])
-            if self._busy is None:
-                self._indexed(lambda: None)  # then drawn again, with the index
-            return
-        self.timeline_bar.set_breakpoints(*marks)
-        if marks[1]:  # conditions left to read: all of them, in a worker (progress, Esc)
-            self._begin("reading breakpoint conditions", cancellable=True)
-            self._marks_worker()
-
-    @work(thread=True, exclusive=True, group="work")
-    def _marks_worker(self) -> None:
-        assert self.session is not None
-        worker = get_current_worker()
-        marks = self.session.breakpoint_marks(
-            SYNC_SEARCH_STEPS, 1 << 62, lambda: worker.is_cancelled, self._scan_progress
-        )
-        self._from_thread(self._marked, marks)
-
-    def _marked(self, marks: tuple[list[int], list[int]] | None) -> None:
-        self._end()
-        if marks is not None:
-            self.timeline_bar.set_breakpoints(*marks)
-        self._refresh_view()
+        self.timeline_bar.set_breakpoints(*(marks or ([], [])))
 
     # -- busy work ---------------------------------------------------------------------------------
 
@@ -526,6 +503,11 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
     @work(thread=True, exclusive=True, group="work")
     def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
         worker = get_current_worker()
+        s = self._live
+        if s.breakpoints and not s.indexed():
+            # the write index lists each line's steps: the scan visits those, not every step
+            # (and the scrubber can then mark where the breakpoints stop)
+            s.build_index(self._scan_progress, lambda: worker.is_cancelled)
         move = fn(lambda: worker.is_cancelled, self._scan_progress)
         self._from_thread(self._scan_done, move)
 

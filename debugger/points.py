@@ -155,17 +155,12 @@ class Points(_Session):
         return sorted(found, reverse=steps.step < 0)
 
     def breakpoint_marks(
-        self,
-        scan_limit: int = 50_000,
-        budget: int = 4096,
-        cancelled: Cancelled | None = None,
-        progress: Progress | None = None,
+        self, scan_limit: int = 50_000, budget: int = 2048
     ) -> tuple[list[int], list[int]] | None:
         """Where `c` and `C` stop for a breakpoint, for the scrubber: (steps where one stops,
         steps at a conditional breakpoint's line whose condition was not read: past `budget`
-        readings, or after `cancelled()`), both sorted. None when the run is longer than
-        `scan_limit` and its write index is not built (finding a line's steps would be a pass
-        over the run). `progress(done, total)` hears how many conditions were read."""
+        readings), both sorted. None when the run is longer than `scan_limit` and its write
+        index is not built (finding a line's steps would be a pass over the run)."""
         if self.breakpoints and self._timeline_index() is None and self.length > scan_limit:
             return None
         sure: set[int] = set()
@@ -181,11 +176,9 @@ class Points(_Session):
                 continue
             reads = extra.condition.names
             for n, step in enumerate(hits):
-                if n >= left or (n % 1024 == 1023 and cancelled is not None and cancelled()):
+                if n >= left:
                     unread += hits[n:]
                     break
-                if progress is not None and n % 1024 == 0:
-                    progress(n, len(hits))
                 if extra.holds(self._narrow_state(step, reads)):
                     sure.add(step)
             left = max(0, left - len(hits))

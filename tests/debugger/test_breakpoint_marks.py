@@ -87,6 +87,7 @@ async def test_the_scrubber_shows_the_marks(
     from debugger.widgets.timeline_bar import MARKERS, TimelineBar, legend
 
     monkeypatch.setattr(app_module, "SYNC_SEARCH_STEPS", 10)  # this run counts as long
+    monkeypatch.setattr(app_module, "SYNC_SCAN_SECONDS", 0)  # ... and c goes to a worker
     app = DebuggerApp(watched)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -95,8 +96,12 @@ async def test_the_scrubber_shows_the_marks(
         assert glyph not in "".join(g for g, _ in bar._marker_row())
         line = line_of(watched, "rounds = rounds + 1")
         app.run_command(f"break {line}")
-        await settle(pilot)  # the index is built in a worker, then the marks drawn
-        assert watched.indexed()
+        await settle(pilot)  # setting it never waits for a pass over a long run
+        assert not watched.indexed()
+        assert glyph not in "".join(g for g, _ in bar._marker_row())
+        await pilot.press("c")  # c builds the write index to visit the line's steps only
+        await settle(pilot)
+        assert watched.indexed() and watched.location().line == line
         row = "".join(g for g, _ in bar._marker_row())
         columns = {bar.column_of(k) for k in steps_at(watched, line)}
         assert {x for x, g in enumerate(row) if g == glyph} == columns
@@ -104,27 +109,3 @@ async def test_the_scrubber_shows_the_marks(
         app.run_command(f"break {line}")  # cleared
         await settle(pilot)
         assert glyph not in "".join(g for g, _ in bar._marker_row())
-
-
-async def test_conditions_past_the_budget_are_read_in_a_worker(
-    watched: Session, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from debugger import app as app_module
-    from debugger.app import DebuggerApp
-    from debugger.widgets.timeline_bar import MARKERS, TimelineBar
-
-    monkeypatch.setattr(app_module, "MARK_CONDITION_READS", 1)
-    app = DebuggerApp(watched)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        line = line_of(watched, "rounds = rounds + 1")
-        app.run_command(f"break {line} if i > 2")
-        await settle(pilot)
-        bar = app.query_one(TimelineBar)
-        held = watched.breakpoint_marks()[0]
-        assert len(held) == 2
-        row = "".join(g for g, _ in bar._marker_row())
-        assert {x for x, g in enumerate(row) if g == MARKERS["breakpoint"][0]} == {
-            bar.column_of(k) for k in held
-        }
-        assert MARKERS["breakpoint line"][0] not in row  # every condition was read
