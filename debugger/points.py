@@ -48,6 +48,7 @@ class Points(_Session):
 
     breakpoints: set[tuple[str, int]]
     conditions: dict[tuple[str, int], LineBreak]
+    _condition_cache: dict[tuple[Any, ...], dict[int, bool]]  # see `_condition_reads`
     event_breaks: list[EventBreak]
     watches: list[Watch]
 
@@ -174,16 +175,41 @@ class Points(_Session):
             if extra is None or extra.condition is None:
                 sure.update(hits)
                 continue
-            reads = extra.condition.names
+            known = self._condition_reads(file, line, extra)
             for n, step in enumerate(hits):
-                if n >= left:
-                    unread += hits[n:]
-                    break
-                if extra.holds(self._narrow_state(step, reads)):
+                if step not in known:  # read by an earlier c or C, or marks: free
+                    if left <= 0:
+                        unread += [k for k in hits[n:] if k not in known]
+                        sure.update(k for k in hits[n:] if known.get(k))
+                        break
+                    left -= 1
+                if self._condition_holds(file, line, extra, step):
                     sure.add(step)
-            left = max(0, left - len(hits))
         sure.update(step for step, why in self._stop_steps() if why.startswith("break "))
         return sorted(sure), sorted(set(unread) - sure)
+
+    def _condition_reads(self, file: str, line: int, extra: LineBreak) -> dict[int, bool]:
+        """What a conditional breakpoint's condition was at the steps it was read (by `c`,
+        `C` or the marks), for this branch; kept until the run grows or the branch changes."""
+        run = getattr(self.timeline, "run_id", None)
+        key = (run, self.branch, self.length, file, line, extra.describe())
+        reads = self._condition_cache.get(key)
+        if reads is None:
+            self._condition_cache = {key: {}} | {
+                k: v for k, v in self._condition_cache.items() if k[:3] == key[:3]
+            }
+            reads = self._condition_cache[key]
+        return reads
+
+    def _condition_holds(self, file: str, line: int, extra: LineBreak, step: int) -> bool:
+        """Whether the breakpoint's condition holds at `step` (read once per step)."""
+        reads = self._condition_reads(file, line, extra)
+        held = reads.get(step)
+        if held is None:
+            reads[step] = held = extra.holds(
+                self._narrow_state(step, extra.condition.names if extra.condition else ())
+            )
+        return held
 
     def _narrow_state(self, step: int, names: Collection[str]) -> StateView:
         """The state at `step` as far as `names` go (a narrow view when the timeline makes

@@ -115,6 +115,7 @@ class Session(Points, Editing):
         self.recording = recording
         self.breakpoints: set[tuple[str, int]] = set()
         self.conditions: dict[tuple[str, int], LineBreak] = {}  # a breakpoint's if / hit
+        self._condition_cache: dict[tuple[Any, ...], dict[int, bool]] = {}
         self.event_breaks: list[EventBreak] = []
         self.watches: list[Watch] = []
         self.thread: str | None = None  # the message thread chosen with `t` (None: the active)
@@ -467,7 +468,7 @@ class Session(Points, Editing):
             hits = self._hits(loc.file, loc.line, cancelled)
             if bisect.bisect_right(hits, step) != extra.hit:
                 return False
-        return extra.holds(self.timeline.state_at(step))
+        return self._condition_holds(loc.file, loc.line, extra, step)
 
     def _hits(self, file: str, line: int, cancelled: Cancelled | None = None) -> list[int]:
         """The steps of this branch at `file:line`, in order (one pass, cached; raises

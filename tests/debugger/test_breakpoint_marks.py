@@ -39,7 +39,13 @@ def test_marks_are_where_c_stops(watched: Session) -> None:
     held = [k for k in every if watched.timeline.state_at(k).frames[-1].locals["i"] > 2]
     assert len(held) == 2
     assert watched.breakpoint_marks() == (held, [])
+    assert watched.breakpoint_marks(budget=0) == (held, [])  # all read already: none again
+    watched.break_spec(f"{line} if i > 1")
     assert watched.breakpoint_marks(budget=1) == ([], every[1:])  # one read, the rest unread
+    watched.goto(watched.first)
+    assert watched.continue_forward().step == every[1]  # c read the condition up to there
+    assert watched.breakpoint_marks(budget=0) == ([every[1]], every[2:])
+    watched.break_spec(f"{line} if i > 2")
     watched.break_spec(f"{line} hit 3")
     assert watched.breakpoint_marks() == ([every[2]], [])
     watched.break_spec("llm")
