@@ -300,7 +300,7 @@ def changes(
     index = timeline.index()
     writes, entries = _candidates(watch, timeline, index)
     state = _state(watch, timeline, first)
-    before, frame = _value(watch, state), _frame_id(watch, state, index, first)
+    before, frame, containers = _observe(watch, state, index, first)
     count = 0
     if before is not OUT_OF_SCOPE:
         yield first, before
@@ -312,7 +312,7 @@ def changes(
         n += 1
         _report(progress, n, cur - first, last - first)
         step = _first_after(writes, cur)
-        if before is not OUT_OF_SCOPE and _holds_containers(watch, state):
+        if containers:
             # a list or object it reads can change in place: the write index knows where
             found = _nearest_write(watch, timeline, cur, False, state)
             if found is not None and (step is None or found < step):
@@ -323,7 +323,7 @@ def changes(
         # (the state moves forward), to see whether the value just came into scope
         ahead = _read(watch, timeline, step - 1) if step in entries and step - 1 > cur else before
         state = _state(watch, timeline, step)
-        now, now_frame = _value(watch, state), _frame_id(watch, state, index, step)
+        now, now_frame, containers = _observe(watch, state, index, step)
         if now_frame == frame or now is OUT_OF_SCOPE:
             changed = _differs(before, now)
         elif step in entries:
@@ -376,31 +376,36 @@ def _entries(watch: Watch, timeline: Any) -> list[int]:
     return found
 
 
-def _last_at_or_before(steps: list[int], step: int) -> int | None:
-    i = bisect.bisect_right(steps, step)
-    return steps[i - 1] if i else None
-
-
-def _frame_id(watch: Watch, state: Any, index: Any, step: int) -> int | None:
-    """The call (frame instance, as the write index numbers them) the watch reads at `step`;
-    None for the globals or out of scope."""
-    i = watch.frame_index(state)
-    if i is None:
-        return None
-    depth = i if state.frames[0].kind == "module" else i + 1  # views leave the module out
-    return index.frame_at(depth, step)  # type: ignore[no-any-return]
-
-
 def _first_after(steps: list[int], step: int) -> int | None:
     i = bisect.bisect_right(steps, step)
     return steps[i] if i < len(steps) else None
 
 
-def _holds_containers(watch: Watch, state: Any) -> bool:
-    """Whether a name the watch reads holds a list or an object at `state`."""
-    frame = watch.frame_index(state)
-    scope = scope_of(state, frame) if frame is not None else state.globals
-    return any(type(scope.get(name)) in (list, dict) for name in watch.expression.names)
+def _last_at_or_before(steps: list[int], step: int) -> int | None:
+    i = bisect.bisect_right(steps, step)
+    return steps[i - 1] if i else None
+
+
+def _observe(watch: Watch, state: Any, index: Any, step: int) -> tuple[Any, int | None, bool]:
+    """What a pass along the run needs at a candidate, from one lookup of the frame: the
+    watch's value (as `Watch.value`, OUT_OF_SCOPE where it cannot be read), the call it reads
+    (the frame instance, as the write index numbers them; None for the globals) and whether a
+    name it reads holds a list or an object (which can change in place)."""
+    i = watch.frame_index(state)
+    if i is None and (watch.function is not None or not state.globals):
+        return OUT_OF_SCOPE, None, False
+    scope = scope_of(state, i) if i is not None else dict(state.globals)
+    try:
+        value = watch.expression.evaluate(scope)
+    except (NotInScope, SessionError):
+        value = OUT_OF_SCOPE
+    containers = value is not OUT_OF_SCOPE and any(
+        type(scope.get(name)) in (list, dict) for name in watch.expression.names
+    )
+    if i is None:
+        return value, None, containers
+    depth = i if state.frames[0].kind == "module" else i + 1  # views leave the module out
+    return value, index.frame_at(depth, step), containers
 
 
 def _changes_by_search(

@@ -434,6 +434,8 @@ async def test_t_shows_each_message_thread_and_z_zooms_a_value(tmp_path) -> None
         await settle(pilot)
         assert isinstance(app.screen, ValueScreen)
         assert json.loads(app.screen.text) == session.state().frames[-1].locals["out"]
+        await pilot.press("c")  # copied (OSC 52 to the terminal; the app keeps the text)
+        assert app.clipboard == app.screen.text
         await pilot.press("s")
         await settle(pilot)
         saved = list(ROOT.glob("basic.step*.out.json"))
