@@ -7,6 +7,7 @@ What it checks (each diagnostic has the reference implementation's stable `AG###
 - AG2005: a reassignment `x = e` whose value does not fit `x`'s declared type.
 - AG2002: an `if`/`while` condition that is not a boolean (an optional `T | null` is a presence
   test and allowed). AG2006: a `for` over something that is not an array or an object.
+- AG2012: a def or node with a return type whose body can end without a `return`.
 - AG4005: assigning to (or `++`-ing) a `const`. AG4004: calling a function nothing defines.
 - AG6016/AG6017/AG6018: the wrong number of arguments to a def of the module; AG6025: a named
   argument it has no parameter for; AG6019/AG6014: an argument whose type does not fit.
@@ -37,6 +38,7 @@ from runtime.language.module_info import function_effects
 from runtime.language.program import STD_ALWAYS, gather_imports, prelude, std_path
 from runtime.language.syntax import ast as A
 from runtime.language.syntax.parser import parse
+from runtime.language.typecheck_returns import always_returns, needs_return
 from runtime.language.typecheck_types import (
     ANY,
     BOOLEAN,
@@ -69,6 +71,7 @@ MESSAGES = {
     "AG2001": "Type '{actual}' is not assignable to type '{expected}' ({context}).",
     "AG2002": "Type '{actual}' is not assignable to type 'boolean' (condition).",
     "AG2005": "Type '{actual}' is not assignable to type '{expected}'.",
+    "AG2012": "Not all code paths return a value in '{fn}'.",
     "AG2006": "For-loop iterable must be an array or Record, got '{actual}'.",
     "AG3009": "Function '{fn}' may throw interrupts [{effects}] but is not inside a handler.",
     "AG4004": "Function '{name}' is not defined.",
@@ -220,6 +223,9 @@ class Checker:
         if f.return_type is not None:
             scope.returns = self.resolve(f.return_type, f.name)
         self.block(f.body, scope)
+        if scope.returns is not None and needs_return(scope.returns):
+            if not always_returns(f.body):
+                self.report("AG2012", f.span, fn=f.name)
 
     # -- statements ---------------------------------------------------------------------------
 

@@ -117,6 +117,34 @@ def test_each_diagnostic_and_its_correct_variant(bad: str, good: str, code: str)
     assert code not in codes(good), typecheck(good)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        'if (n > 1) { return "a" } else { return "b" }',
+        'while (true) {\n    if (n > 1) { return "a" }\n  }',
+        'match (n) {\n    1 => { return "one" }\n    _ => { return "other" }\n  }',
+        'handle { return "a" } with (i) { return approve() }',
+        'print(n)\n  return "late"',
+    ],
+)
+def test_every_path_returns(body: str) -> None:
+    assert codes(f"def f(n: number): string {{\n  {body}\n}}") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'if (n > 1) { return "a" }',
+        "while (true) {\n    if (n > 1) { break }\n  }",
+        'match (n) {\n    1 => { return "one" }\n    x if (x > 2) => { return "big" }\n  }',
+        'for (x in [1]) { return "a" }',
+    ],
+)
+def test_a_path_that_falls_off_the_end(body: str) -> None:
+    assert codes(f"def f(n: number): string {{\n  {body}\n}}") == ["AG2012"]
+    assert codes(f"def f(n: number): string | null {{\n  {body}\n}}") == []
+
+
 def test_a_diagnostic_is_located_and_carries_its_params() -> None:
     source = "node main() {\n  const x: number = 'no'\n}"
     (d,) = typecheck(source)["errors"]
