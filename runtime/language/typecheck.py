@@ -4,6 +4,7 @@ module's declared types and checks its statements against them, without running 
 What it checks (each diagnostic has the reference implementation's stable `AG####` code):
 - AG2001: a value not assignable to a declared type: `const x: number = "s"` (assignment to
   'x'), `return e` in a def or node with a return type (return in 'f').
+- AG2003: an object literal with a key its declared object type does not have.
 - AG2005: a reassignment `x = e` whose value does not fit `x`'s declared type.
 - AG2002: an `if`/`while` condition that is not a boolean (an optional `T | null` is a presence
   test and allowed). AG2006: a `for` over something that is not an array or an object.
@@ -70,6 +71,7 @@ MESSAGES = {
     "AG1006": "Type alias '{alias}' is not defined (referenced in '{context}').",
     "AG2001": "Type '{actual}' is not assignable to type '{expected}' ({context}).",
     "AG2002": "Type '{actual}' is not assignable to type 'boolean' (condition).",
+    "AG2003": "Unknown property '{key}' on type '{expected}' ({context}).",
     "AG2005": "Type '{actual}' is not assignable to type '{expected}'.",
     "AG2012": "Not all code paths return a value in '{fn}'.",
     "AG2006": "For-loop iterable must be an array or Record, got '{actual}'.",
@@ -287,15 +289,25 @@ class Checker:
             scope.vars[name] = Binding(widen(actual), const, False)
             return
         declared = self.resolve(s.type, name)
+        context = f"assignment to '{name}'"
         if s.value is not None and not _typed_llm(s.value) and not assignable(actual, declared):
             self.report(
-                "AG2001",
-                s.span,
-                actual=show(actual),
-                expected=show(declared),
-                context=f"assignment to '{name}'",
+                "AG2001", s.span, actual=show(actual), expected=show(declared), context=context
             )
+        elif s.value is not None:
+            self.excess(s.value, declared, context)
         scope.vars[name] = Binding(declared, const, True)
+
+    def excess(self, value: Any, expected: Type, context: str) -> None:
+        """AG2003: an object literal written for a declared object type names a key the type
+        does not have (a misspelt optional field, most often)."""
+        if type(value) is not A.ObjectLit or type(expected) is not Obj or not expected.fields:
+            return
+        known = {name for name, _, _ in expected.fields}
+        for entry in value.entries:
+            key = getattr(entry, "key", None)
+            if type(key) is str and key not in known:
+                self.report("AG2003", entry.span, key=key, expected=show(expected), context=context)
 
     def assignment(self, s: A.Assign, scope: Scope) -> None:
         actual = self.expr(s.value, scope)
@@ -338,14 +350,13 @@ class Checker:
         if expected is None or (s.value is not None and _typed_llm(s.value)):
             return
         actual = _passed(actual, expected)  # `return failure(…)` fits any def
+        context = f"return in '{scope.name}'"
         if not assignable(actual, expected):
             self.report(
-                "AG2001",
-                s.span,
-                actual=show(actual),
-                expected=show(expected),
-                context=f"return in '{scope.name}'",
+                "AG2001", s.span, actual=show(actual), expected=show(expected), context=context
             )
+        else:
+            self.excess(s.value, expected, context)
 
     # -- expressions --------------------------------------------------------------------------
 

@@ -41,6 +41,11 @@ def codes(source: str) -> list[str]:
             "AG2005",
         ),
         (
+            'type P = { x: number, label?: string }\nnode main() { const p: P = { x: 1, lable: "a" } }',
+            'type P = { x: number, label?: string }\nnode main() { const p: P = { x: 1, label: "a" } }',
+            "AG2003",
+        ),
+        (
             "node main() {\n  const n = 1\n  n = 2\n}",
             "node main() {\n  let n = 1\n  n = 2\n}",
             "AG4005",
