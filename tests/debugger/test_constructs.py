@@ -70,14 +70,23 @@ async def step_until(pilot, predicate, limit: int = 40) -> None:  # noqa: ANN001
         if predicate(app):
             return
         before = app.session.step
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert app.session.step == before + 1, "the run ended before the construct showed"
     raise AssertionError(f"not shown within {limit} steps; stack: {stack_rows(app)}")
 
 
 def innermost(scope: str, kind: str):  # noqa: ANN201 - a predicate on the app
     return lambda app: bool(stack_rows(app)) and frame_at(app, 0) == [scope, kind]
+
+
+def at_line(line: int):  # noqa: ANN201 - a predicate on the app
+    return lambda app: app.query_one(SourceView).current_line == line
+
+
+async def press(pilot, *keys: str) -> None:  # noqa: ANN001 - Pilot
+    """Press `keys` and wait for the app to show what they did."""
+    await pilot.press(*keys)
+    await settle(pilot)
 
 
 def on_step(app: DebuggerApp, scope: str, line: int) -> None:
@@ -100,17 +109,14 @@ async def test_a_trailing_blocks_frame_variables_and_steps() -> None:
         assert app.query_one(VariablesPanel).border_title == "variables · trailingBlock.block1"
         assert "n = 1" in variables_text(app)
         on_step(app, "trailingBlock.block1", line_of("const shifted"))
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert "shifted = 11" in variables_text(app)  # the block's own local
         on_step(app, "trailingBlock.block1", line_of("return shifted"))
-        await pilot.press("S")  # back in time inside the block: its local is not set yet
-        await settle(pilot)
+        await press(pilot, "S")  # back in time inside the block: its local is not set yet
         assert "shifted" not in variables_text(app) and "n = 1" in variables_text(app)
         stack = app.query_one(CallStack)
         stack.focus()
-        await pilot.press("down", "down", "enter")  # the node that wrote the block
-        await settle(pilot)
+        await press(pilot, "down", "down", "enter")  # the node that wrote the block
         assert app.query_one(VariablesPanel).border_title == "variables · trailingBlock"
         assert "base = 10" in variables_text(app)
         assert app.query_one(SourceView).current_line == line_of("apply([1, 2]) as n")
@@ -129,8 +135,7 @@ async def test_a_lambda_run_by_map_is_a_frame_per_element() -> None:
         assert frame_at(app, 1) == ["map", "prelude"]  # map() runs it
         on_step(app, "lambdaByMap.block2", line_of("\\x -> x * factor"))
         first = app.session.step
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert app.session.step == first + 1
         assert frame_at(app, 0)[0] == "lambdaByMap.block2"
         assert "x = 2" in variables_text(app)  # the next element: the next step
@@ -142,15 +147,13 @@ async def test_a_partial_functions_call_shows_the_bound_argument() -> None:
     app = DebuggerApp(record("partialApplication"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert "scale.partial(factor: 2)" in variables_text(app)  # the value names its binding
         await step_until(pilot, innermost("scale", "def"))
         shown = variables_text(app)
         assert "factor = 2" in shown and "value = 21" in shown  # bound and given
         assert frame_at(app, 1)[0] == "partialApplication"
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert "scaled = 42" in variables_text(app)
 
 
@@ -159,12 +162,12 @@ async def test_a_match_arms_guard_and_binding_show_on_the_timeline() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         now = line_of('verdict = "now"')
-        await step_until(pilot, lambda app: app.query_one(SourceView).current_line == now)
+        await step_until(pilot, at_line(now))
         on_step(app, "classify", now)
         assert "hours = 1" in variables_text(app)  # the pattern's binding is a local
         # the second order fails the guard: its steps go to the next arm, never to `now`
         soon = line_of('verdict = "soon')
-        await step_until(pilot, lambda app: app.query_one(SourceView).current_line == soon)
+        await step_until(pilot, at_line(soon))
         assert "hours = 5" in variables_text(app)
         lines = [app.session.timeline.state_at(k).frames[-1].line for k in range(app.session.step)]
         assert lines.count(now) == 1
@@ -177,8 +180,7 @@ async def test_fork_branches_are_block_frames_one_after_another() -> None:
         await step_until(pilot, innermost("forkBranches.block3", "block"))
         assert 'letter = "a"' in variables_text(app)
         assert frame_at(app, 1) == ["fork", "prelude"]
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert 'label = "branch a"' in variables_text(app)
         on_step(app, "forkBranches.block3", line_of("return label"))
         await step_until(pilot, lambda app: 'letter = "b"' in variables_text(app))
@@ -192,8 +194,7 @@ async def test_a_handlers_frame_shows_the_interrupt_it_answers() -> None:
         await step_until(pilot, innermost("handlerAnswers.handler1", "handler"))
         assert "ship it?" in variables_text(app)  # the handler's parameter: the request
         on_step(app, "handlerAnswers.handler1", line_of("const seen"))
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert 'seen = "ship it?"' in variables_text(app)
         await step_until(pilot, innermost("handlerAnswers", "node"))
         assert 'answer = "yes to ship it?"' in variables_text(app)
@@ -208,8 +209,7 @@ async def test_a_comprehensions_calls_are_steps_of_its_line() -> None:
         caller = stack_rows(app)[1]
         assert frame_at(app, 1)[0] == "comprehension"
         assert f"line {line_of('square(n) for n in')}" in caller  # the pending call
-        await pilot.press("s", "s")  # the filter skips 2: the next call is for 3
-        await settle(pilot)
+        await press(pilot, "s", "s")  # the filter skips 2: the next call is for 3
         assert frame_at(app, 0)[0] == "square" and "n = 3" in variables_text(app)
         await step_until(pilot, innermost("comprehension", "node"))
         assert "squares = [1, 9]" in variables_text(app)
@@ -220,14 +220,13 @@ async def test_set_and_map_values_show_their_contents_as_they_change() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         filled = line_of("const count")
-        await step_until(pilot, lambda app: app.query_one(SourceView).current_line == filled)
+        await step_until(pilot, at_line(filled))
         shown = variables_text(app)
         tags = next(row for row in shown.splitlines() if "tags = " in row)
         assert '"x"' in tags and '"y"' in tags and tags.count('"x"') == 1  # a set: once each
         scores = next(row for row in shown.splitlines() if "scores = " in row)
         assert '"ada"' in scores and "3" in scores  # what `set` put in, at the next step
-        await pilot.press("S")
-        await settle(pilot)
+        await press(pilot, "S")
         scores = next(row for row in variables_text(app).splitlines() if "scores = " in row)
         assert '"ada"' not in scores
 
@@ -241,8 +240,7 @@ async def test_a_validate_decorator_runs_its_validator_as_a_frame() -> None:
         await step_until(pilot, innermost("adult", "def"))
         assert '"Ann"' in variables_text(app)  # the value being validated
         on_step(app, "adult", line_of("const old"))
-        await pilot.press("s")
-        await settle(pilot)
+        await press(pilot, "s")
         assert "old = true" in variables_text(app)
         await step_until(pilot, innermost("decorator", "node"))
         assert "checked = true" in variables_text(app)
