@@ -10,7 +10,10 @@ timeline (the status line and the source pane follow them).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from debugger.app import DebuggerApp
 from debugger.opening import record_session
@@ -31,6 +34,15 @@ SOURCE = (ROOT / PROGRAM).read_text().splitlines()
 def record(node: str) -> Session:
     """A session over a fresh recording of one node of the constructs program."""
     return record_session(load_program(str(PROGRAM)), RunConfig(node=node, quiet=True))
+
+
+@asynccontextmanager
+async def debugging(node: str) -> AsyncIterator[tuple[DebuggerApp, Any]]:
+    """The real app over a fresh recording of `node`, drawn at step 0, and its Pilot."""
+    app = DebuggerApp(record(node))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        yield app, pilot
 
 
 def line_of(text: str, after: int = 0) -> int:
@@ -97,9 +109,7 @@ def on_step(app: DebuggerApp, scope: str, line: int) -> None:
 
 
 async def test_a_trailing_blocks_frame_variables_and_steps() -> None:
-    app = DebuggerApp(record("trailingBlock"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("trailingBlock") as (app, pilot):
         await step_until(pilot, innermost("trailingBlock.block1", "block"))
         assert [frame_at(app, depth) for depth in range(len(stack_rows(app)))] == [
             ["trailingBlock.block1", "block"],
@@ -127,9 +137,7 @@ async def test_a_trailing_blocks_frame_variables_and_steps() -> None:
 
 
 async def test_a_lambda_run_by_map_is_a_frame_per_element() -> None:
-    app = DebuggerApp(record("lambdaByMap"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("lambdaByMap") as (app, pilot):
         await step_until(pilot, innermost("lambdaByMap.block2", "block"))
         assert "x = 1" in variables_text(app)
         assert frame_at(app, 1) == ["map", "prelude"]  # map() runs it
@@ -144,9 +152,7 @@ async def test_a_lambda_run_by_map_is_a_frame_per_element() -> None:
 
 
 async def test_a_partial_functions_call_shows_the_bound_argument() -> None:
-    app = DebuggerApp(record("partialApplication"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("partialApplication") as (app, pilot):
         await press(pilot, "s")
         assert "scale.partial(factor: 2)" in variables_text(app)  # the value names its binding
         await step_until(pilot, innermost("scale", "def"))
@@ -158,9 +164,7 @@ async def test_a_partial_functions_call_shows_the_bound_argument() -> None:
 
 
 async def test_a_match_arms_guard_and_binding_show_on_the_timeline() -> None:
-    app = DebuggerApp(record("matchWithGuards"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("matchWithGuards") as (app, pilot):
         now = line_of('verdict = "now"')
         await step_until(pilot, at_line(now))
         on_step(app, "classify", now)
@@ -174,9 +178,7 @@ async def test_a_match_arms_guard_and_binding_show_on_the_timeline() -> None:
 
 
 async def test_fork_branches_are_block_frames_one_after_another() -> None:
-    app = DebuggerApp(record("forkBranches"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("forkBranches") as (app, pilot):
         await step_until(pilot, innermost("forkBranches.block3", "block"))
         assert 'letter = "a"' in variables_text(app)
         assert frame_at(app, 1) == ["fork", "prelude"]
@@ -188,9 +190,7 @@ async def test_fork_branches_are_block_frames_one_after_another() -> None:
 
 
 async def test_a_handlers_frame_shows_the_interrupt_it_answers() -> None:
-    app = DebuggerApp(record("handlerAnswers"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("handlerAnswers") as (app, pilot):
         await step_until(pilot, innermost("handlerAnswers.handler1", "handler"))
         assert "ship it?" in variables_text(app)  # the handler's parameter: the request
         on_step(app, "handlerAnswers.handler1", line_of("const seen"))
@@ -201,9 +201,7 @@ async def test_a_handlers_frame_shows_the_interrupt_it_answers() -> None:
 
 
 async def test_a_comprehensions_calls_are_steps_of_its_line() -> None:
-    app = DebuggerApp(record("comprehension"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("comprehension") as (app, pilot):
         await step_until(pilot, innermost("square", "def"))
         assert "n = 1" in variables_text(app)
         caller = stack_rows(app)[1]
@@ -216,9 +214,7 @@ async def test_a_comprehensions_calls_are_steps_of_its_line() -> None:
 
 
 async def test_set_and_map_values_show_their_contents_as_they_change() -> None:
-    app = DebuggerApp(record("setAndMap"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("setAndMap") as (app, pilot):
         filled = line_of("const count")
         await step_until(pilot, at_line(filled))
         shown = variables_text(app)
@@ -232,9 +228,7 @@ async def test_set_and_map_values_show_their_contents_as_they_change() -> None:
 
 
 async def test_a_validate_decorator_runs_its_validator_as_a_frame() -> None:
-    app = DebuggerApp(record("decorator"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with debugging("decorator") as (app, pilot):
         await step_until(pilot, innermost("type Adult", "def"))  # the decorated type's check
         on_step(app, "type Adult", line_of("type Adult ="))
         await step_until(pilot, innermost("adult", "def"))
