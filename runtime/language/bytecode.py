@@ -292,6 +292,11 @@ AGENCY_HOST_NAMES = frozenset(
         "__agency_depth",
         "__agency_silent",
         "__agency_spent",
+        "__agency_typecheck",
+        "__agency_typecheck_file",
+        "__agency_parse_ast",
+        "__agency_format",
+        "__agency_format_file",
     }
 )
 BUILTIN_NAMES = BUILTIN_NAMES | AGENCY_HOST_NAMES
