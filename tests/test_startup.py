@@ -37,6 +37,7 @@ NOT_FOR_SHOW = (
     "anthropic",
     "starlette",
     "socket",
+    "runtime.runs.processes",
     "runtime.vm",
     "runtime.llm",
     "runtime.language.syntax",
