@@ -27,6 +27,7 @@ from runtime.record.format import (
     R_USAGE,
     decode_batch,
 )
+from runtime.record.requests import common_prefix
 from runtime.record.views import (
     FrameView,
     Location,
@@ -352,21 +353,6 @@ class SharedParts:
                 heap[oid] = known
             else:
                 self.heap[oid] = c
-
-
-def common_prefix(a: list[Any], b: list[Any]) -> int:
-    """How many leading items `a` and `b` share (compared in C; identical items at once)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 class DecodedBatch:
