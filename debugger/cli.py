@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
-import tempfile
-import traceback
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,7 +18,6 @@ from runtime.errors import (
     CheckpointFormatError,
     UsageError,
 )
-from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 if TYPE_CHECKING:  # the machine is imported by the commands that run programs (start-up time)
     from runtime.vm.machine import Machine
@@ -52,6 +48,9 @@ def report(exc: AgencyError) -> None:
 def internal_error(exc: BaseException) -> None:
     """A bug in agency: one line naming it and where the traceback went (AGENCY_DEBUG=1 prints
     it), exit 70."""
+    import tempfile
+    import traceback
+
     text = "".join(traceback.format_exception(exc))
     if os.environ.get("AGENCY_DEBUG"):
         click.echo(text, err=True, nl=False)
@@ -73,10 +72,38 @@ def internal_error(exc: BaseException) -> None:
     sys.exit(EXIT_INTERNAL)
 
 
+# The commands that live in modules of their own, by name, and the module whose `register(cli)`
+# adds them. A module is imported when one of its commands is asked for, so `agency show` does
+# not load the debugger or the server (start-up time); `--help` lists them all.
+LAZY_COMMANDS = {
+    "debugger": "debugger.debug_command",
+    "debug": "debugger.debug_command",
+    "runs": "debugger.store_commands",
+    "show": "debugger.store_commands",
+    "export": "debugger.store_commands",
+    "prune": "debugger.store_commands",
+    "resume": "debugger.store_commands",
+    "replay": "debugger.store_commands",
+    "copy": "debugger.store_commands",
+    "serve": "debugger.serve",
+}
+
+
 class AgencyGroup(click.Group):
     """Turns every error escaping a command into a clear message, never a traceback: an
     AgencyError is printed as it is, Ctrl-C says so (exit 130), anything else is a bug
-    (`internal_error`)."""
+    (`internal_error`). The commands of `LAZY_COMMANDS` are loaded when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = LAZY_COMMANDS.get(cmd_name)
+        if cmd_name not in self.commands and module is not None:
+            import importlib
+
+            importlib.import_module(module).register(self)
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -204,6 +231,8 @@ def read_mocks(mock: str) -> list[Any]:
 
 
 def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
+    import json
+
     from runtime.runs.runner import decision_from
 
     def answer(pending: Any) -> Any:
@@ -241,6 +270,7 @@ def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
 def finish(machine: Machine, as_json: bool) -> None:
     """Print the outcome of a run and exit with the right code."""
     from runtime.vm.values import stringify
+    from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
     if machine.status == HALTED:
         if as_json:
@@ -535,20 +565,3 @@ def test_cmd(paths: tuple[str, ...], quiet: bool) -> None:
 
 
 __all__ = ["cli", "main", "CheckpointFormatError"]
-
-
-def _register_extra_commands() -> None:
-    """Commands that live in their own modules (the debugger, run-store commands)."""
-    import importlib
-
-    for module in ("debugger.debug_command", "debugger.store_commands", "debugger.serve"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        mod.register(cli)
-
-
-_register_extra_commands()

@@ -32,7 +32,6 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
     died are still marked interrupted first when the store can be written."""
     from runtime.record.sqlite_store import SQLiteStore
     from runtime.record.stores import open_run_store, store_location
-    from runtime.runs.processes import process_alive, reap_dead_runs
 
     location = store_location(db)
     if isinstance(location, str):  # a database server: there is nothing to look at beforehand
@@ -44,7 +43,7 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
             if not read_only:
                 raise
             return open_run_store(location, read_only=True)  # a role that may only read
-        reap_dead_runs(store)  # this host's runs whose process died show as interrupted
+        _reap(store)  # this host's runs whose process died show as interrupted
         return store
     path = location
     if must_exist and not path.exists():
@@ -53,19 +52,37 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
         )
     if not read_only:
         store = SQLiteStore(path)
-        reap_dead_runs(store)  # runs whose process died (kill -9) show as interrupted
+        _reap(store)  # runs whose process died (kill -9) show as interrupted
         return store
     store = SQLiteStore(path, read_only=True)
     dead = any(
         run.status == "running"
         and isinstance(proc := (run.meta or {}).get("process"), dict)
-        and process_alive(proc) is False
+        and _process_died(proc)
         for run in store.list_runs(200)
     )
     if dead and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
         with SQLiteStore(path) as writable:
-            reap_dead_runs(writable)
+            _reap(writable)
     return store
+
+
+# The process tools are imported only when used: reading a store of finished runs (`agency
+# show`) needs none of them (start-up time).
+
+
+def _reap(store: Any) -> None:
+    """Mark the runs whose process died as interrupted."""
+    from runtime.runs.processes import reap_dead_runs
+
+    reap_dead_runs(store)
+
+
+def _process_died(proc: dict[str, Any]) -> bool:
+    """Whether the process a run's row names is known to be gone."""
+    from runtime.runs.processes import process_alive
+
+    return process_alive(proc) is False
 
 
 def max_store_option(fn: Any) -> Any:

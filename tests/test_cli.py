@@ -9,6 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import click
 import pytest
 
 from debugger.cli import cli
@@ -214,7 +215,7 @@ def test_resume_and_replay_arguments(work: Path) -> None:
 
 
 def test_every_command_has_an_example() -> None:
-    for name in cli.commands:
+    for name in cli.list_commands(click.Context(cli)):
         text = agency(name, "--help").output
         assert "Example" in text, name
         assert f"agency {name}" in text, name

@@ -1,6 +1,7 @@
 """The `agency` command starts without importing what its command does not need: `--version`
-and `agency show` load neither the machine nor the parser (benchmarks/bench_interpreter.py
-measures the CPU time; these tests hold the structure that makes it small)."""
+and `agency show` load neither the machine nor the parser, nor the debugger, the server, the
+terminal UI or the network and database clients (benchmarks/bench_interpreter.py measures the
+CPU time; these tests hold the structure that makes it small)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,59 @@ import sys
 import tomllib
 from pathlib import Path
 
+import click
+import pytest
+
 import debugger
+from debugger.cli import LAZY_COMMANDS, cli
 from runtime.language.bytecode import Location as BytecodeLocation
 from runtime.record.views import Location as ViewLocation
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("runtime.vm.machine", "runtime.language.syntax.parser", "runtime.language.compiler")
+# What `agency show` has no use for: the other commands' modules, the terminal UI and pretty
+# printing, the network, model and database clients, the machine's own modules.
+NOT_FOR_SHOW = (
+    "debugger.debug_command",
+    "debugger.serve",
+    "debugger.session",
+    "textual",
+    "rich",
+    "pygments",
+    "httpx",
+    "psycopg",
+    "psycopg_pool",
+    "openai",
+    "anthropic",
+    "starlette",
+    "socket",
+    "runtime.runs.processes",
+    "runtime.vm",
+    "runtime.llm",
+    "runtime.language.syntax",
+)
 
 
-def loaded_after(code: str) -> set[str]:
-    """The modules a fresh interpreter holds after running `code`."""
-    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+def loaded_after(code: str, cwd: Path = ROOT) -> set[str]:
+    """The modules a fresh interpreter holds after running `code` (its last line of output)."""
+    probe = f"import sys\n{code}\nprint('\\n' + ' '.join(sorted(sys.modules)))"
     done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=True
     )
-    return set(done.stdout.split())
+    return set(done.stdout.splitlines()[-1].split())
+
+
+def agency_loads(*args: str, cwd: Path = ROOT) -> set[str]:
+    """The modules an `agency ARGS` process holds when the command is done."""
+    code = (
+        f"from debugger.cli import cli\ntry:\n    cli({list(args)!r})\nexcept SystemExit:\n    pass"
+    )
+    return loaded_after(code, cwd)
+
+
+def within(mods: set[str], names: tuple[str, ...]) -> list[str]:
+    """The modules of `mods` that are one of `names` or inside one of those packages."""
+    return sorted(m for m in mods if any(m == n or m.startswith(n + ".") for n in names))
 
 
 def test_the_command_and_its_version_load_no_machine_and_no_parser() -> None:
@@ -34,6 +73,46 @@ def test_the_command_and_its_version_load_no_machine_and_no_parser() -> None:
     assert "debugger.cli" in mods
     assert not mods & set(HEAVY), sorted(mods & set(HEAVY))
     assert "importlib.metadata" not in mods  # the version is debugger.__version__
+    lazy = tuple(set(LAZY_COMMANDS.values()))
+    assert not within(mods, lazy), within(mods, lazy)
+
+
+def test_show_loads_only_what_reading_a_run_needs(tmp_path: Path) -> None:
+    from runtime.language.program import compile_source
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig
+
+    source = (
+        'node main() {\n  let i = 0\n  while (i < 5) {\n    i = i + 1\n  }\n  print("done")\n}\n'
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        rec = record_program(compile_source(source, "count.agency"), RunConfig(quiet=True), store)
+    finally:
+        store.close()
+    mods = agency_loads("show", f"{rec.run_id}:3", "--db", str(tmp_path / "runs.db"), cwd=tmp_path)
+    assert "runtime.record.timeline" in mods  # the command did run and read the run
+    assert not within(mods, (*HEAVY, *NOT_FOR_SHOW)), within(mods, (*HEAVY, *NOT_FOR_SHOW))
+
+
+@pytest.mark.parametrize("module", sorted(set(LAZY_COMMANDS.values())))
+def test_every_lazy_command_is_listed_under_its_module(module: str) -> None:
+    import importlib
+
+    group = click.Group()
+    importlib.import_module(module).register(group)
+    assert set(group.commands) == {n for n, m in LAZY_COMMANDS.items() if m == module}
+
+
+def test_help_lists_every_command() -> None:
+    ctx = click.Context(cli)
+    listed = cli.list_commands(ctx)
+    assert set(LAZY_COMMANDS) <= set(listed)
+    assert all(cli.get_command(ctx, name) is not None for name in listed)
+    text = cli.get_help(ctx)
+    for name in listed:
+        assert f"\n  {name} " in text, name
 
 
 def test_reading_a_recorded_run_loads_no_machine_and_no_parser() -> None:

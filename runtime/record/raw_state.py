@@ -4,7 +4,9 @@ the caches that let consecutive views share what did not change."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import contextlib
+import gc
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from runtime.record.format import (
@@ -25,6 +27,7 @@ from runtime.record.format import (
     R_USAGE,
     decode_batch,
 )
+from runtime.record.requests import common_prefix
 from runtime.record.views import (
     FrameView,
     Location,
@@ -35,6 +38,22 @@ from runtime.record.views import (
 
 _MISSING = object()
 _NO_USAGE = Usage(0, 0, 0.0)
+
+
+@contextlib.contextmanager
+def gc_held() -> Iterator[None]:
+    """Holds the cyclic garbage collector while a state is decoded and viewed. Those are plain
+    containers, which make no reference cycles, but allocating thousands of them sets off
+    collections, and a full one walks every state and view the timeline keeps (tens of ms on
+    a long thread: most of `state_at`'s slowest reads). Collection resumes afterwards."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class RawState:
@@ -191,6 +210,19 @@ class RawState:
             return [self.plain(x, depth + 1) for x in v]
         return v
 
+    def message(self, m: Any) -> Message:
+        """Encoded message `m` as a view: what `message_view(self.plain(m))` makes, without
+        copying the whole message first (a long thread converts thousands)."""
+        if type(m) is not dict:
+            return message_view(self.plain(m))
+        plain = self.plain
+        return Message(
+            str(plain(m.get("role", "user"), 1)),
+            str(plain(m.get("content", ""), 1)),
+            plain(m.get("name"), 1),
+            tuple(plain(m.get("tool_calls"), 1) or ()),
+        )
+
     def view(
         self,
         step: int,
@@ -240,10 +272,7 @@ class RawState:
         for k, v in self.shared.items():
             glob.setdefault(k, plain(v))
         if cache is None:
-            threads = {
-                tid: tuple(message_view(self.plain(m)) for m in msgs)
-                for tid, msgs in self.threads.items()
-            }
+            threads = {tid: tuple(map(self.message, msgs)) for tid, msgs in self.threads.items()}
             output = tuple(self.output)
         else:
             threads = {tid: cache.thread(self, tid, msgs) for tid, msgs in self.threads.items()}
@@ -270,15 +299,15 @@ class ViewCache:
     A view is a copy of the state, so building one from scratch is O(state) however little a
     step changed: walking a history step by step would be O(steps x state). Most of a state is
     append-only (threads, output) or untouched by a step, so the cache keeps, per thread, the
-    raw messages last converted and their `Message`s (a new view reuses the longest common
-    prefix, compared in C), the output likewise, and the plain copy of every top-level list or
+    raw messages of the longest thread converted and their `Message`s (a new view reuses the
+    longest common prefix, compared in C), the output as last converted, and the plain copy of every top-level list or
     object until the heap changes. Views share these (immutable by contract) pieces.
     """
 
     __slots__ = ("threads", "out_raw", "out_view", "plains", "plains_raw", "plains_version")
 
     def __init__(self) -> None:
-        self.threads: dict[str, tuple[list[Any], tuple[Message, ...]]] = {}
+        self.threads: dict[str, tuple[list[Any], tuple[Message, ...]]] = {}  # the longest
         self.out_raw: list[str] = []
         self.out_view: tuple[str, ...] = ()
         self.plains: dict[int, Any] = {}
@@ -303,14 +332,14 @@ class ViewCache:
         return plain
 
     def thread(self, raw: RawState, tid: str, msgs: list[Any]) -> tuple[Message, ...]:
-        old = self.threads.get(tid)
-        k = 0
-        if old is not None:
-            k = common_prefix(old[0], msgs)
-            if k == len(msgs) == len(old[1]):
-                return old[1]
-        head = old[1][:k] if old is not None and k else ()
-        view = head + tuple(message_view(raw.plain(m)) for m in msgs[k:])
+        """Thread `tid` as views. The cache keeps the longest thread converted so far, so an
+        earlier step of the same conversation (a prefix of it) is a slice, whichever order the
+        steps are read in."""
+        old_raw, old_view = self.threads.get(tid) or ((), ())
+        k = common_prefix(old_raw, msgs) if old_raw else 0
+        if k == len(msgs):
+            return old_view if k == len(old_view) else old_view[:k]
+        view = old_view[:k] + tuple(map(raw.message, msgs[k:]))
         self.threads[tid] = (list(msgs), view)
         return view
 
@@ -323,19 +352,37 @@ class ViewCache:
         return self.out_view
 
 
-def common_prefix(a: list[Any], b: list[Any]) -> int:
-    """How many leading items `a` and `b` share (compared in C; identical items at once)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+class SharedParts:
+    """The parts of the full keyframes a timeline decodes, made one object where they are
+    equal: each thread's longest list of messages, each list or object by id. The keyframe
+    states a timeline keeps then cost little more than their lists of references (a thread of
+    thousands of messages is decoded afresh by every full keyframe), and a view compares the
+    thread it was given with the one it converted by identity, not item by item."""
+
+    __slots__ = ("threads", "heap")
+
+    def __init__(self) -> None:
+        self.threads: dict[str, list[Any]] = {}
+        self.heap: dict[int, Any] = {}
+
+    def share(self, data: dict[str, Any]) -> None:
+        """Make the equal parts of decoded full keyframe `data` the ones seen before."""
+        for tid, msgs in data["threads"].items():
+            if type(msgs) is not list:
+                continue
+            known = self.threads.get(tid)
+            if known is not None:
+                k = common_prefix(known, msgs)
+                msgs[:k] = known[:k]
+            if known is None or len(msgs) >= len(known):
+                self.threads[tid] = msgs
+        heap = data["heap"]
+        for oid, c in heap.items():
+            known = self.heap.get(oid)
+            if known is not None and type(known) is type(c) and known == c:
+                heap[oid] = known
+            else:
+                self.heap[oid] = c
 
 
 class DecodedBatch:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PACKED", "WHOLE", "Part", "RequestPacker", "packable"]
+__all__ = ["PACKED", "WHOLE", "Part", "RequestPacker", "common_prefix", "packable"]
 
 WHOLE = 0  # the request is stored as its own JSON text
 PACKED = 1  # the request is stored packed: references to parts (this module)
@@ -109,7 +109,7 @@ class RequestPacker:
         new: list[Part] = []
         base: list[Ref] = []
         for prev, refs in run.recent:
-            k = _common_prefix(prev, messages)
+            k = common_prefix(prev, messages)
             if k > len(base):
                 base = refs[:k]
         refs = base + [
@@ -169,8 +169,8 @@ def _part(values: dict[int, list[Any]], ref: list[int]) -> Any:
     return found
 
 
-def _common_prefix(a: list[Any], b: list[Any]) -> int:
-    """How many leading items `a` and `b` share (compared in C where it can be)."""
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items `a` and `b` share (compared in C; identical items at once)."""
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n

@@ -32,7 +32,7 @@ from runtime.record.format import (
     merge_keyframe,
 )
 from runtime.record.index import WriteIndex
-from runtime.record.raw_state import DecodedBatch, RawState, ViewCache
+from runtime.record.raw_state import DecodedBatch, RawState, SharedParts, ViewCache, gc_held
 from runtime.record.store import Batch, Keyframe, RunStore, StoreError
 from runtime.record.views import (
     BranchInfo,
@@ -51,6 +51,7 @@ class DamagedRecord(StoreError, IndexError):
 _KF_LOOKAHEAD = 4096  # steps past the one asked for that `_keyframe_step` looks at
 _KF_LOAD_STEPS = 64  # steps of deltas that cost about as much as loading a keyframe
 _READ_AHEAD = 64  # steps past the one asked for whose batches `_batch` reads with it
+_KF_STATES = 32  # decoded keyframe states kept (their equal parts shared: `SharedParts`)
 
 
 class Timeline:
@@ -82,6 +83,7 @@ class Timeline:
         self._view_cache = ViewCache()
         self._marks_resets = bool(run is not None and (run.meta or {}).get("reset_marks"))
         self._kf_states: OrderedDict[tuple[int, int], dict[str, Any]] = OrderedDict()
+        self._shared = SharedParts()  # what the keyframe states kept share
         self._length: int | None = None
         self._kf_cache: list[tuple[int, int]] = []
         self._span_kfs: OrderedDict[int, Keyframe] = OrderedDict()  # read by `_read_span`
@@ -108,6 +110,7 @@ class Timeline:
         self._batches.clear()
         self._last_batch = None
         self._kf_states.clear()
+        self._shared = SharedParts()
         self._kf_cache.clear()
         self._span_kfs.clear()
         self._segs = None
@@ -214,9 +217,10 @@ class Timeline:
         if view is not None:
             self._views.move_to_end(step)
             return view
-        raw = self._materialise(step)
-        with self._reading_record(step):
-            view = raw.view(step, self.branch, self.location_at(step), self._view_cache)
+        with gc_held():
+            raw = self._materialise(step)
+            with self._reading_record(step):
+                view = raw.view(step, self.branch, self.location_at(step), self._view_cache)
         self._views[step] = view
         if len(self._views) > 1024:
             self._views.popitem(last=False)
@@ -326,8 +330,10 @@ class Timeline:
                     f"is based on one at step {base_step} that is not in the store"
                 )
             data = merge_keyframe(self._keyframe_state(base), data)
+        else:
+            self._shared.share(data)
         self._kf_states[key] = data
-        if len(self._kf_states) > 8:
+        if len(self._kf_states) > _KF_STATES:
             self._kf_states.popitem(last=False)
         return data
 

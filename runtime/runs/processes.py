@@ -12,7 +12,6 @@ host is `AGENCY_HOST_ID` when set, else the machine's hostname.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 import time
@@ -31,6 +30,8 @@ DEFAULT_LEASE = 30.0
 
 def this_host() -> str:
     """The name of this machine in run owners: `AGENCY_HOST_ID`, else the hostname."""
+    import socket  # only here: `agency show` starts without it (start-up time)
+
     return os.environ.get(HOST_ENV) or socket.gethostname()
 
 
