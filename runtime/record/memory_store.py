@@ -611,11 +611,17 @@ class MemoryStore:
                 del self._owners[run_id]
                 self._leases.pop(run_id, None)
 
-    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+    def run_owner(self, run_id: str, lease: bool = False) -> dict[str, Any] | None:
         with self._lock:
             self._open()
             holder = self._owners.get(run_id)
-            return dict(holder) if holder is not None and run_id in self._runs else None
+            if holder is None or run_id not in self._runs:
+                return None
+            out = dict(holder)
+            until = self._leases.get(run_id)
+            if lease and until is not None:
+                out[LEASE_LEFT] = (until - self._now()).total_seconds()
+            return out
 
     def truncate_after(self, run_id: str, branch: int, step: int) -> None:
         with self._lock:

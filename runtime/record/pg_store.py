@@ -145,6 +145,7 @@ class PostgresStore(SQLStore):
         self.read_only = read_only
         self._dialect = POSTGRES
         self._clock = clock or utcnow
+        self._server_clock = clock is None  # leases by the server's clock, unless one is given
         self._closed = False
         self._init_lineages()
         conn = _connect(url, self.where, autocommit=True)
@@ -171,7 +172,12 @@ class PostgresStore(SQLStore):
         else:
             writer_conn = _connect(url, self.where)
             self._writer = Writer(
-                writer_conn, self.where, self._clock, POSTGRES, reconnect=self._reconnect
+                writer_conn,
+                self.where,
+                self._clock,
+                POSTGRES,
+                reconnect=self._reconnect,
+                fence=self._check_fences,
             )
         # Not a method of self: the finalizer must not keep the store alive.
         self._finalizer = weakref.finalize(self, _shutdown, self._writer, self._pool, self.where)
@@ -188,6 +194,13 @@ class PostgresStore(SQLStore):
                     return None
                 time.sleep(pause)  # the server is restarting: try again, less and less often
                 pause = min(pause * 2, 1.0)
+
+    def _db_now(self, conn: Any) -> datetime:
+        """The server's clock: every machine sharing the database measures leases by it."""
+        if not self._server_clock:
+            return self._clock()
+        now: datetime = conn.execute("SELECT now()").fetchone()[0]
+        return now
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:

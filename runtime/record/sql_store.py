@@ -61,6 +61,7 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
         # Packed LLM requests (requests.py): what is known of each run's parts.
         self._packer = RequestPacker(self._max_part_seq)
         self._packer_lock = threading.Lock()
+        self._init_fences()
 
     # runs
 
@@ -190,7 +191,7 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
                 " FROM runs" + self._dialect.for_update,
             ).fetchall()
             runs = [(r[0], r[1], r[2], int(r[3])) for r in rows]
-            now = self._clock()
+            now = self._db_now(conn)
             # A claim whose lease has expired is a dead owner's: its run is not spared.
             held = {r[0] for r in rows if r[4] and _live_claim(r[5], now)}
             spared = set(keep) | held

@@ -118,7 +118,7 @@ class SQLiteStore(SQLStore):
         conn = self._open_writer()
         for suffix in STORE_SUFFIXES:  # out of reach of the file builtins (a program's write())
             protect(self.path.with_name(self.path.name + suffix), "the run store")
-        self._writer = Writer(conn, self.where, self._clock, SQLITE)
+        self._writer = Writer(conn, self.where, self._clock, SQLITE, fence=self._check_fences)
         # Not a method of self: the finalizer must not keep the store alive.
         self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
 
