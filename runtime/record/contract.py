@@ -222,11 +222,13 @@ class Batch(NamedTuple):
 
 
 class Keyframe(NamedTuple):
-    """An encoded full state at `step`, recorded on `branch`."""
+    """An encoded full state at `step`, recorded on `branch`. `base` is the full keyframe an
+    incremental one builds on, where the store keeps it (`put_keyframe`; a copy carries it)."""
 
     branch: int
     step: int
     blob: bytes
+    base: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
