@@ -47,7 +47,10 @@ def is_postgres_url(text: str) -> bool:
 
 def redact(url: str) -> str:
     """The URL without its password (and without query parameters, which may hold one)."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # `postgresql://u@[::1`: nothing of it is shown, a password included
+        return url.split("//", 1)[0] + "//(a URL that cannot be parsed)"
     netloc = parts.netloc
     if "@" in netloc:
         user, host = netloc.rsplit("@", 1)
@@ -142,6 +145,10 @@ class PostgresStore(SQLStore):
             raise ValueError(f"not a PostgreSQL URL: {redact(url)!r}")
         self.url = url
         self.where = redact(url)
+        try:
+            urllib.parse.urlsplit(url)
+        except ValueError as exc:  # what psycopg would say less clearly, or raise as it is
+            raise StoreError(f"cannot open run store {self.where}: {exc}") from None
         self.read_only = read_only
         self._dialect = POSTGRES
         self._clock = clock or utcnow

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
-from runtime.record.contract import choose_prunable
+from runtime.record.contract import MAX_STEP, choose_prunable
 from runtime.record.requests import RequestPacker
 from runtime.record.sql_journal import SQLJournal
 from runtime.record.sql_owners import SQLOwners
@@ -141,7 +141,7 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
             rows = self._rows(
                 conn,
                 "SELECT * FROM runs ORDER BY created_at DESC, id DESC LIMIT ?",
-                (max(limit, 0),),
+                (min(max(limit, 0), MAX_STEP),),  # a huge limit is no limit (SQL's is 64-bit)
             )
             return [run_from_row(row) for row in rows]
 
