@@ -336,7 +336,7 @@ def _check_machine(extra: dict[str, Any], origin: str) -> None:
     for key in ("step_index", "cp_counter", "thread_counter", "llm_calls"):
         _count(extra.get(key), f"{where}.{key}`", -1 if key == "step_index" else 0)
     status = extra.get("status", RUNNING)
-    if status not in _STATUSES:
+    if not isinstance(status, str) or status not in _STATUSES:
         raise CheckpointFormatError(f"{where}.status` is {str(status)[:40]!r}, not a run status")
     if status == FAILED:
         raise CheckpointFormatError(

@@ -97,6 +97,14 @@ def test_a_failed_run_says_so(corpus: Any) -> None:
     assert "the run failed at this point (division by zero)" in out
 
 
+@pytest.mark.parametrize("status", [{}, [], 5, None])
+def test_a_status_that_is_not_a_string(corpus: Any, status: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["machine"]["status"] = status  # a dict was an internal error (unhashable)
+
+    assert "not a run status" in refused(corpus, edit, "approval-9.json")
+
+
 def _moved(corpus: Any, name: str, frame: int, pc: int) -> str:
     """The refusal of checkpoint `name` with frame `frame` moved to `pc` (its statement, line
     and column moved along, so only the frame's shape or its callee can tell)."""
