@@ -7,13 +7,17 @@ plain CPython. Times are the process's CPU time (the store's writer thread inclu
 busy shared machine disturbs less than wall time. Start-up is the CPU time (user + system) of the `agency` command's entry point
 in a child process, beside `python -c pass`.
 
-`--root DIR` measures another checkout (say main, for a before/after comparison) with this
-same script: its `runtime/` and `debugger/` are imported instead of this one's.
+`--root DIR` measures another checkout with this same script: its `runtime/` and `debugger/` are
+imported instead of this one's. `--against DIR` measures another checkout beside this one in the
+same run (say the interpreter as it was when issue 13 was filed: `git archive c60c0f0 | tar -x -C
+/tmp/before`): each round runs this tree, then that one in a child process (`--one`), so both
+see the same load, and the table gives both and the speed-up (theirs / ours, best against best).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
@@ -151,6 +155,20 @@ def measure(name: str, n: int, rounds: int) -> dict[str, float]:
     return best
 
 
+def measure_against(root: Path, name: str, n: int) -> dict[str, float]:
+    """One round of `measure` on the checkout at `root`, in a child process."""
+    argv = [sys.executable, __file__, "--root", str(root), "--one", name, "--size", str(n)]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"measuring {name!r} on {root} failed:\n{done.stderr}")
+    return dict(json.loads(done.stdout))
+
+
+def keep_best(best: dict[str, float], got: dict[str, float]) -> None:
+    for key, value in got.items():
+        best[key] = min(best.get(key, value), value)
+
+
 def child_cpu(argv: list[str], cwd: str, env: dict[str, str]) -> float:
     """CPU seconds (user + system) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -194,15 +212,22 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller programs (a smoke run)")
     ap.add_argument("--rounds", type=int, default=3, help="best of this many (default 3)")
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure")
+    ap.add_argument("--against", type=Path, help="another checkout, measured beside this one")
     ap.add_argument(
         "--part", choices=("all", "interpreter", "startup"), default="all", help="what to measure"
     )
+    ap.add_argument("--one", choices=sorted(PROGRAMS), help=argparse.SUPPRESS)  # for --against
+    ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     root = opts.root.resolve()
     sys.path.insert(0, str(root))
     import runtime
 
     assert Path(runtime.__file__).resolve().parent == root / "runtime", runtime.__file__
+    if opts.one:
+        print(json.dumps(measure(opts.one, opts.size, 1)))
+        return
+    against = opts.against.resolve() if opts.against else None
     print(
         f"# bench_interpreter ({'quick' if opts.quick else 'full'}) — {root}, "
         f"python {platform.python_version()}, nproc {os.cpu_count()}"
@@ -211,19 +236,35 @@ def main() -> None:
         print(
             f"\n## Interpreter (best of {opts.rounds}; ratios to CPython running the same algorithm)"
         )
-        print(
+        head = (
             f"{'program':<16} {'steps':>8} {'cpython':>9} {'bare':>9} {'recorded':>9}"
             f" {'bare/py':>8} {'rec/py':>8} {'rec/bare':>9} {'µs/step':>8}"
         )
+        if against:
+            head += f" | {'--against':>9} {'recorded':>9} {'rec/bare':>9} {'speed-up':>9}"
+        print(head)
     sizes = QUICK if opts.quick else SIZES
     for name, n in sizes.items() if opts.part != "startup" else ():
-        r = measure(name, n, opts.rounds)
-        print(
+        r: dict[str, float] = {}
+        o: dict[str, float] = {}
+        for _ in range(opts.rounds):  # alternated, so both trees see the same load
+            keep_best(r, measure(name, n, 1))
+            if against:
+                keep_best(o, measure_against(against, name, n))
+        line = (
             f"{name:<16} {int(r['steps']):>8} {r['cpython']:>8.3f}s {r['bare']:>8.3f}s"
             f" {r['recorded']:>8.3f}s {r['bare'] / r['cpython']:>7.1f}x"
             f" {r['recorded'] / r['cpython']:>7.1f}x {r['recorded'] / r['bare']:>8.2f}x"
             f" {r['bare'] / r['steps'] * 1e6:>8.2f}"
         )
+        if o:
+            line += (
+                f" | {o['bare']:>8.3f}s {o['recorded']:>8.3f}s {o['recorded'] / o['bare']:>8.2f}x"
+                f" {o['bare'] / r['bare']:>8.2f}x"
+            )
+        print(line)
+    if against:
+        print(f"(--against {against}; speed-up: its bare time / this tree's, best of each)")
     if opts.part == "interpreter":
         return
     print(f"\n## Start-up (CPU time, user + system, best of {max(opts.rounds, 5)})")

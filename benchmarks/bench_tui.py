@@ -14,7 +14,9 @@ not part of what a person sees, so it is left out; it is printed separately for 
 
 Search and last writer answer from the run's write index, built once per session in a worker
 (the first `/` or `y` shows its progress; Esc cancels it): its build time is reported, then the
-p95 of searches for fresh texts and of last-writer jumps from random steps.
+p95 of searches for fresh texts and of last-writer jumps from random steps. Then, once each:
+the scrubber's breakpoint marks for a line reached 250,000 times, and a `:trace` over a
+variable written every iteration (one pass over the run; the app runs it in a worker).
 """
 
 from __future__ import annotations
@@ -157,6 +159,18 @@ async def measure(db: Path, length: int, keys: int) -> tuple[float, list[float],
             reverse.append(await act(app, app.action_reverse_continue))
             assert s.message.startswith("watchpoint"), s.message
         queries["watchpoint reverse-continue"] = reverse
+        s.remove_watch("all")
+        # the scrubber's marks for a line reached 250,000 times, from the index
+        s.break_spec("6")  # total = total + i
+        started = time.perf_counter()
+        hits, _ = s.breakpoint_marks() or ([], [])
+        once["breakpoint marks (250k hits)"] = (time.perf_counter() - started, len(hits))
+        s.break_spec("6")
+        # `:trace` of an expression over a variable written every iteration: one pass
+        started, cpu = time.perf_counter(), time.process_time()
+        found = s.trace("i % 100000 == 0")
+        once[":trace i % 100000 == 0"] = (time.perf_counter() - started, len(found))
+        once[":trace CPU"] = (time.process_time() - cpu, len(found))
     return opened, latencies, pilot_each
 
 
@@ -172,6 +186,7 @@ async def act(app, fn) -> float:  # noqa: ANN001 - DebuggerApp, a callable
 
 
 queries: dict[str, list[float]] = {}
+once: dict[str, tuple[float, int]] = {}  # label -> (seconds, how many found)
 
 
 def main() -> None:
@@ -203,6 +218,8 @@ def main() -> None:
             f"p95 {q95:.1f} ms, max {max(ms):.1f} ms (budget p95 {QUERY_BUDGET_MS:.0f} ms)"
         )
         ok = ok and q95 <= QUERY_BUDGET_MS
+    for label, (seconds, found) in once.items():
+        print(f"{label}: {seconds * 1000:.0f} ms ({found:,} found; in a worker, with Esc)")
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)
 

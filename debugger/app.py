@@ -50,6 +50,7 @@ progress callback taking the step reached."""
 STORE_WARN_BYTES = 2 * 2**30  # a run store this big is worth a word (AGENCY_STORE_WARN_BYTES)
 SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
+MARK_CONDITION_READS = 2048  # breakpoint conditions read for the marks (the rest marked ○)
 
 
 # Actions of priority bindings: they give way to a text field or a dialog that has focus.
@@ -189,6 +190,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._runs = False  # the busy work runs the program (recording, restoring)
         self._progress: tuple[int, int] | None = None
         self._events_key: tuple[Any, ...] = ()
+        self._marks_key: tuple[Any, ...] = ()  # what the scrubber's breakpoint marks show
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
         self._focus_before: Any = None
         self._edit_stage: Callable[[str], str] | None = None  # what the open edit dialog stages
@@ -321,6 +323,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         if key != self._events_key:
             self._events_key = key
             self.timeline_bar.set_events(s.events(), s.length, s.fork_step())
+        self._mark_breakpoints(s)
         self.timeline_bar.step = state.step
 
         loc = s.shown_location()
@@ -368,6 +371,25 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             pending.step if pending is not None and pending.step != state.step else None,
             s.max_steps,
         )
+
+    def _mark_breakpoints(self, s: Session) -> None:
+        """Show on the scrubber where the breakpoints stop, when they (or the run) changed.
+        A long run's steps per line come from its write index, which the first `c` or `C`
+        with breakpoints builds (as `/` and `y` do); setting one never makes the user wait."""
+        key = (
+            s.timeline.run_id,
+            s.branch,
+            s.length,
+            s.indexed(),
+            frozenset(s.breakpoints),
+            tuple(sorted((k, v.describe()) for k, v in s.conditions.items())),
+            tuple(s.event_breaks),
+        )
+        if key == self._marks_key or self._busy is not None:
+            return  # unchanged, or a recording still growing: marked when it is done
+        self._marks_key = key
+        marks = s.breakpoint_marks(SYNC_SEARCH_STEPS, MARK_CONDITION_READS)
+        self.timeline_bar.set_breakpoints(*(marks or ([], [])))
 
     # -- busy work ---------------------------------------------------------------------------------
 
@@ -481,6 +503,11 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
     @work(thread=True, exclusive=True, group="work")
     def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
         worker = get_current_worker()
+        s = self._live
+        if s.breakpoints and not s.indexed():
+            # the write index lists each line's steps: the scan visits those, not every step
+            # (and the scrubber can then mark where the breakpoints stop)
+            s.build_index(self._scan_progress, lambda: worker.is_cancelled)
         move = fn(lambda: worker.is_cancelled, self._scan_progress)
         self._from_thread(self._scan_done, move)
 

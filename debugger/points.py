@@ -6,7 +6,9 @@ changes is `debugger.watches`; comparing is `debugger.diff`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import bisect
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Protocol
 
 from debugger.diff import DiffLine, diff_branches, diff_states
 from debugger.errors import SessionError
@@ -14,7 +16,7 @@ from debugger.expressions import Expression, compile_expression, scope_of, show
 from debugger.shapes import Cancelled, Progress, SessionReading
 from debugger.stops import EventBreak, LineBreak, parse_break
 from debugger.watches import Watch, changes
-from runtime.record.views import Location
+from runtime.record.views import Location, StateView
 
 __all__ = ["Points", "SessionForPoints"]
 
@@ -25,7 +27,12 @@ class SessionForPoints(SessionReading, Protocol):
     step: int
     message: str
 
+    @property
+    def length(self) -> int: ...
+
     def shown_location(self) -> Location | None: ...
+    def _hits(self, file: str, line: int, cancelled: Cancelled | None = None) -> list[int]: ...
+    def _stop_steps(self) -> list[tuple[int, str]]: ...
     def diverge(self, a: int, b: int) -> int | None: ...
     def parse_step(self, text: str) -> int: ...
 
@@ -41,6 +48,7 @@ class Points(_Session):
 
     breakpoints: set[tuple[str, int]]
     conditions: dict[tuple[str, int], LineBreak]
+    _condition_cache: dict[tuple[Any, ...], dict[int, bool]]  # see `_condition_reads`
     event_breaks: list[EventBreak]
     watches: list[Watch]
 
@@ -113,6 +121,101 @@ class Points(_Session):
             self.toggle_breakpoint(at, path)
         self.conditions[(path, at)] = LineBreak(at, spec.condition, spec.hit)
         return f"breakpoint at {self.conditions[(path, at)].describe()}"
+
+    # -- where breakpoints hit (the scrubber's marks, `c` on an indexed run) --------------------
+
+    def _timeline_index(self) -> Any:
+        """The timeline's write index when it is built (None otherwise: reading it would
+        mean a pass over the whole run)."""
+        indexed = getattr(self.timeline, "indexed", None)
+        if indexed is None or not indexed():
+            return None
+        return self.timeline.index()  # type: ignore[attr-defined]
+
+    def _indexed_hits(self, file: str, line: int) -> list[int]:
+        """The steps of this branch at `file:line`, from the write index's steps per
+        location (no pass over the run)."""
+        index = self._timeline_index()
+        hits: list[int] = []
+        for loc_id, loc in enumerate(getattr(self.timeline, "locations", ())):
+            if loc.line == line and loc.file == file:
+                hits += index.at_location.get(loc_id, ())
+        hits.sort()
+        lo, hi = bisect.bisect_left(hits, self.first), bisect.bisect_right(hits, self.last)
+        return hits[lo:hi]
+
+    def _hit_candidates(self, steps: range) -> list[int]:
+        """The steps of `steps` (in its order) at a line that has a breakpoint."""
+        if not steps:
+            return []
+        lo, hi = min(steps[0], steps[-1]), max(steps[0], steps[-1])
+        found: set[int] = set()
+        for file, line in self.breakpoints:
+            hits = self._hits(file, line)
+            found.update(hits[bisect.bisect_left(hits, lo) : bisect.bisect_right(hits, hi)])
+        return sorted(found, reverse=steps.step < 0)
+
+    def breakpoint_marks(
+        self, scan_limit: int = 50_000, budget: int = 2048
+    ) -> tuple[list[int], list[int]] | None:
+        """Where `c` and `C` stop for a breakpoint, for the scrubber: (steps where one stops,
+        steps at a conditional breakpoint's line whose condition was not read: past `budget`
+        readings), both sorted. None when the run is longer than `scan_limit` and its write
+        index is not built (finding a line's steps would be a pass over the run)."""
+        if self.breakpoints and self._timeline_index() is None and self.length > scan_limit:
+            return None
+        sure: set[int] = set()
+        unread: list[int] = []
+        left = budget
+        for file, line in sorted(self.breakpoints):
+            hits = self._hits(file, line)
+            extra = self.conditions.get((file, line))
+            if extra is not None and extra.hit is not None:
+                hits = hits[extra.hit - 1 : extra.hit]
+            if extra is None or extra.condition is None:
+                sure.update(hits)
+                continue
+            known = self._condition_reads(file, line, extra)
+            for n, step in enumerate(hits):
+                if step not in known:  # read by an earlier c or C, or marks: free
+                    if left <= 0:
+                        unread += [k for k in hits[n:] if k not in known]
+                        sure.update(k for k in hits[n:] if known.get(k))
+                        break
+                    left -= 1
+                if self._condition_holds(file, line, extra, step):
+                    sure.add(step)
+        sure.update(step for step, why in self._stop_steps() if why.startswith("break "))
+        return sorted(sure), sorted(set(unread) - sure)
+
+    def _condition_reads(self, file: str, line: int, extra: LineBreak) -> dict[int, bool]:
+        """What a conditional breakpoint's condition was at the steps it was read (by `c`,
+        `C` or the marks), for this branch; kept until the run grows or the branch changes."""
+        run = getattr(self.timeline, "run_id", None)
+        key = (run, self.branch, self.length, file, line, extra.describe())
+        reads = self._condition_cache.get(key)
+        if reads is None:
+            self._condition_cache = {key: {}} | {
+                k: v for k, v in self._condition_cache.items() if k[:3] == key[:3]
+            }
+            reads = self._condition_cache[key]
+        return reads
+
+    def _condition_holds(self, file: str, line: int, extra: LineBreak, step: int) -> bool:
+        """Whether the breakpoint's condition holds at `step` (read once per step)."""
+        reads = self._condition_reads(file, line, extra)
+        held = reads.get(step)
+        if held is None:
+            reads[step] = held = extra.holds(
+                self._narrow_state(step, extra.condition.names if extra.condition else ())
+            )
+        return held
+
+    def _narrow_state(self, step: int, names: Collection[str]) -> StateView:
+        """The state at `step` as far as `names` go (a narrow view when the timeline makes
+        one: reading a condition at thousands of steps must not convert whole states)."""
+        narrow = getattr(self.timeline, "names_at", None)
+        return narrow(step, names) if narrow is not None else self.timeline.state_at(step)
 
     def breakpoints_described(self) -> list[str]:
         """Every breakpoint, as `:breaks` lists them."""

@@ -117,7 +117,8 @@ class API:
             raise HTTPError(404, f"run {run.id} has no branch {branch}")
         tl = Timeline(self.store, run.id, branch)
         if not 0 <= step < len(tl):
-            raise HTTPError(404, f"step {step} is outside run {run.id} (it has {len(tl)} steps)")
+            steps = f"{len(tl)} step" + ("" if len(tl) == 1 else "s")
+            raise HTTPError(404, f"step {step} is outside run {run.id} (it has {steps})")
         state = State.of(tl.view_at(step))
         return {
             "runId": run.id,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,7 @@ class Session(Points, Editing):
         self.recording = recording
         self.breakpoints: set[tuple[str, int]] = set()
         self.conditions: dict[tuple[str, int], LineBreak] = {}  # a breakpoint's if / hit
+        self._condition_cache: dict[tuple[Any, ...], dict[int, bool]] = {}
         self.event_breaks: list[EventBreak] = []
         self.watches: list[Watch] = []
         self.thread: str | None = None  # the message thread chosen with `t` (None: the active)
@@ -437,9 +438,24 @@ class Session(Points, Editing):
         for brk in self.event_breaks:
             for ev in self.events(brk.event_kind):
                 if brk.matches(ev.kind, ev.summary, ev.data):
-                    stops.append((ev.step, f"break {brk.describe()}: {ev.summary}"))
+                    step = self._tool_entry(ev) if ev.kind == "tool" else ev.step
+                    stops.append((step, f"break {brk.describe()}: {ev.summary}"))
         stops.sort()
         return stops
+
+    def _tool_entry(self, ev: Event) -> int:
+        """Where a tool call begins: the first step in the tool's own frame (its first
+        statement, before it runs), else the step that called it (the LLM call asking for it,
+        or the tool before it in that round). The tool event itself is recorded once the tool
+        has returned: stopping there is too late, as gdb and pdb break on entry."""
+        before = [e.step for e in self.events() if e.kind in ("llm", "tool") and e.step < ev.step]
+        start = max(before, default=self.first)
+        name = (ev.data or {}).get("name")
+        for step in range(start + 1, ev.step):
+            loc = self.timeline.location_at(step)
+            if loc is not None and loc.scope == name:
+                return step
+        return start
 
     def _at_breakpoint(self, step: int, cancelled: Cancelled | None = None) -> bool:
         loc = self.timeline.location_at(step)
@@ -452,13 +468,15 @@ class Session(Points, Editing):
             hits = self._hits(loc.file, loc.line, cancelled)
             if bisect.bisect_right(hits, step) != extra.hit:
                 return False
-        return extra.holds(self.timeline.state_at(step))
+        return self._condition_holds(loc.file, loc.line, extra, step)
 
     def _hits(self, file: str, line: int, cancelled: Cancelled | None = None) -> list[int]:
         """The steps of this branch at `file:line`, in order (one pass, cached; raises
         ScanCancelled when `cancelled()` says so part-way)."""
         self.length  # noqa: B018 - a grown recording drops the cache
         key = (file, line)
+        if key not in self._line_hits and self._timeline_index() is not None:
+            self._line_hits[key] = self._indexed_hits(file, line)
         if key not in self._line_hits:
             hits = []
             for j in range(self.first, self.last + 1):
@@ -525,7 +543,10 @@ class Session(Points, Editing):
         """The first step of `steps` at a breakpoint (a Move there), else None."""
         if not self.breakpoints:
             return None
-        for n, j in enumerate(steps):
+        order: Sequence[int] = steps
+        if self._timeline_index() is not None:
+            order = self._hit_candidates(steps)  # the write index knows each line's steps
+        for n, j in enumerate(order):
             try:
                 at = self._at_breakpoint(j, cancelled)
             except ScanCancelled:
@@ -534,7 +555,7 @@ class Session(Points, Editing):
                 return self.goto(j, f"breakpoint at line {self._line(j)}")
             if n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
                 if progress is not None:
-                    progress(n, len(steps))
+                    progress(n, len(order))
                 if cancelled is not None and cancelled():
                     return Move(self.step, "cancelled")
         return None

@@ -19,6 +19,7 @@ before its names are bound) does the search look at steps one by one.
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -93,29 +94,50 @@ class Watch:
         return f"{self.text} = {show(value)}"
 
 
+def _state(watch: Watch, timeline: Any, step: int) -> Any:
+    """The state at `step` as far as the watch reads it: a narrow view of just its names where
+    the timeline makes one (converting the whole state at every candidate step is what made a
+    search slow), else the whole view."""
+    narrow = getattr(timeline, "names_at", None)
+    if narrow is None:
+        return timeline.state_at(step)
+    return narrow(step, watch.expression.names)
+
+
 def _read(watch: Watch, timeline: Any, step: int) -> Any:
+    return _value(watch, _state(watch, timeline, step))
+
+
+def _value(watch: Watch, state: Any) -> Any:
     try:
-        return watch.value(timeline.state_at(step))
+        return watch.value(state)
     except SessionError:
         return OUT_OF_SCOPE  # unreadable here: no value to compare
 
 
-def _changed_at(watch: Watch, timeline: Any, step: int, first: int) -> bool:
-    """Whether `step` changes the watch: in scope there and different from the step before."""
-    now = _read(watch, timeline, step)
+def _differs(before: Any, now: Any) -> bool:
+    """Whether a watch read `now` changed from `before` (coming into scope is a change)."""
     if now is OUT_OF_SCOPE:
         return False
-    if step <= first:
-        return True
-    before = _read(watch, timeline, step - 1)
     return before is OUT_OF_SCOPE or before != now or type(before) is not type(now)
 
 
-def _nearest_write(watch: Watch, timeline: Any, step: int, backwards: bool) -> int | None:
+def _changed_at(watch: Watch, timeline: Any, step: int, first: int) -> bool:
+    """Whether `step` changes the watch: in scope there and different from the step before."""
+    if step <= first:
+        return _read(watch, timeline, step) is not OUT_OF_SCOPE
+    # the step before first: materialised states move forward cheaply, not back
+    before = _read(watch, timeline, step - 1)
+    return _differs(before, _read(watch, timeline, step))
+
+
+def _nearest_write(
+    watch: Watch, timeline: Any, step: int, backwards: bool, state: Any = None
+) -> int | None:
     """The nearest step at or before `step` (after it, forwards) that wrote a name the watch
-    reads, in the frame the watch reads at `step`, or a global of that name."""
-    state = timeline.state_at(step)
-    frame = watch.frame_index(state)
+    reads, in the frame the watch reads at `step` (`state`, when the caller has read it),
+    or a global of that name."""
+    frame = watch.frame_index(state if state is not None else _state(watch, timeline, step))
     find = timeline.last_write if backwards else timeline.next_write
     index = None if backwards else timeline.index()
     best: int | None = None
@@ -134,20 +156,6 @@ def _nearest_write(watch: Watch, timeline: Any, step: int, backwards: bool) -> i
         if found is not None and (best is None or (found > best if backwards else found < best)):
             best = found
     return best
-
-
-def _next_call(
-    watch: Watch, timeline: Any, after: int, last: int, cancelled: Cancelled | None
-) -> int | None:
-    """The next step after `after` that runs in the watch's function (where a new call of it
-    may bind the names again), found from step locations alone."""
-    for n, step in enumerate(range(after + 1, last + 1)):
-        if cancelled is not None and n % 4096 == 4095 and cancelled():
-            return None
-        loc = timeline.location_at(step)
-        if loc is not None and loc.scope == watch.function:
-            return step
-    return None
 
 
 def _indexed(timeline: Any) -> bool:
@@ -210,6 +218,9 @@ def _back(
             cur -= 1
             continue
         step = _nearest_write(watch, timeline, cur, backwards=True)
+        entry = _last_at_or_before(_entries(watch, timeline), cur)
+        if entry is not None and (step is None or entry > step):
+            step = entry  # the call began there: the value came into scope
         if step is None or step < bound:
             return None
         if _changed_at(watch, timeline, step, first):
@@ -235,8 +246,9 @@ def _forward(
         n += 1
         _report(progress, n, cur - first, bound - first)
         step = _nearest_write(watch, timeline, cur, backwards=False)
-        if step is None and watch.function is not None:
-            step = _next_call(watch, timeline, cur, bound, cancelled)
+        entry = _first_after(_entries(watch, timeline), cur)
+        if entry is not None and (step is None or entry < step):
+            step = entry  # a call of its function begins: a value may come into scope
         if step is None or step > bound:
             return None
         if _changed_at(watch, timeline, step, first):
@@ -276,7 +288,136 @@ def changes(
     progress: Progress | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Every step of `first..last` where the watch changes, with its new value (`:trace`),
-    at most `limit` of them; `progress(done, total)` hears how far along the run it is."""
+    at most `limit` of them; `progress(done, total)` hears how far along the run it is.
+
+    One pass forwards from write to write: the value at a candidate is compared with the value
+    at the candidate before (nothing the watch reads is written in between), so each candidate
+    costs one narrow read of a state that only moves forward, never a rebuild of the step
+    before it."""
+    if not _indexed(timeline):
+        yield from _changes_by_search(watch, timeline, first, last, cancelled, limit, progress)
+        return
+    index = timeline.index()
+    writes, entries = _candidates(watch, timeline, index)
+    state = _state(watch, timeline, first)
+    before, frame, containers = _observe(watch, state, index, first)
+    count = 0
+    if before is not OUT_OF_SCOPE:
+        yield first, before
+        count += 1
+    cur, n = first, 0
+    while count < limit and cur < last:
+        if cancelled is not None and cancelled():
+            return
+        n += 1
+        _report(progress, n, cur - first, last - first)
+        step = _first_after(writes, cur)
+        if containers:
+            # a list or object it reads can change in place: the write index knows where
+            found = _nearest_write(watch, timeline, cur, False, state)
+            if found is not None and (step is None or found < step):
+                step = found
+        if step is None or step > last:
+            return
+        # a call of the watch's function begins here: read the step before it on the way
+        # (the state moves forward), to see whether the value just came into scope
+        ahead = _read(watch, timeline, step - 1) if step in entries and step - 1 > cur else before
+        state = _state(watch, timeline, step)
+        now, now_frame, containers = _observe(watch, state, index, step)
+        if now_frame == frame or now is OUT_OF_SCOPE:
+            changed = _differs(before, now)
+        elif step in entries:
+            changed = _differs(ahead, now)
+        else:  # another frame now, not at a call's start (rare): compare with the step before
+            changed = _changed_at(watch, timeline, step, first)
+        if changed:
+            yield step, now
+            count += 1
+        before, frame, cur = now, now_frame, step
+
+
+def _candidates(watch: Watch, timeline: Any, index: Any) -> tuple[list[int], set[int]]:
+    """The steps that may change the watch, sorted, and which of them begin a call of its
+    function. Candidates: every step that assigned a name it reads or bound it as a call's
+    argument (in any frame: a superset, each is read and compared, so an extra one costs a
+    read, never a wrong answer), replaced the state (`restore()`), edited it at a fork, or
+    entered its function (`_entries`)."""
+    steps: set[int] = set(index.restores)
+    for name in watch.expression.names:
+        steps.update(index.names.get(name, ()))
+        steps.update(index.params.get(name, ()))
+    steps.update(timeline.lineage_edits())
+    entries = _entries(watch, timeline)
+    steps.update(entries)
+    return sorted(steps), set(entries)
+
+
+_ENTRIES: weakref.WeakKeyDictionary[Any, dict[str, list[int]]] = weakref.WeakKeyDictionary()
+
+
+def _entries(watch: Watch, timeline: Any) -> list[int]:
+    """The steps where the watch's function is entered (a call begins, or a call it made
+    returns to it), sorted; where a value comes into scope without a write: a global read in
+    the function's frame, a call that binds nothing yet. Found from the write index's steps
+    per location, once per index and function."""
+    if watch.function is None:
+        return []
+    index = timeline.index()
+    known = _ENTRIES.setdefault(index, {})
+    found = known.get(watch.function)
+    if found is None:
+        inside: list[int] = []
+        for loc_id, loc in enumerate(timeline.locations):
+            if loc.scope == watch.function:
+                inside += index.at_location.get(loc_id, ())
+        inside.sort()
+        found = [k for i, k in enumerate(inside) if i == 0 or inside[i - 1] != k - 1]
+        known[watch.function] = found
+    return found
+
+
+def _first_after(steps: list[int], step: int) -> int | None:
+    i = bisect.bisect_right(steps, step)
+    return steps[i] if i < len(steps) else None
+
+
+def _last_at_or_before(steps: list[int], step: int) -> int | None:
+    i = bisect.bisect_right(steps, step)
+    return steps[i - 1] if i else None
+
+
+def _observe(watch: Watch, state: Any, index: Any, step: int) -> tuple[Any, int | None, bool]:
+    """What a pass along the run needs at a candidate, from one lookup of the frame: the
+    watch's value (as `Watch.value`, OUT_OF_SCOPE where it cannot be read), the call it reads
+    (the frame instance, as the write index numbers them; None for the globals) and whether a
+    name it reads holds a list or an object (which can change in place)."""
+    i = watch.frame_index(state)
+    if i is None and (watch.function is not None or not state.globals):
+        return OUT_OF_SCOPE, None, False
+    scope = scope_of(state, i) if i is not None else dict(state.globals)
+    try:
+        value = watch.expression.evaluate(scope)
+    except (NotInScope, SessionError):
+        value = OUT_OF_SCOPE
+    containers = value is not OUT_OF_SCOPE and any(
+        type(scope.get(name)) in (list, dict) for name in watch.expression.names
+    )
+    if i is None:
+        return value, None, containers
+    depth = i if state.frames[0].kind == "module" else i + 1  # views leave the module out
+    return value, index.frame_at(depth, step), containers
+
+
+def _changes_by_search(
+    watch: Watch,
+    timeline: Any,
+    first: int,
+    last: int,
+    cancelled: Cancelled | None,
+    limit: int,
+    progress: Progress | None,
+) -> Iterator[tuple[int, Any]]:
+    """`changes` for timelines without a write index: one `next_change` after another."""
     step: int | None = first if _changed_at(watch, timeline, first, first) else None
     if step is None:
         step = next_change(

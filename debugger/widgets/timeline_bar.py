@@ -1,7 +1,8 @@
 """Provides `TimelineBar`: the whole run as one scrubbable bar with markers.
 
 The top row carries a marker per column for what happened in the steps that column covers (LLM
-calls, tool rounds, checkpoints, restores, interrupts, errors, `debugger()` stops, branches);
+calls, tool rounds, checkpoints, restores, interrupts, errors, `debugger()` stops, branches,
+and where the breakpoints stop `c` and `C`);
 the next row is the track with the cursor; a third row, the strip, shows a bar per column as
 high as what its LLM calls spent: tokens (where the money went; shown for a run that spent any)
 or, after `cycle_strip()`, the time the calls took (where the time went). The border's subtitle
@@ -11,6 +12,7 @@ collapsed while the app is busy so a drag never queues up hundreds of moves).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable
 
@@ -25,6 +27,7 @@ from runtime.record.views import Event
 # kind -> (glyph, style, priority); when several kinds share a column the highest priority shows.
 MARKERS: dict[str, tuple[str, str, int]] = {
     "error": ("✖", "bold $text-error", 90),
+    "breakpoint": ("●", "bold $text-error", 85),  # where c / C stop for a breakpoint
     "interrupt": ("!", "bold $text-warning", 80),
     "debugger": ("◉", "bold $text-accent", 70),
     "branch": ("⎇", "bold $text-secondary", 60),
@@ -32,7 +35,9 @@ MARKERS: dict[str, tuple[str, str, int]] = {
     "checkpoint": ("◆", "$text-success", 40),
     "tool": ("T", "$text-secondary", 30),
     "llm": ("L", "bold $text-primary", 20),
+    "breakpoint line": ("○", "$text-error", 10),  # a conditional one's line, condition unread
 }
+BREAKPOINT_KINDS = ("breakpoint", "breakpoint line")
 SPARKS = " ▁▂▃▄▅▆▇█"
 SPEND = "$text-warning"
 SLOW = "$text-error"
@@ -81,6 +86,7 @@ class TimelineBar(Widget):
         self._markers: list[tuple[str, str]] | None = None
         self._marker_key: tuple[int, int] = (0, 0)
         self._fork_step: int | None = None
+        self._breaks: dict[str, list[int]] = {kind: [] for kind in BREAKPOINT_KINDS}
         self._dragging = False
         self.strip = STRIPS[0]
 
@@ -93,6 +99,13 @@ class TimelineBar(Widget):
         self._markers = None
         self.length = max(length, 1)
         self._show_strip()
+
+    def set_breakpoints(self, hits: list[int], unread: list[int] | None = None) -> None:
+        """Mark where breakpoints stop (`hits`, sorted) and where a conditional breakpoint's
+        line is reached but its condition was not read (`unread`, sorted)."""
+        self._breaks = {"breakpoint": list(hits), "breakpoint line": list(unread or [])}
+        self._markers = None
+        self.refresh()
 
     def cycle_strip(self) -> str:
         """Show the next measure in the strip (tokens, latency); returns its name."""
@@ -156,9 +169,37 @@ class TimelineBar(Widget):
                 x = self.column_of(event.step)
                 if spec[2] > best[x][0]:
                     best[x] = (spec[2], spec[0], spec[1])
+            for kind, steps in self._breaks.items():
+                glyph, style, priority = MARKERS[kind]
+                for x in self._columns_holding(steps):
+                    if priority > best[x][0]:
+                        best[x] = (priority, glyph, style)
             self._markers = [(glyph, style) for _, glyph, style in best]
             self._marker_key = key
         return self._markers
+
+    def _first_step_of(self, x: int) -> int:
+        """The first step that `column_of` puts at column `x` or further right."""
+        n, w = self.length, self._width()
+        if n <= 1 or x <= 0:
+            return 0
+        if n > w:
+            return -(-x * (n - 1) // (w - 1)) if w > 1 else n
+        return -(-x * n // w)
+
+    def _columns_holding(self, steps: list[int]) -> list[int]:
+        """The columns that cover one of `steps` (sorted): a bisection per column, so a
+        breakpoint hit on every fourth step of a 1M-step run costs as little as one hit."""
+        if not steps:
+            return []
+        w = self._width()
+        out = []
+        for x in range(w):
+            lo, hi = self._first_step_of(x), self._first_step_of(x + 1)
+            i = bisect.bisect_left(steps, lo)
+            if i < len(steps) and (steps[i] < hi or x == w - 1):
+                out.append(x)
+        return out
 
     # -- rendering --------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from runtime.agents.storage import usage_triple
 from runtime.runs.journal import StoreJournal
 
 __all__ = [
+    "CUT",
     "EffectInDoubt",
     "Recording",
     "ReplayMissing",
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+CUT = "agency_stream_cut"  # in a recorded answer: its stream was left before its end
 _current: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
     "agency_recording", default=None
 )
@@ -199,10 +201,18 @@ class Recording:
         self, request: dict[str, Any], usage: Callable[[Any], dict[str, Any]]
     ) -> tuple[tuple[str, int, int], Any, Any]:
         """(where the call is, the request as recorded, the recorded answer or None): a model
-        call about to be made, looked up in the record (`keep` records its answer)."""
+        call about to be made, looked up in the record (`keep` records its answer).
+
+        A recorded answer whose stream was cut is not the model's: a resumed agent asks again;
+        a replayed one is given it (the events received) unless the recorded agent asked the
+        same again after it, as a resumed one did."""
         run, branch, step = where = self._where()
         plain = self._request(request)
         recorded = self._recorded(run, branch, step)
+        while (
+            recorded and _is_cut(recorded[0], plain) and (not self.replay or _asked_again(recorded))
+        ):
+            self.add_usage(usage(recorded.pop(0).response))  # not the model's answer
         if recorded and recorded[0].request == plain:
             answer = recorded.pop(0).response
             self.add_usage(usage(answer))
@@ -439,6 +449,18 @@ def _in_doubt(name: str, args: dict[str, Any], run: str, roundtrip: int) -> str:
         "tell, @side_effect(done=lambda *args, **kwargs: ...) returning True when the effect "
         "already happened (it is given the tool's arguments), and run the agent again"
     )
+
+
+def _is_cut(call: Any, request: Any) -> bool:
+    """Whether a recorded call is `request`'s and its stream was cut (see `CUT`)."""
+    return bool(
+        call.request == request and isinstance(call.response, dict) and CUT in call.response
+    )
+
+
+def _asked_again(recorded: list[Any]) -> bool:
+    """Whether the call after the first of `recorded` asked the same (a retry of a cut one)."""
+    return len(recorded) > 1 and recorded[1].request == recorded[0].request
 
 
 def _json(value: Any) -> Any:

@@ -92,10 +92,11 @@ from runtime.language.syntax import ast as A
     OP_CONST_JUMP,
     FOR_RANGE,
     FOR_EACH,
-) = range(72)
+    BINARY_STORE,
+) = range(73)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 72
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 73
 }
 
 
@@ -291,6 +292,11 @@ AGENCY_HOST_NAMES = frozenset(
         "__agency_depth",
         "__agency_silent",
         "__agency_spent",
+        "__agency_typecheck",
+        "__agency_typecheck_file",
+        "__agency_parse_ast",
+        "__agency_format",
+        "__agency_format_file",
     }
 )
 BUILTIN_NAMES = BUILTIN_NAMES | AGENCY_HOST_NAMES

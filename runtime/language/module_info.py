@@ -12,7 +12,7 @@ called is not followed: an empty list means nothing was found, not that nothing 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from runtime.language.program import gather_imports
@@ -54,6 +54,11 @@ def _raised(call: A.Call) -> str | None:
     name = call.callee.id
     if name in BUILTIN_EFFECTS:
         return BUILTIN_EFFECTS[name]
+    if name == "__interrupt_open":  # the prelude's own interrupts (guard budgets): effect third
+        third = [a.value for a in call.args if a.name is None][2:3]
+        if third and type(third[0]) is A.Literal and type(third[0].value) is str:
+            return third[0].value
+        return None
     if name != "interrupt":
         return None
     positional = [a.value for a in call.args if a.name is None and not a.spread]
@@ -71,8 +76,8 @@ def _raised(call: A.Call) -> str | None:
 class _Effects:
     """Effects of the functions of one module and the modules it imports."""
 
-    def __init__(self, tree: A.Program, source: str) -> None:
-        self.funcs: dict[str, A.FuncDecl] = {}
+    def __init__(self, tree: A.Program, source: str, base: Iterable[Any] = ()) -> None:
+        self.funcs: dict[str, A.FuncDecl] = {i.name: i for i in base if type(i) is A.FuncDecl}
         for sub, _text in gather_imports(tree, source):
             for item in sub.items:
                 if type(item) is A.FuncDecl:
@@ -118,6 +123,16 @@ def exported_effects(source: str) -> dict[str, list[str]]:
         for item in tree.items
         if type(item) is A.FuncDecl and _exported(source, item)
     }
+
+
+def function_effects(
+    tree: A.Program, source: str, base: Iterable[Any] = ()
+) -> dict[str, list[str]]:
+    """Every function the module can call by name (its own, its imports' and `base`'s, e.g. the
+    prelude's, and the file builtins) with the effects it may raise."""
+    effects = _Effects(tree, source, base)
+    found = {name: effects.of(name) for name in effects.funcs}
+    return {name: [e] for name, e in BUILTIN_EFFECTS.items()} | found
 
 
 def _signature(source: str, item: Any) -> str:

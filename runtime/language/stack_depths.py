@@ -90,6 +90,8 @@ def unfused(op: int, arg: Any) -> tuple[int, Any]:
         return B.LOAD_LOCAL, arg[0]
     if op == B.OP_CONST_JUMP:
         return B.CONST, arg[0]
+    if op == B.BINARY_STORE:
+        return B.BINARY, arg[0]
     if op == B.FOR_RANGE:
         return B.RANGE_NEXT, tuple(arg[:3])
     if op == B.FOR_EACH:

@@ -10,6 +10,7 @@ key press. One pass over the stored batches (decoded once each, in order) notes:
   place (`push`, `obj.a[0] = …`, a delete) or defined it;
 - which frame instance stands at each depth from which step on;
 - the steps of `restore()`, which replace the state wholesale;
+- the steps at each location (where a breakpoint's line is reached, where a call begins);
 - written names, printed output and messages, for search.
 
 Queries are then bisections: a 1M-step run answers in microseconds after a pass of a second or
@@ -60,6 +61,7 @@ class WriteIndex:
         self.params: dict[str, list[int]] = {}  # parameter name -> steps of calls binding it
         self.texts: list[tuple[int, str]] = []  # (step, lower-case output or message)
         self.restores: list[int] = []
+        self.at_location: dict[int, list[int]] = {}  # location id -> steps at it
         self.length = 0
 
     # -- building -------------------------------------------------------------------------------
@@ -86,12 +88,13 @@ class WriteIndex:
         seg_of = {s.branch: (s.lo, s.hi) for s in segments}
         stack: list[int] = []  # frame id at each depth
         next_fid = 0
-        binds, objects, names, texts, glob = (
+        binds, objects, names, texts, glob, at_location = (
             idx.binds,
             idx.objects,
             idx.names,
             idx.texts,
             idx.globals,
+            idx.at_location,
         )
 
         def push(step: int) -> int:
@@ -125,7 +128,13 @@ class WriteIndex:
                 while len(stack) < depth_before:
                     push(step)
             for e in entries:
-                if type(e) is int:
+                if type(e) is int:  # the step's marker, after its writes: where it stands
+                    if lo <= step <= hi:
+                        at = e >> 3
+                        if at in at_location:
+                            at_location[at].append(step)
+                        else:
+                            at_location[at] = [step]
                     step += 1
                     continue
                 if not lo <= step <= hi:

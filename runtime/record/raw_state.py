@@ -4,6 +4,7 @@ the caches that let consecutive views share what did not change."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from runtime.record.format import (
@@ -33,6 +34,7 @@ from runtime.record.views import (
 )
 
 _MISSING = object()
+_NO_USAGE = Usage(0, 0, 0.0)
 
 
 class RawState:
@@ -190,9 +192,17 @@ class RawState:
         return v
 
     def view(
-        self, step: int, branch: int, location: Location | None, cache: ViewCache | None = None
+        self,
+        step: int,
+        branch: int,
+        location: Location | None,
+        cache: ViewCache | None = None,
+        only: Collection[str] | None = None,
     ) -> StateView:
-        """The state as a view; `cache` lets it reuse what an earlier view converted."""
+        """The state as a view; `cache` lets it reuse what an earlier view converted. With
+        `only`, a narrow view: just those names in its frames and globals, no threads, output
+        or result (what reading one expression at many steps needs, at the cost of a few
+        values rather than of the whole state)."""
         plain = self.plain if cache is None else cache.plain_function(self)
         frames = []
         n = len(self.frames)
@@ -202,9 +212,30 @@ class RawState:
                 continue
             if i == n - 1 and location is not None:
                 line, col = location.line, location.col
-            args = {p: plain(locals_.get(p)) for p in params if not p.startswith("__")}
-            rest = {k: plain(v) for k, v in locals_.items() if k not in params}
+            if only is None:
+                args = {p: plain(locals_.get(p)) for p in params if not p.startswith("__")}
+                rest = {k: plain(v) for k, v in locals_.items() if k not in params}
+            else:
+                args = {p: plain(locals_.get(p)) for p in params if p in only}
+                rest = {k: plain(locals_[k]) for k in only if k in locals_ and k not in params}
             frames.append(FrameView(scope, kind, args, rest, line, col))
+        if only is not None:
+            glob = {k: plain(self.globals[k]) for k in only if k in self.globals}
+            for k in only:
+                if k in self.shared:
+                    glob.setdefault(k, plain(self.shared[k]))
+            return StateView(
+                step,
+                branch,
+                location,
+                tuple(frames),
+                glob,
+                {},
+                self.active,
+                (),
+                _NO_USAGE,
+                self.status,
+            )
         glob = {k: plain(v) for k, v in self.globals.items()}
         for k, v in self.shared.items():
             glob.setdefault(k, plain(v))

@@ -11,7 +11,7 @@ import bisect
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, Self
 
 from runtime.record.format import (
@@ -222,6 +222,14 @@ class Timeline:
             self._views.popitem(last=False)
         return view
 
+    def names_at(self, step: int, names: Collection[str]) -> StateView:
+        """A narrow view of `step`: only `names` in its frames and globals, no threads, output
+        or location (see `RawState.view`). Not cached: reading an expression along the run in
+        order moves the materialised state forward delta by delta, a few values a step."""
+        with self._reading_record(step):
+            raw = self._build_state(self._check(step))
+            return raw.view(step, self.branch, None, only=names)
+
     def plain_state_at(self, step: int) -> dict[str, Any]:
         """The state at `step` as plain values, exactly as recorded (no view conversion):
         `frames` (`{"scope", "line", "locals"}`, outermost first), `threads` (messages as
@@ -243,6 +251,8 @@ class Timeline:
 
     def _build_state(self, step: int) -> RawState:
         cur = self._cursor
+        if cur is not None and cur.step == step:
+            return cur  # asked again (a narrow read, then a write lookup at the same step)
         kf_step = self._keyframe_step(step)
         if cur is not None and cur.step <= step and step - cur.step <= 4096:
             if kf_step <= cur.step:
@@ -324,7 +334,7 @@ class Timeline:
     def _keyframe_step(self, step: int) -> int:
         """The step of the latest keyframe at or before `step` (cached per range)."""
         cache = self._kf_cache
-        for lo, hi in cache:
+        for lo, hi in reversed(cache):  # the newest range first: walks ask it step after step
             if lo <= step <= hi:
                 return lo
         # Look ahead to the next keyframe, so walking forward asks the store once per keyframe

@@ -168,19 +168,7 @@ def record_program(
     model = config.make_model()
     machine = new_machine(program, config, model=model)
     rec = start_run(program, machine, store, run_config_of(config, model))
-    unwatch = stopper.watch_store(store, rec.recorder) if stopper is not None else None
-    if progress is not None:
-        rec.recorder.listeners.append(progress)
-    try:
-        drive(machine, answer, stopper)
-    finally:
-        rec.recorder.finish()
-        if progress is not None:
-            rec.recorder.listeners.remove(progress)
-        if unwatch is not None:
-            unwatch()  # a later `continue_run` watches under its own stopper
-    rec.note_stopper(stopper)
-    return rec
+    return _drive_recorded(rec, answer, progress, stopper)
 
 
 def record_machine(
@@ -200,11 +188,22 @@ def record_machine(
     run_config = {"provider": getattr(machine.model, "provider", ""), **(config or {})}
     run_config["from_checkpoint"] = run_config.get("from_checkpoint") or True
     rec = start_run(machine.program, machine, store, run_config, at_step=at_step)
-    unwatch = stopper.watch_store(store, rec.recorder) if stopper is not None else None
+    return _drive_recorded(rec, answer, progress, stopper)
+
+
+def _drive_recorded(
+    rec: Recording,
+    answer: Any,
+    progress: Callable[[int], None] | None,
+    stopper: Stopper | None,
+) -> Recording:
+    """Drive a freshly started recording to its end (or its stopper's stop), reporting each
+    step to `progress`, and leave it finished whatever happens."""
+    unwatch = stopper.watch_store(rec.store, rec.recorder) if stopper is not None else None
     if progress is not None:
         rec.recorder.listeners.append(progress)
     try:
-        drive(machine, answer, stopper)
+        drive(rec.machine, answer, stopper)
     finally:
         rec.recorder.finish()
         if progress is not None:

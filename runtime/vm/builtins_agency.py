@@ -34,13 +34,23 @@ from runtime.language.bytecode import CompiledProgram
 from runtime.language.files import read_text
 from runtime.language.module_info import describe, exported_effects
 from runtime.language.program import STD_PREFIX, compile_source, source_hash
+from runtime.language.source_format import format_source, items_as_data
 from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
+from runtime.language.typecheck import typecheck
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_fs import base_dir, inside
 from runtime.vm.checkpoint_reading import validate
 from runtime.vm.checkpoints import snapshot
-from runtime.vm.effects import observe, pack, perform, unpack
+from runtime.vm.effects import (
+    atomic_write,
+    content_hash,
+    file_holds,
+    observe,
+    pack,
+    perform,
+    unpack,
+)
 from runtime.vm.frames import Decision, PauseSignal
 from runtime.vm.host import Host
 from runtime.vm.llm_calls import count_model_usage
@@ -587,3 +597,74 @@ def _agency_effects(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 @builtin("__agency_describe")
 def _agency_describe(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     return _module_info("describe", args[0] if args else None, describe)
+
+
+@builtin("__agency_typecheck")
+def _agency_typecheck(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The type checker's report on source text: {errors, warnings}."""
+    return _module_info("typecheck", args[0] if args else None, typecheck)
+
+
+@builtin("__agency_parse_ast")
+def _agency_parse_ast(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return _module_info("parseAST", args[0] if args else None, items_as_data)
+
+
+@builtin("__agency_format")
+def _agency_format(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return _module_info("format", args[0] if args else None, format_source)
+
+
+# -- files (the std::agency wrapper has checked the path and asked first) ----------------------
+
+
+def _agency_file(m: Machine, args: list[Any], named: dict[str, Any], what: str) -> Path:
+    dir_ = _s(arg(args, named, 0, "dir") or ".")
+    return inside(
+        m, arg(args, named, 1, "filename"), dir_, changes=what != "typecheckFile", what=what
+    )
+
+
+def _file_text(m: Machine, path: Path, what: str) -> str:
+    shown = str(path.relative_to(m.world.root)) if m.world.root in path.parents else str(path)
+
+    def act() -> str:
+        try:
+            return read_text(path, "the program")
+        except FileNotFoundError:
+            raise AgencyRuntimeError(f"{what}: {shown!r}: no such file") from None
+        except (OSError, UnicodeDecodeError, AgencyError) as exc:
+            raise AgencyRuntimeError(f"{what}: cannot read {shown!r}: {exc}") from None
+
+    return observe(m, "read", {"path": shown}, act)  # type: ignore[no-any-return]
+
+
+@builtin("__agency_typecheck_file")
+def _agency_typecheck_file(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The report on dir/filename, its relative imports resolved next to it."""
+    path = _agency_file(m, args, named, "typecheckFile")
+    source = _file_text(m, path, "typecheckFile")
+    return _module_info("typecheckFile", source, lambda text: typecheck(text, str(path)))
+
+
+@builtin("__agency_format_file")
+def _agency_format_file(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Format dir/filename in place (through the effect journal); an already formatted file is
+    not written, so its modification time stays. True when it was rewritten."""
+    path = _agency_file(m, args, named, "formatFile")
+    source = _file_text(m, path, "formatFile")
+    text = _module_info("formatFile", source, lambda s: format_source(s, str(path)))
+    if text == source:
+        return False
+
+    def act() -> bool:
+        try:
+            atomic_write(path, text)
+        except OSError as exc:
+            raise AgencyRuntimeError(
+                f"formatFile: cannot write {path.name}: {exc.strerror}"
+            ) from None
+        return True
+
+    what = {"path": str(path), "bytes": len(text), "sha256": content_hash(text)}
+    return perform(m, "write", what, act, lambda: file_holds(path, text))

@@ -55,7 +55,9 @@ def inside(m: Machine, filename: Any, dir_: Any, *, changes: bool, what: str) ->
     name = _s(filename) if filename is not None else ""
     if not name:
         raise AgencyRuntimeError(f"{what}: expected a file name, got {to_str(filename)!r}")
-    base = base_dir(m, dir_, changes=changes, what=what)
+    # The file name is checked against `dir` first, so an escape is reported with the sentence
+    # that says how to retry even when `dir` itself is not a place changes may happen.
+    base = base_dir(m, dir_, changes=False, what=what)
     # The sentence that tells a model how to retry (the reference's wording, which programs match).
     retry = f"To {'write' if changes else 'read from'} somewhere else, pass that directory in dir."
     if name.startswith("~") or os.path.isabs(name):
@@ -66,6 +68,8 @@ def inside(m: Machine, filename: Any, dir_: Any, *, changes: bool, what: str) ->
     p = (base / name).resolve()
     if p != base and base not in p.parents:
         raise AgencyRuntimeError(f"{what}: {name!r} escapes the directory {str(base)!r}. " + retry)
+    if changes:
+        base_dir(m, dir_, changes=True, what=what)
     return p
 
 

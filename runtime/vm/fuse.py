@@ -17,12 +17,13 @@ its record are the same with or without it.
   from the same three and JUMP_IF_FALSE.
 - `LOCAL_OP_{LOCAL,CONST} (a, b, fn, int fn, next pc)`: the three alone (part of an expression).
 
-A superinstruction whose sequence ends before an unconditional JUMP (a loop's last statement)
-goes on at the JUMP's target instead: the JUMP does nothing else.
-
 - `OP_CONST_JUMP (b, fn, int fn, target, next pc)`: CONST b; BINARY; JUMP_IF_FALSE.
+- `BINARY_STORE (fn, name, next pc)`: BINARY; STORE_LOCAL name (the end of `x = … <op> …`).
 - `FOR_RANGE`, `FOR_EACH`: RANGE_NEXT, and ITER_NEXT without a second variable, with their
   hidden slots' names spelled out (and tested before the other instructions: loop heads are hot).
+
+A superinstruction whose sequence ends with a store before an unconditional JUMP (a loop's last
+statement) goes on at the JUMP's target instead: the JUMP does nothing else.
 
 `int fn` is the operator on two ints as plain Python (see `INT_FAST`), or None when the
 constant operand is not an int.
@@ -37,6 +38,7 @@ from typing import Any
 
 from runtime.language.bytecode import (
     BINARY,
+    BINARY_STORE,
     CONST,
     FOR_EACH,
     FOR_RANGE,
@@ -107,6 +109,7 @@ _AFTER = {
 
 
 _THREADED = {
+    BINARY_STORE,
     LOCAL_OP_LOCAL_STORE,
     LOCAL_OP_CONST_STORE,
     LOCAL_OP_LOCAL_JUMP,
@@ -152,6 +155,8 @@ def fuse(code: Code) -> None:
             fn = args[pc + 1]
             fast = INT_FAST.get(fn) if type(arg) is int else None
             new_ops[pc], new_args[pc] = OP_CONST_JUMP, (arg, fn, fast, args[pc + 2], pc + 3)
+        elif op == BINARY and pc + 1 < n and ops[pc + 1] == STORE_LOCAL:
+            new_ops[pc], new_args[pc] = BINARY_STORE, (arg, args[pc + 1], pc + 2)
     for pc in range(n - 1):
         if new_ops[pc] in _THREADED:  # its next instruction a JUMP: go to the JUMP's target
             arg = new_args[pc]

@@ -176,25 +176,14 @@ class Machine(CallingMachine):
                             # STEP (below) and the instruction after it, in one dispatch.
                             frame.stmt_pc = pc - 1
                             frame.stmt_sp = len(stack)
-                            at, loc, op, next_arg, next_pc = arg
-                            self.location = loc
+                            at, self.location, op, next_arg, next_pc = arg
                             step = self.step_index = self.step_index + 1
-                            if self.on_step is not None:
+                            if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                                 frame.pc = pc
-                                self.on_step(self, "step")
+                                if self.at_limit(markers[at]):
+                                    return
                             elif wlog is not None:
                                 wlog.append(markers[at])
-                                if len(wlog) > self.wlog_limit:
-                                    frame.pc = pc
-                                    self.on_flush(self)  # type: ignore[misc]
-                            if step >= self.stop_at:
-                                frame.pc = pc
-                                self.stopped_by = "step"
-                                return
-                            if self.breakpoints and (loc.file, loc.line) in self.breakpoints:
-                                frame.pc = pc
-                                self.stopped_by = "breakpoint"
-                                return
                             arg = next_arg
                             pc = next_pc
                         if op >= 63:  # (a STEP_NEXT's next instruction may be one)
@@ -228,6 +217,58 @@ class Machine(CallingMachine):
                                             1,
                                             depth,
                                             name,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
+                            if op == 72:  # BINARY_STORE (fn, name, next pc)
+                                fn, name, next_pc = arg
+                                b = pop()
+                                a = pop()
+                                if fn is js_add and type(a) is int and type(b) is int:
+                                    v = a + b
+                                else:
+                                    v = fn(a, b)
+                                L[name] = v
+                                pc = next_pc
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            name,
+                                            v if type(v) in PLAIN else self.rec.enc_now(v),
+                                        )
+                                    )
+                                continue
+                            if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
+                                target, slot, var, end_slot = arg
+                                i = L[slot]
+                                if i >= L[end_slot]:
+                                    pc = target
+                                    continue
+                                L[slot] = i + 1
+                                L[var] = i
+                                if wlog is not None:
+                                    wlog.append((1, depth, var, i))
+                                continue
+                            if op == 71:  # FOR_EACH (target, slot, var, index slot)
+                                # ITER_NEXT without a second variable
+                                target, slot, var, index_slot = arg
+                                seq = L[slot]
+                                i = L[index_slot]
+                                if i >= len(seq):
+                                    pc = target
+                                    continue
+                                L[index_slot] = i + 1
+                                v = seq[i]
+                                L[var] = v
+                                if wlog is not None:
+                                    wlog.append(
+                                        (
+                                            1,
+                                            depth,
+                                            var,
                                             v if type(v) in PLAIN else self.rec.enc_now(v),
                                         )
                                     )
@@ -273,63 +314,19 @@ class Machine(CallingMachine):
                                 if v is not True and (v is False or v is None or not truthy(v)):
                                     pc = target
                                 continue
-                            if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
-                                target, slot, var, end_slot = arg
-                                i = L[slot]
-                                if i >= L[end_slot]:
-                                    pc = target
-                                    continue
-                                L[slot] = i + 1
-                                L[var] = i
-                                if wlog is not None:
-                                    wlog.append((1, depth, var, i))
-                                continue
-                            if op == 71:  # FOR_EACH (target, slot, var, index slot)
-                                # ITER_NEXT without a second variable
-                                target, slot, var, index_slot = arg
-                                seq = L[slot]
-                                i = L[index_slot]
-                                if i >= len(seq):
-                                    pc = target
-                                    continue
-                                L[index_slot] = i + 1
-                                v = seq[i]
-                                L[var] = v
-                                if wlog is not None:
-                                    wlog.append(
-                                        (
-                                            1,
-                                            depth,
-                                            var,
-                                            v if type(v) in PLAIN else self.rec.enc_now(v),
-                                        )
-                                    )
-                                continue
                     if op == 0:  # STEP
                         frame.stmt_pc = pc - 1
                         frame.stmt_sp = len(stack)
-                        self.step_index += 1
+                        step = self.step_index = self.step_index + 1
                         self.location = code.locations[arg]
                         self.call_index = 0
-                        if self.on_step is not None:
+                        if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                             frame.pc = pc
-                            self.on_step(self, "step")
+                            if self.at_limit(markers[arg]):
+                                return
                         elif wlog is not None:
                             # Recording: a step marker in the write log, processed in bulk.
                             wlog.append(markers[arg])
-                            if len(wlog) > self.wlog_limit:
-                                frame.pc = pc
-                                self.on_flush(self)  # type: ignore[misc]
-                        if self.step_index >= self.stop_at:
-                            frame.pc = pc
-                            self.stopped_by = "step"
-                            return
-                        if self.breakpoints and (
-                            (self.location.file, self.location.line) in self.breakpoints
-                        ):
-                            frame.pc = pc
-                            self.stopped_by = "breakpoint"
-                            return
                     elif op == 1:  # LOAD_LOCAL
                         push(L.get(arg))
                     elif op == 2:  # STORE_LOCAL

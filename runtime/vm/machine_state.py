@@ -38,6 +38,7 @@ from runtime.vm.writelog import (
 )
 
 DEFAULT_RESTORE_CAP = 100
+NEVER = 1 << 62  # a step limit no run reaches (an int: the loop compares it with ints)
 
 
 if TYPE_CHECKING:
@@ -53,12 +54,15 @@ class MachineState:
     __slots__ = (
         "step_index",
         "location",
-        "stop_at",
-        "breakpoints",
-        "on_step",
-        "wlog_limit",
+        "step_limit",
         "rec",
         "methods",
+        "_stop_at",
+        "_breakpoints",
+        "_on_step",
+        "_wlog_limit",
+        "_check_at",
+        "_checked",
         "__dict__",
     )
 
@@ -112,8 +116,16 @@ class MachineState:
         self.error: AgencyRuntimeError | None = None
         self.pending: Any = None  # the unanswered interrupt while paused
         self.answer: Decision | None = None
-        self.stop_at = math.inf
-        self.breakpoints: set[tuple[str, int]] = set()  # (file, line)
+        # A step boundary at or past `step_limit` takes the slow path (`at_limit`): the
+        # per-step hook, a look at the write log's length, the stop and the breakpoints. It
+        # is the lowest step any of them needs; the setters below keep it so.
+        self.step_limit = -1
+        self._stop_at: float = math.inf
+        self._breakpoints: frozenset[tuple[str, int]] = frozenset()  # (file, line)
+        self._on_step: Callable[[Machine, str], None] | None = None
+        self._wlog_limit = 4096
+        self._check_at = -1  # the step at which to look at the write log's length next
+        self._checked = (-1, 0, 0.0)  # (step, length) of the last look; entries per step
         self.stop_on_debugger = False
         self.stopped_by: str | None = None
         self.replaying = False  # re-executing from a record: effects are not performed
@@ -123,16 +135,111 @@ class MachineState:
         # Recording
         self.wlog: list[Any] | None = None
         self.rec: Any = None  # the recorder, which encodes containers as they are written
-        self.on_step: Callable[[Machine, str], None] | None = None  # per-step hook
         self.on_flush: Callable[[Machine], None] | None = None  # the write log is long
         self.on_mark: Callable[[Machine, str], None] | None = None  # an llm/tool step
         self.on_event: Callable[[int, str, str, dict[str, Any]], None] | None = None
         self.on_reset: Callable[[], None] | None = None  # restore replaced the state
-        self.wlog_limit = 4096
         self.run_id = ""
         self.branch = 0
         if start:
             self.frames.append(Frame(program.module, {}))
+
+    # -- the step limit -------------------------------------------------------------------------
+
+    @property
+    def stop_at(self) -> float:
+        """The step at which the run stops (at its boundary); lowered from any thread to stop."""
+        return self._stop_at
+
+    @stop_at.setter
+    def stop_at(self, step: float) -> None:
+        self._stop_at = step
+        self.relimit()
+
+    @property
+    def breakpoints(self) -> frozenset[tuple[str, int]]:
+        """(file, line) pairs the run stops at, at the start of a statement there."""
+        return self._breakpoints
+
+    @breakpoints.setter
+    def breakpoints(self, points: frozenset[tuple[str, int]]) -> None:
+        self._breakpoints = frozenset(points)
+        self.relimit()
+
+    @property
+    def on_step(self) -> Callable[[Machine, str], None] | None:
+        """Called at every step boundary (it then appends the step marker, not the machine)."""
+        return self._on_step
+
+    @on_step.setter
+    def on_step(self, hook: Callable[[Machine, str], None] | None) -> None:
+        self._on_step = hook
+        self.relimit()
+
+    @property
+    def wlog_limit(self) -> int:
+        """`on_flush` is called at a step boundary once the write log holds more entries than
+        this (0: at the next boundary). The length is looked at on a schedule (`_look`), not
+        at every step, so a chunk may run past it by a little when writes come faster."""
+        return self._wlog_limit
+
+    @wlog_limit.setter
+    def wlog_limit(self, n: int) -> None:
+        self._wlog_limit = n
+        self._check_at = -1
+        self.relimit()
+
+    def relimit(self) -> None:
+        """Recompute `step_limit`. Safe against `stop_at` lowered from another thread meanwhile:
+        it looks at `stop_at` again after writing the limit."""
+        if self._on_step is not None or self._breakpoints:
+            self.step_limit = -1  # every boundary
+            return
+        stop = self._stop_at
+        limit = NEVER if stop >= NEVER else int(stop)
+        if self.wlog is not None and self._check_at < limit:
+            limit = self._check_at
+        self.step_limit = limit
+        if self._stop_at < limit:
+            self.step_limit = int(self._stop_at)
+
+    def at_limit(self, marker: int) -> bool:
+        """A step boundary at or past `step_limit` (the machine has counted the step and set
+        `location`). True when the run stops here (`stopped_by` says why)."""
+        hook = self._on_step
+        if hook is not None:
+            hook(self, "step")  # type: ignore[arg-type]
+        elif self.wlog is not None:
+            self.wlog.append(marker)
+            if self.step_index >= self._check_at:
+                self._look()
+        if self.step_index >= self._stop_at:
+            self.stopped_by = "step"
+            return True
+        loc = self.location
+        if self._breakpoints and loc is not None and (loc.file, loc.line) in self._breakpoints:
+            self.stopped_by = "breakpoint"
+            return True
+        self.relimit()
+        return False
+
+    def _look(self) -> None:
+        """Flush the write log if it is long, and say when to look again: halfway to the
+        limit at the rate entries came in since the last look."""
+        wlog = self.wlog
+        assert wlog is not None
+        n = len(wlog)
+        if n > self._wlog_limit and self.on_flush is not None:
+            self.on_flush(self)  # type: ignore[arg-type]
+            n = len(wlog)
+        step = self.step_index
+        last_step, last_n, rate = self._checked
+        if step > last_step and n > last_n:
+            rate = (n - last_n) / (step - last_step)
+        room = self._wlog_limit - n
+        ahead = int(room / (2 * rate)) if rate > 0 else room // 2
+        self._check_at = step + max(1, ahead)
+        self._checked = (step, n, rate)
 
     @property
     def done(self) -> bool:

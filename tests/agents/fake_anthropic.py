@@ -2,7 +2,8 @@
 streamed (`stream=True`: server-sent events, text and tool input cut in pieces).
 
 While fewer than `rolls` tool results are in, it answers with a `roll` tool use (id `tu_N`);
-then with text. It counts the requests it served."""
+then with text, or with `{"rolls": N}` when asked for a JSON schema (`output_config.format`).
+It counts the requests it served."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from tests.agents.fake_openai import pieces
 class FakeAnthropic(FakeModelServer):
     def __init__(self, rolls: int = 2) -> None:
         self.rolls = rolls
+        self.structured = False
         super().__init__()
 
     def reply(self, path: str, body: dict[str, Any]) -> dict[str, Any] | Events:
+        self.structured = bool((body.get("output_config") or {}).get("format"))
         answer = self.answer(body["messages"])
         if not body.get("stream"):
             return answer
@@ -32,7 +35,9 @@ class FakeAnthropic(FakeModelServer):
             for b in m["content"]
             if b.get("type") == "tool_result"
         )
-        content: list[dict[str, Any]] = [{"type": "text", "text": f"Roll number {done + 1}."}]
+        content: list[dict[str, Any]] = []
+        if not self.structured:  # a JSON answer has no text besides
+            content.append({"type": "text", "text": f"Roll number {done + 1}."})
         if done < self.rolls:
             content.append(
                 {
@@ -43,7 +48,8 @@ class FakeAnthropic(FakeModelServer):
                 }
             )
         else:
-            content = [{"type": "text", "text": f"Rolled {done} times."}]
+            said = json.dumps({"rolls": done}) if self.structured else f"Rolled {done} times."
+            content = [{"type": "text", "text": said}]
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",

@@ -4,7 +4,8 @@ arguments cut in pieces as a real server does).
 
 It answers deterministically from the conversation it is sent: while fewer than `emails` tool
 results are in, it asks for `send_email` to the next person (tool call id `call_N`); then it
-answers with text. It counts the requests it served."""
+answers with text, or with `{"sent": N}` when asked for a JSON schema (chat's `response_format`,
+responses' `text.format`). It counts the requests it served."""
 
 from __future__ import annotations
 
@@ -19,9 +20,13 @@ class FakeOpenAI(FakeModelServer):
 
     def __init__(self, emails: int = 3) -> None:
         self.emails = emails
+        self.structured = False
         super().__init__()
 
     def reply(self, path: str, body: dict[str, Any]) -> dict[str, Any] | Events:
+        self.structured = bool(
+            body.get("response_format") or (body.get("text") or {}).get("format")
+        )
         if path.endswith("/responses"):
             answer = self.response(body["input"])
             events = response_events(answer) if body.get("stream") else None
@@ -52,7 +57,7 @@ class FakeOpenAI(FakeModelServer):
             }
             finish = "tool_calls"
         else:
-            message = {"role": "assistant", "content": f"Sent {done} emails."}
+            message = {"role": "assistant", "content": self.said(done)}
             finish = "stop"
         return {
             "id": f"chatcmpl-{len(self.requests)}",
@@ -66,6 +71,10 @@ class FakeOpenAI(FakeModelServer):
                 "total_tokens": 10 * len(messages) + 5,
             },
         }
+
+    def said(self, done: int) -> str:
+        """The final answer's text once `done` emails are sent."""
+        return json.dumps({"sent": done}) if self.structured else f"Sent {done} emails."
 
     def response(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         """The responses API's answer to `items`: a `function_call` item, or a message."""
@@ -86,9 +95,7 @@ class FakeOpenAI(FakeModelServer):
                 "id": f"msg_{n}",
                 "role": "assistant",
                 "status": "completed",
-                "content": [
-                    {"type": "output_text", "text": f"Sent {done} emails.", "annotations": []}
-                ],
+                "content": [{"type": "output_text", "text": self.said(done), "annotations": []}],
             }
         return {
             "id": f"resp_{n}",
@@ -104,7 +111,7 @@ class FakeOpenAI(FakeModelServer):
                 "input_tokens": 10 * len(items),
                 "output_tokens": 5,
                 "total_tokens": 10 * len(items) + 5,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
                 "output_tokens_details": {"reasoning_tokens": 0},
             },
         }

@@ -2,13 +2,16 @@
 a time. `python mail_agent.py DB BASE_URL OUTBOX [PAUSE_AFTER [inside]]`: with PAUSE_AFTER=n it
 stops (waits on stdin) right after the n-th email, before the roundtrip's checkpoint, so a test
 can kill it there: once the tool has returned (its result journaled), or, with `inside`, while
-the tool still runs (the email is out, its result not journaled: in doubt)."""
+the tool still runs (the email is out, its result not journaled: in doubt). With
+AGENT_STREAM=1 it reads each answer through `chat.completions.stream(...)`; AGENT_STREAM_PAUSE=n
+also stops it two events into the n-th answer's stream, so a test can interrupt it there."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from typing import Any
 
 from openai import OpenAI
 
@@ -20,6 +23,8 @@ PAUSE_AFTER = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 INSIDE = sys.argv[5:6] == ["inside"]
 REPLAY = os.environ.get("AGENT_REPLAY") == "1"  # answers from the record, nothing performed
 NO_DONE = os.environ.get("AGENT_NO_DONE") == "1"  # send_email has no `done=` check
+STREAM = os.environ.get("AGENT_STREAM") == "1"
+STREAM_PAUSE = int(os.environ.get("AGENT_STREAM_PAUSE") or 0)
 
 TOOLS = [
     {
@@ -62,12 +67,29 @@ else:
 
 
 client = wrap_openai(OpenAI(base_url=BASE_URL, api_key="test-key", max_retries=0))
+asked = 0
+
+
+def ask(messages: list[dict[str, object]]) -> Any:
+    """The model's next message, streamed or not."""
+    global asked
+    asked += 1
+    if not STREAM:
+        answer = client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS)
+        return answer.choices[0].message
+    with client.chat.completions.stream(model="fake-model", messages=messages, tools=TOOLS) as s:
+        for n, _ in enumerate(s):
+            if n == 2 and asked == STREAM_PAUSE:
+                print("STREAMING", flush=True)
+                sys.stdin.readline()  # the test interrupts us here
+        return s.get_final_completion().choices[0].message
+
+
 with record_agent(storage=DB, run_id="mailer-1", agent="mailer", replay=REPLAY) as rec:
     messages = rec.messages or [{"role": "user", "content": "Mail everyone on the list."}]
     print(f"START roundtrip {rec.roundtrip} with {len(messages)} messages", flush=True)
     while True:
-        answer = client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS)
-        message = answer.choices[0].message
+        message = ask(messages)
         messages.append(message.model_dump(exclude_none=True))
         if not message.tool_calls:
             break

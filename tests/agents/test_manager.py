@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +24,22 @@ from runtime import (
     open_store,
     run_program,
 )
+from tests.runtime.pg_helpers import fresh_schema
 
 
-@pytest.fixture(params=["memory", "sqlite", "store"])
+@pytest.fixture(params=["memory", "sqlite", "store", "postgres"])
 def manager(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointManager]:
-    if request.param == "memory":
-        m = CheckpointManager(MemoryStorage(), agent="helper")
-    elif request.param == "sqlite":
-        m = CheckpointManager(SqliteStorage(tmp_path / "agents.db"), agent="helper")
-    else:
-        store = open_store(tmp_path / "runs.db")
-        m = CheckpointManager(RunStoreStorage(store), agent="helper")
-    yield m
-    m.close()
+    with ExitStack() as stack:
+        if request.param == "memory":
+            m = CheckpointManager(MemoryStorage(), agent="helper")
+        elif request.param == "sqlite":
+            m = CheckpointManager(SqliteStorage(tmp_path / "agents.db"), agent="helper")
+        else:  # a run store: SQLite, or PostgreSQL (AGENCY_TEST_POSTGRES; skipped without)
+            where = tmp_path / "runs.db" if request.param == "store" else None
+            store = open_store(where or stack.enter_context(fresh_schema()))
+            m = CheckpointManager(RunStoreStorage(store), agent="helper")
+        yield m
+        m.close()
 
 
 def conversation(n: int) -> list[dict[str, object]]:

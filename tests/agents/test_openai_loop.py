@@ -18,6 +18,7 @@ pytest.importorskip("openai")
 
 from runtime import CheckpointManager, SqliteStorage, record_agent  # noqa: E402
 from runtime.agents.adapters.openai import roundtrip_done  # noqa: E402
+from runtime.agents.record import CUT  # noqa: E402
 from tests.agents.fake_openai import FakeOpenAI  # noqa: E402
 from tests.agents.serving import ROOT, wait_for_line  # noqa: E402
 
@@ -69,6 +70,35 @@ def test_killed_and_resumed_agent_sends_every_email_once(tmp_path: Path, where: 
     assert run is not None and run.status == "finished" and run.meta["agent"] == "mailer"
     assert sum(1 for e in m.store.effects(run.id) if not e.key.endswith(":intent")) == 3
     assert cps[0].location and cps[0].location.startswith(str(AGENT))
+    m.close()
+
+
+def test_an_agent_interrupted_mid_stream_asks_again_and_mails_everyone_once(
+    tmp_path: Path,
+) -> None:
+    db, outbox = tmp_path / "runs.db", tmp_path / "outbox.txt"
+    with FakeOpenAI(emails=3) as fake:
+        first = start(db, fake.url, outbox, AGENT_STREAM="1", AGENT_STREAM_PAUSE="2")
+        wait_for_line(first, "STREAMING")  # two events into the answer asking for person2
+        first.send_signal(signal.SIGINT)
+        assert first.wait(timeout=120) != 0
+        assert outbox.read_text().split() == ["person1@example.com"]
+        m = CheckpointManager(SqliteStorage(db))
+        run = m.find_run("mailer-1")
+        assert run is not None and run.status == "interrupted"
+        cut = m.store.llm_calls(run.id)[-1].response[CUT]
+        assert cut["reason"] == "closed before its end" and len(cut["events"]) >= 2
+        m.close()
+
+        second = start(db, fake.url, outbox, AGENT_STREAM="1")
+        out, _ = second.communicate(timeout=120)
+        assert second.returncode == 0, out
+        assert "START roundtrip 1 with 3 messages" in out
+        assert outbox.read_text().split() == [f"person{i}@example.com" for i in (1, 2, 3)]
+        assert len(fake.requests) == 2 + 3  # the cut answer was asked for again
+    m = CheckpointManager(SqliteStorage(db))
+    assert [c.roundtrip for c in m.list("mailer-1")] == [1, 2, 3, 4]
+    assert m.list("mailer-1")[-1].messages[-1] == {"role": "assistant", "content": "Sent 3 emails."}
     m.close()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -150,6 +150,11 @@ def test_an_async_streamed_chat_completion_is_recorded() -> None:
                 await client.close()
                 return messages
 
+    async_mailer_recorded_and_replayed(agent)
+
+
+def async_mailer_recorded_and_replayed(agent: Callable[[str], Awaitable[list[Any]]]) -> None:
+    """Run an async agent that mails one person recorded, then replayed against no server."""
     m = CheckpointManager()
     performed.clear()
     with FakeOpenAI(emails=1) as fake, record_agent(m, run_id="as1"):
@@ -225,17 +230,24 @@ def anthropic_agent(streaming: str) -> Callable[[CheckpointManager, str], list[A
                 )
                 content = [b for b in client_final(events)]
             assert text == "".join(b["text"] for b in content if b["type"] == "text")
-            messages.append({"role": "assistant", "content": content})
-            uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses:
+            if add_claude_answer(messages, content):
                 return messages
-            results = [
-                {"type": "tool_result", "tool_use_id": b["id"], "content": str(roll(**b["input"]))}
-                for b in uses
-            ]
-            messages.append({"role": "user", "content": results})
 
     return agent
+
+
+def add_claude_answer(messages: list[Any], content: list[dict[str, Any]]) -> bool:
+    """Add an Anthropic answer's content to `messages` and the results of the `roll` tools it
+    uses; True when it uses none (the agent is done)."""
+    messages.append({"role": "assistant", "content": content})
+    uses = [b for b in content if b["type"] == "tool_use"]
+    if uses:
+        results = [
+            {"type": "tool_result", "tool_use_id": b["id"], "content": str(roll(**b["input"]))}
+            for b in uses
+        ]
+        messages.append({"role": "user", "content": results})
+    return not uses
 
 
 def client_final(events: list[Any]) -> list[dict[str, Any]]:
@@ -282,24 +294,9 @@ def test_an_async_anthropic_stream_is_recorded_and_replayed() -> None:
                 final = await stream.get_final_message()
             content = [b.model_dump(exclude_none=True) for b in final.content]
             assert text == "".join(b["text"] for b in content if b["type"] == "text")
-            messages.append({"role": "assistant", "content": content})
-            uses = [b for b in content if b["type"] == "tool_use"]
-            if not uses:
+            if add_claude_answer(messages, content):
                 await client.close()
                 return messages
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": b["id"],
-                            "content": str(roll(**b["input"])),
-                        }
-                        for b in uses
-                    ],
-                }
-            )
 
     m = CheckpointManager()
     performed.clear()

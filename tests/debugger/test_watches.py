@@ -9,7 +9,7 @@ import pytest
 from debugger import watches as W
 from debugger.expressions import NotInScope, compile_expression
 from debugger.session import Session, SessionError
-from tests.debugger.conftest import PROGRAMS, make_session
+from tests.debugger.conftest import PROGRAMS, ROOT, make_session
 
 WATCHED = PROGRAMS / "watched.agency"
 MUTATIONS = PROGRAMS / "mutations.agency"
@@ -70,6 +70,8 @@ WATCHES = [
     ("by * 10 + total", "bump"),
     ("items.length", "main"),
     ("i * 2 > 5", "main"),
+    ("rounds", "bump"),  # a global read in a helper: in scope at each call, with no write
+    ("rounds + by", "bump"),
 ]
 
 
@@ -169,6 +171,32 @@ def test_trace_reports_how_far_along_the_run_it_is() -> None:
     assert dones[-1] >= 0.9 * heard[-1][1]
 
 
+def test_trace_reads_forward_without_whole_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `:trace` of a value written every iteration read two whole states per write (the step
+    # and the one before it, a rebuild from a keyframe each time): 18 s over 400k steps. It
+    # now reads a narrow view of the watched names, moving the state forward only.
+    session = make_session(PROGRAMS / "counting.agency")
+    t = session.timeline
+    whole, rebuilt = [0], [0]
+    state_at, build = t.state_at, t._build_state
+
+    def count_whole(step: int):  # noqa: ANN202 - the timeline's own signature
+        whole[0] += 1
+        return state_at(step)
+
+    def count_rebuilds(step: int):  # noqa: ANN202
+        if t._cursor is None or step < t._cursor.step:
+            rebuilt[0] += 1
+        return build(step)
+
+    monkeypatch.setattr(t, "state_at", count_whole)
+    monkeypatch.setattr(t, "_build_state", count_rebuilds)
+    found = session.trace("i")
+    assert [v for _, v in found][:3] == ["0", "1", "2"] and found[-1][1] == "3000"
+    assert len(found) == 3001
+    assert whole[0] <= 2 and rebuilt[0] <= 2
+
+
 # -- breakpoints with conditions, hit counts and events ---------------------------------------
 
 
@@ -213,6 +241,28 @@ def test_event_breakpoints(watched: Session) -> None:
     assert watched.continue_forward().step == watched.last
     with pytest.raises(SessionError, match="usage: :break answer TEXT"):
         watched.break_spec("answer")
+
+
+def test_a_tool_breakpoint_stops_at_the_call_before_the_tool_runs() -> None:
+    # `:break tool add` stopped on the step after the tool had returned (where its event is
+    # recorded): like gdb and pdb on a function, it stops on entry, in the tool's own frame
+    session = make_session(
+        ROOT / "examples" / "tools.agency", ROOT / "examples" / "tools.mocks.json"
+    )
+    (tool,) = session.events("tool")
+    assert session.break_spec("tool add") == "c and C stop on tool add"
+    session.goto(session.first)
+    move = session.continue_forward()
+    assert move.reason.startswith("break tool add") and move.step < tool.step
+    frame = session.state().frames[-1]
+    assert frame.scope == "add" and frame.args == {"a": 4, "b": 5}
+    assert session.location().line == 5  # `return a + b`, not run yet
+    session.goto(session.last)
+    assert session.reverse_continue().step == move.step
+    session.break_spec("tool add")
+    assert session.break_spec("tool nosuch") == "c and C stop on tool nosuch"
+    session.goto(session.first)
+    assert session.continue_forward().step == session.last
 
 
 # -- diff ------------------------------------------------------------------------------------
@@ -384,6 +434,8 @@ async def test_t_shows_each_message_thread_and_z_zooms_a_value(tmp_path) -> None
         await settle(pilot)
         assert isinstance(app.screen, ValueScreen)
         assert json.loads(app.screen.text) == session.state().frames[-1].locals["out"]
+        await pilot.press("c")  # copied (OSC 52 to the terminal; the app keeps the text)
+        assert app.clipboard == app.screen.text
         await pilot.press("s")
         await settle(pilot)
         saved = list(ROOT.glob("basic.step*.out.json"))

@@ -46,6 +46,12 @@ def as_dict(message: Any) -> dict[str, Any]:
     return {}
 
 
+def given(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` without the SDKs' "not given" placeholders (`omit`, `NOT_GIVEN`), which the
+    SDK's helpers pass on for every argument left out."""
+    return {k: v for k, v in kwargs.items() if type(v).__name__ not in ("Omit", "NotGiven")}
+
+
 class Delegate:
     """Everything not overridden is the wrapped object's."""
 

@@ -9,6 +9,16 @@ tool roundtrip; then its answer comes from the record when this roundtrip alread
 once its stream has been read to the end, as the answer the stream assembled (the same data a
 call without `stream=True` gives, usage included when the stream carries it); a recorded answer
 asked for as a stream is given back as a stream of events made from it.
+
+A stream left before its end (closed, its `with` block or loop left, an error while reading) is
+recorded as what it received, marked cut (`CUT`: the events as received and why it stopped). A
+resumed agent does not take a cut answer for the model's: it asks again. A replayed one is given
+the events the recorded agent received, and `ReplayMissing` if it reads further.
+
+The SDKs' helpers (`chat.completions.stream`/`parse`, `responses.stream`/`parse`, Anthropic's
+`messages.stream`/`parse` with `output_format`) are the SDK's own code run over the endpoint
+(`Helper`): the model call each makes comes back through the recorded `create`, or through
+`_post` for those that post themselves, so parsing and stream events are the SDK's.
 """
 
 from __future__ import annotations
@@ -17,8 +27,8 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from runtime.agents.adapters import Delegate, as_dict, wrap
-from runtime.agents.record import Recording, current_recording
+from runtime.agents.adapters import Delegate, as_dict, given, wrap
+from runtime.agents.record import CUT, Recording, ReplayMissing, current_recording
 
 try:  # the SDKs are pydantic models: their union types are read with a TypeAdapter
     from pydantic import TypeAdapter
@@ -27,7 +37,7 @@ except ImportError:  # pragma: no cover - no SDK installed either
 
 __all__ = ["Api", "Endpoint", "RecordingStream", "ReplayStream", "is_async", "typed"]
 
-Done = Callable[[list[dict[str, Any]]], None]
+Done = Callable[[list[dict[str, Any]], str | None], None]  # (events, why it was cut or None)
 
 
 class Api:
@@ -36,6 +46,7 @@ class Api:
 
     provider = ""
     field = "messages"  # the request's conversation
+    event_type: Any = None  # the SDK's type of a stream event, when it is installed
 
     def applies(self, request: dict[str, Any]) -> bool:
         """Whether a call with `request` is one of the loop's (else it goes straight through)."""
@@ -65,6 +76,16 @@ class Api:
         """A recorded answer as the events of a stream giving it (the SDK's objects)."""
         raise NotImplementedError
 
+    def replay(self, answer: dict[str, Any], aio: bool) -> ReplayStream:
+        """A recorded answer as a stream again (`aio`: for an async client); a cut one gives
+        the events it had received."""
+        kind = AsyncReplayStream if aio else ReplayStream
+        cut = answer.get(CUT)
+        if isinstance(cut, dict):
+            events = [typed(self.event_type, e) for e in cut.get("events") or ()]
+            return kind(events, cut=str(cut.get("reason") or "cut"))
+        return kind(self.events(answer))
+
 
 class Endpoint(Delegate):
     """An SDK resource (`client.chat.completions`, `client.responses`, `client.messages`)
@@ -76,31 +97,76 @@ class Endpoint(Delegate):
 
     def create(self, **kwargs: Any) -> Any:
         rec = current_recording()
+        kwargs = given(kwargs)
         if rec is None or not self._api.applies(kwargs):
             return self._inner.create(**kwargs)
-        if is_async(self._inner.create):
-            return self._acreate(rec, kwargs)
-        conversation = self._before(rec, kwargs)
-        if kwargs.get("stream"):
-            replayed, done = self._streamed(rec, conversation, kwargs)
-            return replayed or RecordingStream(self._inner.create(**kwargs), done)
-        data, live = rec.model_call(**self._call(kwargs))
-        return self._after(rec, conversation, data, live)
+        return self._ask(rec, kwargs, lambda: self._inner.create(**kwargs), self._inner.create)
 
-    async def _acreate(self, rec: Recording, kwargs: dict[str, Any]) -> Any:
-        conversation = self._before(rec, kwargs)
-        if kwargs.get("stream"):
-            replayed, done = self._streamed(rec, conversation, kwargs)
-            return replayed or RecordingStream(await self._inner.create(**kwargs), done)
-        data, live = await rec.amodel_call(**self._call(kwargs))
-        return self._after(rec, conversation, data, live)
+    def stream(self, **kwargs: Any) -> Any:
+        """The SDK's `stream` helper, its model call recorded (see the module docstring)."""
+        return self._helper("stream", kwargs)
 
-    def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def parse(self, **kwargs: Any) -> Any:
+        """The SDK's `parse` helper, its model call recorded (see the module docstring)."""
+        return self._helper("parse", kwargs)
+
+    def _helper(self, name: str, kwargs: dict[str, Any]) -> Any:
+        method = getattr(type(self._inner), name, None)
+        if current_recording() is None or method is None:
+            return getattr(self._inner, name)(**kwargs)
+        return method(Helper(self, kwargs), **kwargs)
+
+    def record_post(self, asked: dict[str, Any], path: str, kw: dict[str, Any]) -> Any:
+        """A helper's own POST of `kw["body"]` (the request `asked` of the helper), recorded as
+        `create` records a call: the SDK's parser (`post_parser`) is applied to the answer,
+        live or recorded, so the record holds the answer the API gave."""
+        rec = current_recording()
+        body = kw.get("body")
+        if rec is None or not isinstance(body, dict) or not self._api.applies(body):
+            return self._inner._post(path, **kw)
+        request = given({**body, self._api.field: asked.get(self._api.field, ())})
+        options = dict(kw.get("options") or {})
+        parser = options.pop("post_parser", None)
+        raw = {**kw, "options": options}
+        return self._ask(
+            rec, request, lambda: self._inner._post(path, **raw), self._inner._post, parser
+        )
+
+    def _ask(
+        self,
+        rec: Recording,
+        request: dict[str, Any],
+        send: Callable[[], Any],
+        method: Any,
+        parser: Any = None,
+    ) -> Any:
+        """The answer to `request`: recorded, or `send()` (the SDK's `method`, awaited when it
+        is async) and recorded; through `parser` when the SDK's helper has one."""
+        if is_async(method):
+            return self._aask(rec, request, send, parser)
+        conversation = self._before(rec, request)
+        if request.get("stream"):
+            replayed, done = self._streamed(rec, conversation, request)
+            return replayed or RecordingStream(send(), done)
+        data, live = rec.model_call(**self._call(request, send))
+        return _parsed(parser, self._after(rec, conversation, data, live))
+
+    async def _aask(
+        self, rec: Recording, request: dict[str, Any], send: Callable[[], Any], parser: Any
+    ) -> Any:
+        conversation = self._before(rec, request)
+        if request.get("stream"):
+            replayed, done = self._streamed(rec, conversation, request)
+            return replayed or RecordingStream(await send(), done)
+        data, live = await rec.amodel_call(**self._call(request, send))
+        return _parsed(parser, self._after(rec, conversation, data, live))
+
+    def _call(self, request: dict[str, Any], send: Callable[[], Any]) -> dict[str, Any]:
         """How `Recording.model_call` makes (or finds) this call."""
         return {
             "provider": self._api.provider,
-            "request": kwargs,
-            "call": lambda: self._inner.create(**kwargs),
+            "request": request,
+            "call": send,
             "encode": as_dict,
             "usage": self._api.usage,
         }
@@ -123,36 +189,71 @@ class Endpoint(Delegate):
         stream's answer once its events are all read."""
         where, plain, data = rec.lookup(kwargs, self._api.usage)
         if data is not None:
-            rec.final = self._api.final(conversation, data)
-            return ReplayStream(self._api.events(data)), lambda _: None
+            if CUT not in data:
+                rec.final = self._api.final(conversation, data)
+            return self._api.replay(data, is_async(self._inner.create)), lambda *_: None
 
-        def done(events: list[dict[str, Any]]) -> None:
+        def done(events: list[dict[str, Any]], cut: str | None) -> None:
             answer = self._api.assemble(events)
+            if cut is not None:  # what was received, not the model's answer
+                answer[CUT] = {"reason": cut, "events": events}
             data = rec.keep(where, plain, self._api.provider, kwargs, answer, self._api.usage)
-            rec.final = self._api.final(conversation, data)
+            if cut is None:
+                rec.final = self._api.final(conversation, data)
 
         return None, done
 
 
+class Helper(Delegate):
+    """What an SDK helper (`stream`, `parse`) is run with as its resource: the endpoint, whose
+    `create` records the call; a helper that posts itself comes back through `_post`."""
+
+    def __init__(self, endpoint: Endpoint, asked: dict[str, Any]) -> None:
+        super().__init__(endpoint)
+        self._asked = asked
+
+    def _post(self, path: str, **kw: Any) -> Any:
+        return self._inner.record_post(self._asked, path, kw)
+
+
+def _parsed(parser: Any, answer: Any) -> Any:
+    """`answer` through the SDK helper's parser (a parse call's, e.g. to `ParsedMessage`)."""
+    return parser(answer) if callable(parser) else answer
+
+
 class RecordingStream(Delegate):
     """A live SDK stream (sync or async) read through: each event is kept as data, and once the
-    stream ends `done(events)` records the answer they make. A stream closed before its end
-    records nothing (the call is made again when the agent is resumed)."""
+    stream ends `done(events, None)` records the answer they make. Left before its end (closed,
+    its `with` or loop left, an error while reading), `done(events, why)` records what it had
+    received, marked cut."""
 
     def __init__(self, inner: Any, done: Done) -> None:
         super().__init__(inner)
         self._done: Done | None = done
         self._events: list[dict[str, Any]] = []
 
-    def _end(self) -> None:
+    def _end(self, cut: str | None = None) -> None:
         done, self._done = self._done, None
         if done is not None:
-            done(self._events)
+            done(self._events, cut)
+
+    def _cut(self, exc: BaseException | None = None) -> None:
+        if exc is None or isinstance(exc, GeneratorExit):
+            self._end("closed before its end")
+        else:
+            self._end(f"stopped by {type(exc).__name__}" + (f": {exc}" if str(exc) else ""))
+
+    def _take(self, event: Any) -> Any:
+        self._events.append(as_dict(event))
+        return event
 
     def __iter__(self) -> Iterator[Any]:
-        for event in self._inner:
-            self._events.append(as_dict(event))
-            yield event
+        try:
+            for event in self._inner:
+                yield self._take(event)
+        except BaseException as exc:
+            self._cut(exc)
+            raise
         self._end()
 
     def __next__(self) -> Any:
@@ -161,13 +262,18 @@ class RecordingStream(Delegate):
         except StopIteration:
             self._end()
             raise
-        self._events.append(as_dict(event))
-        return event
+        except BaseException as exc:
+            self._cut(exc)
+            raise
+        return self._take(event)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        async for event in self._inner:
-            self._events.append(as_dict(event))
-            yield event
+        try:
+            async for event in self._inner:
+                yield self._take(event)
+        except BaseException as exc:
+            self._cut(exc)
+            raise
         self._end()
 
     async def __anext__(self) -> Any:
@@ -176,14 +282,26 @@ class RecordingStream(Delegate):
         except StopAsyncIteration:
             self._end()
             raise
-        self._events.append(as_dict(event))
-        return event
+        except BaseException as exc:
+            self._cut(exc)
+            raise
+        return self._take(event)
+
+    @property
+    def response(self) -> Any:
+        """The HTTP response, whose closing (an SDK helper's `close()`) cuts the stream first."""
+        return _Closing(self._inner.response, self._cut)
+
+    def close(self) -> Any:
+        self._cut()
+        return self._inner.close()
 
     def __enter__(self) -> RecordingStream:
         self._inner.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> Any:
+        self._cut(exc[1])
         return self._inner.__exit__(*exc)
 
     async def __aenter__(self) -> RecordingStream:
@@ -191,24 +309,53 @@ class RecordingStream(Delegate):
         return self
 
     async def __aexit__(self, *exc: Any) -> Any:
+        self._cut(exc[1])
         return await self._inner.__aexit__(*exc)
 
 
-class ReplayStream:
-    """A recorded answer given back as a stream (sync or async): its events, made from it."""
+class _Closing(Delegate):
+    """An HTTP response whose `close`/`aclose` first calls `before()`."""
 
-    def __init__(self, events: list[Any]) -> None:
+    def __init__(self, inner: Any, before: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self._before = before
+
+    def close(self) -> Any:
+        self._before()
+        return self._inner.close()
+
+    async def aclose(self) -> None:
+        self._before()
+        await self._inner.aclose()
+
+
+class ReplayStream:
+    """A recorded answer given back as a stream (sync or async): its events, made from it. A
+    cut stream's (`cut` says why it stopped) raises `ReplayMissing` when read past them."""
+
+    def __init__(self, events: list[Any], cut: str | None = None) -> None:
         self._events = events
         self._at = 0
+        self._cut = cut
 
     def __iter__(self) -> ReplayStream:
         return self
 
     def __next__(self) -> Any:
         if self._at >= len(self._events):
+            if self._cut is not None and self._at == len(self._events):
+                raise ReplayMissing(
+                    f"replay: the recorded stream of this call was {self._cut} after "
+                    f"{len(self._events)} events; nothing after them was received"
+                )
             raise StopIteration
         self._at += 1
         return self._events[self._at - 1]
+
+    @property
+    def response(self) -> ReplayStream:
+        """What an SDK helper closes (`response.close()`): the stream itself."""
+        return self
 
     def __aiter__(self) -> ReplayStream:
         return self
@@ -219,23 +366,33 @@ class ReplayStream:
         except StopIteration:
             raise StopAsyncIteration from None
 
+    def _stop(self) -> None:
+        self._at = len(self._events) + 1
+
     def close(self) -> None:
-        self._at = len(self._events)
+        self._stop()
 
     async def aclose(self) -> None:
-        self.close()
+        self._stop()
 
     def __enter__(self) -> ReplayStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        self._stop()
 
     async def __aenter__(self) -> ReplayStream:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        self.close()
+        self._stop()
+
+
+class AsyncReplayStream(ReplayStream):
+    """`ReplayStream` for an async client, whose stream's `close()` is awaited."""
+
+    async def close(self) -> None:  # type: ignore[override]
+        self._stop()
 
 
 def is_async(method: Any) -> bool:

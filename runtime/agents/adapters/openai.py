@@ -6,8 +6,10 @@ recorded (a resumed or replayed agent gets the recorded answer back), and so do 
 Streamed calls (`stream=True`) are recorded as the answer their chunks (chat) or events
 (responses) make once the stream is read to the end; a chat stream carries usage only when
 asked for it (`stream_options={"include_usage": True}`). Replayed, a streamed call gives a
-stream of chunks or events made from the recorded answer. Calls outside a recording go straight
-to the client. The loop itself is `loop.Endpoint`'s."""
+stream of chunks or events made from the recorded answer. The SDK's helpers,
+`chat.completions.stream`/`parse` and `responses.stream`/`parse`, run over the recorded call, so
+a replayed answer is parsed again into the `response_format`/`text_format` type. Calls outside
+a recording go straight to the client. The loop itself is `loop.Endpoint`'s."""
 
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ class ChatApi(Api):
     `tool_calls`, answered by `tool` messages."""
 
     provider = "openai"
+    event_type = _Chunk
 
     def roundtrip_done(self, conversation: list[Any]) -> bool:
         return roundtrip_done(conversation)
@@ -142,6 +145,7 @@ class ResponsesApi(Api):
 
     provider = "openai"
     field = "input"
+    event_type = _Event
 
     def applies(self, request: dict[str, Any]) -> bool:
         return isinstance(request.get("input"), list)
