@@ -202,8 +202,11 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
     Example:
       agency runs --limit 10
     """
+    from runtime.runs.processes import stale_reason
+
     store = open_store(db, read_only=True)
     records = store.list_runs(limit)
+    stale = {r.id: why for r in records if (why := stale_reason(store, r)) is not None}
     if as_json:
         click.echo(
             json.dumps(
@@ -217,6 +220,7 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
                         "created_at": r.created_at.isoformat(),
                         "error": r.error,
                         **({"damaged": r.meta["damaged"]} if "damaged" in r.meta else {}),
+                        **({"stale": stale[r.id]} if r.id in stale else {}),
                     }
                     for r in records
                 ]
@@ -232,6 +236,8 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
     for r in records:
         style = {"failed": "red", "interrupted": "yellow", "running": "cyan"}.get(r.status, "")
         status = f"[{style}]{r.status}[/]" if style else r.status
+        if r.id in stale:  # `running` in the store, but nothing runs it (said below the table)
+            status = "[yellow]stale[/]"
         if "damaged" in r.meta:  # a field of its row would not read: shown, not hiding the rest
             status += f" [red](damaged: {', '.join(r.meta['damaged'])})[/]"
         table.add_row(
@@ -243,6 +249,8 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
             r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
         )
     Console().print(table)
+    for run_id, why in stale.items():
+        click.echo(f"run {run_id} is stale: {why}; `agency resume {run_id}` continues it")
 
 
 @click.command(context_settings=CONTEXT)

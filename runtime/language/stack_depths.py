@@ -301,6 +301,37 @@ def static_callee(code: Code, call_pc: int, targets: set[int] | None = None) -> 
     """The function a CALL at `call_pc` calls, when the code that pushes its callee runs
     straight to the call (no jump in between, none into it) and the callee is a constant
     function (`f(…)` for a def `f`); else None."""
+    at = _callee_pusher(code, call_pc, targets)
+    if at is None:
+        return None
+    o, a = unfused(code.ops[at], code.args[at])
+    if o == B.CONST and isinstance(a, B.FuncRef):
+        return a.name
+    return None
+
+
+def callee_local(code: Code, call_pc: int) -> str | None:
+    """The local variable a CALL at `call_pc` takes its callee from (`g(…)` for a local or
+    parameter `g` holding a function value), when the code runs straight from loading it to
+    the call and nothing in between assigns it (`g(g = h)`); else None."""
+    at = _callee_pusher(code, call_pc)
+    if at is None:
+        return None
+    o, name = unfused(code.ops[at], code.args[at])
+    if o != B.LOAD_LOCAL:
+        return None
+    for pc in range(at + 1, call_pc):
+        o, a = unfused(code.ops[pc], code.args[pc])
+        if o in (B.STORE_LOCAL, B.UPDATE_LOCAL) and (
+            a == name or (type(a) is tuple and a[0] == name)
+        ):
+            return None
+    return str(name)
+
+
+def _callee_pusher(code: Code, call_pc: int, targets: set[int] | None = None) -> int | None:
+    """The pc of the instruction that pushed the callee of the CALL at `call_pc`, when the
+    code runs straight from there to the call; else None."""
     ops, args = code.ops, code.args
     op, arg = unfused(ops[call_pc], args[call_pc])
     if op != B.CALL:
@@ -326,13 +357,7 @@ def static_callee(code: Code, call_pc: int, targets: set[int] | None = None) -> 
     size = _call_size(arg)
     if size > len(pushed):
         return None
-    at = pushed[-size]
-    if at is None:
-        return None
-    o, a = unfused(ops[at], args[at])
-    if o == B.CONST and isinstance(a, B.FuncRef):
-        return a.name
-    return None
+    return pushed[-size]
 
 
 def _targets(code: Code) -> set[int]:

@@ -51,6 +51,7 @@ __all__ = [
     "RunMeta",
     "RunRecord",
     "RunStore",
+    "RunTakenOver",
     "Segment",
     "StateSpan",
     "StoreError",
@@ -89,6 +90,25 @@ class StoreError(AgencyError):
     """
 
     exit_code = 2  # like CheckpointFormatError: the file given cannot be used
+
+
+class RunTakenOver(StoreError):
+    """A write refused: the run it belongs to was taken over by another process while this
+    one held a claim on it (see `RunStore.claim_run`)."""
+
+    exit_code = 75  # EX_TEMPFAIL, like RunBusy: the run goes on in the other process
+
+    def __init__(self, where: str, run_id: str, holder: dict[str, Any] | None) -> None:
+        now = (
+            "no process holds it now"
+            if holder is None
+            else f"pid {holder.get('pid')} on {holder.get('host')} holds it now"
+        )
+        super().__init__(
+            f"run store {where}: run {run_id} was taken over by another process while this one "
+            f"could not renew its lease ({now}): this process's writes are refused"
+        )
+        self.run_id = run_id
 
 
 # --- records -------------------------------------------------------------------------------
@@ -202,11 +222,13 @@ class Batch(NamedTuple):
 
 
 class Keyframe(NamedTuple):
-    """An encoded full state at `step`, recorded on `branch`."""
+    """An encoded full state at `step`, recorded on `branch`. `base` is the full keyframe an
+    incremental one builds on, where the store keeps it (`put_keyframe`; a copy carries it)."""
 
     branch: int
     step: int
     blob: bytes
+    base: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,6 +489,10 @@ class RunStore(Protocol):
         clock, kept alive by `renew_lease`. The holder `may_take` sees and the one returned
         carry `LEASE_LEFT`: the seconds left of its lease (0 or less once it has expired),
         when it has a lease.
+
+        A SQL store fences its claims: once another process has taken the run over, every
+        later write through the store that claimed it is refused (`RunTakenOver`, a
+        `StoreError`) until that claim is released.
         """
         ...
 
@@ -481,8 +507,9 @@ class RunStore(Protocol):
         run is gone). Durable on return."""
         ...
 
-    def run_owner(self, run_id: str) -> dict[str, Any] | None:
-        """The process that holds `run_id` (see `claim_run`), None if none does."""
+    def run_owner(self, run_id: str, lease: bool = False) -> dict[str, Any] | None:
+        """The process that holds `run_id` (see `claim_run`), None if none does; with `lease`,
+        carrying `LEASE_LEFT` when its claim has a lease."""
         ...
 
     def flush(self) -> None:

@@ -4,7 +4,8 @@ LLM calls and effect journal, under the same run id.
 
 A copy marks the run `copy_incomplete` in its meta until its last write, so a copy cut short
 (killed, the network gone) is recognised and done again from the start the next time; a run
-already there whole is left alone. LLM calls and effects get the time of the copy as their
+already there whole is left alone. Keyframes keep their `base_step` where the source has it.
+LLM calls and effects get the time of the copy as their
 `created_at` (the contract does not take one).
 """
 
@@ -87,7 +88,7 @@ def _copy_branch(source: RunStore, target: RunStore, run_id: str, branch: int) -
         keyframe = source.keyframe_at_or_before(run_id, branch, step)
         if keyframe is None or keyframe.branch != branch:
             break
-        target.put_keyframe(run_id, branch, keyframe.step, keyframe.blob)
+        target.put_keyframe(run_id, branch, keyframe.step, keyframe.blob, keyframe.base)
         step = keyframe.step - 1
     for event in source.events(run_id, branch):
         if event.branch == branch:

@@ -52,7 +52,7 @@ __all__ = ["MemoryStore"]
 
 
 class _MemBranch:
-    __slots__ = ("row", "firsts", "batches", "kf_steps", "kf_blobs", "events", "llm")
+    __slots__ = ("row", "firsts", "batches", "kf_steps", "kf_blobs", "kf_bases", "events", "llm")
 
     def __init__(self, row: dict[str, Any]) -> None:
         self.row = row
@@ -60,6 +60,7 @@ class _MemBranch:
         self.batches: list[tuple[int, int, bytes]] = []
         self.kf_steps: list[int] = []
         self.kf_blobs: list[bytes] = []
+        self.kf_bases: list[int | None] = []  # what `put_keyframe` was told, for a copy
         self.events: list[tuple[int, int, str, str, str]] = []  # step, seq, kind, summary, data
         self.llm: list[tuple[int, dict[str, Any]]] = []  # seq, row
 
@@ -288,16 +289,18 @@ class MemoryStore:
     def put_keyframe(
         self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
     ) -> None:
-        data = as_blob(blob)  # `base` is for stores a round trip away (`state_span`)
+        data = as_blob(blob)  # `base` is for stores a round trip away (`state_span`), and copies
         with self._lock:
             self._open()
             mb = self._branch(run_id, branch)
             at = bisect.bisect_left(mb.kf_steps, step)
             if at < len(mb.kf_steps) and mb.kf_steps[at] == step:
                 mb.kf_blobs[at] = data
+                mb.kf_bases[at] = base
             else:
                 mb.kf_steps.insert(at, step)
                 mb.kf_blobs.insert(at, data)
+                mb.kf_bases.insert(at, base)
 
     def keyframe_at_or_before(self, run_id: str, branch: int, step: int) -> Keyframe | None:
         with self._lock:
@@ -309,7 +312,7 @@ class MemoryStore:
                 mb = run.branches[seg.branch]
                 at = bisect.bisect_right(mb.kf_steps, min(step, seg.hi)) - 1
                 if at >= 0 and mb.kf_steps[at] >= seg.lo:
-                    return Keyframe(seg.branch, mb.kf_steps[at], mb.kf_blobs[at])
+                    return Keyframe(seg.branch, mb.kf_steps[at], mb.kf_blobs[at], mb.kf_bases[at])
             return None
 
     def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:
@@ -611,11 +614,17 @@ class MemoryStore:
                 del self._owners[run_id]
                 self._leases.pop(run_id, None)
 
-    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+    def run_owner(self, run_id: str, lease: bool = False) -> dict[str, Any] | None:
         with self._lock:
             self._open()
             holder = self._owners.get(run_id)
-            return dict(holder) if holder is not None and run_id in self._runs else None
+            if holder is None or run_id not in self._runs:
+                return None
+            out = dict(holder)
+            until = self._leases.get(run_id)
+            if lease and until is not None:
+                out[LEASE_LEFT] = (until - self._now()).total_seconds()
+            return out
 
     def truncate_after(self, run_id: str, branch: int, step: int) -> None:
         with self._lock:
@@ -625,7 +634,7 @@ class MemoryStore:
             keep = bisect.bisect_right(mb.firsts, step)
             del mb.firsts[keep:], mb.batches[keep:]
             keep = bisect.bisect_right(mb.kf_steps, step)
-            del mb.kf_steps[keep:], mb.kf_blobs[keep:]
+            del mb.kf_steps[keep:], mb.kf_blobs[keep:], mb.kf_bases[keep:]
             mb.events = [e for e in mb.events if e[0] <= step]
             mb.llm = [c for c in mb.llm if c[1]["step"] <= step]
             fork = mb.row["fork_step"]

@@ -47,7 +47,10 @@ def is_postgres_url(text: str) -> bool:
 
 def redact(url: str) -> str:
     """The URL without its password (and without query parameters, which may hold one)."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # `postgresql://u@[::1`: nothing of it is shown, a password included
+        return url.split("//", 1)[0] + "//(a URL that cannot be parsed)"
     netloc = parts.netloc
     if "@" in netloc:
         user, host = netloc.rsplit("@", 1)
@@ -142,9 +145,14 @@ class PostgresStore(SQLStore):
             raise ValueError(f"not a PostgreSQL URL: {redact(url)!r}")
         self.url = url
         self.where = redact(url)
+        try:
+            urllib.parse.urlsplit(url)
+        except ValueError as exc:  # what psycopg would say less clearly, or raise as it is
+            raise StoreError(f"cannot open run store {self.where}: {exc}") from None
         self.read_only = read_only
         self._dialect = POSTGRES
         self._clock = clock or utcnow
+        self._server_clock = clock is None  # leases by the server's clock, unless one is given
         self._closed = False
         self._init_lineages()
         conn = _connect(url, self.where, autocommit=True)
@@ -171,7 +179,12 @@ class PostgresStore(SQLStore):
         else:
             writer_conn = _connect(url, self.where)
             self._writer = Writer(
-                writer_conn, self.where, self._clock, POSTGRES, reconnect=self._reconnect
+                writer_conn,
+                self.where,
+                self._clock,
+                POSTGRES,
+                reconnect=self._reconnect,
+                fence=self._check_fences,
             )
         # Not a method of self: the finalizer must not keep the store alive.
         self._finalizer = weakref.finalize(self, _shutdown, self._writer, self._pool, self.where)
@@ -188,6 +201,13 @@ class PostgresStore(SQLStore):
                     return None
                 time.sleep(pause)  # the server is restarting: try again, less and less often
                 pause = min(pause * 2, 1.0)
+
+    def _db_now(self, conn: Any) -> datetime:
+        """The server's clock: every machine sharing the database measures leases by it."""
+        if not self._server_clock:
+            return self._clock()
+        now: datetime = conn.execute("SELECT now()").fetchone()[0]
+        return now
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
+from runtime.record.contract import RunTakenOver
 from runtime.record.requests import RequestPacker
 from runtime.record.store import (
     Segment,
@@ -66,8 +67,10 @@ class SQLBase:
         errors = self._writer.take_errors()
         if not errors:
             return
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         first = errors[0]
+        if isinstance(first, RunTakenOver):
+            raise first  # every write refused has this one cause, which names the store
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         detail = str(first) if isinstance(first, StoreError) else f"{type(first).__name__}: {first}"
         raise StoreError(
             f"run store {self.where}: a background write failed: {detail}{more}"

@@ -1,17 +1,28 @@
 """Provides `SQLOwners`, the part of `SQLStore` that says which process continues a run: a
 claim per run, taken by compare-and-set with the run's row locked, and its lease.
 
-A lease is `run_owners.lease_until`, a timestamp by the store's clock. The owner renews it
-(`renew_lease`, every third of the lease from `runs/processes.py`), one small write through the
-writer; a claim whose lease has ended is one a process on another machine may take over.
+A lease is `run_owners.lease_until`, a timestamp by the database's clock (`_db_now`: the
+server's `now()` on PostgreSQL, so machines whose clocks differ agree on when a lease ends). The
+owner renews it (`renew_lease`, every third of the lease from `runs/processes.py`), one small
+write through the writer; a claim whose lease has ended is one a process on another machine may
+take over.
+
+Fencing: a process cut off from the database for longer than its lease may still be running
+and come back. Every write transaction of a store first checks, with the run's row locked (the
+same lock a claim takes), that each run claimed through the store is still held by its
+claimer (`_check_fences`); once another process has taken one over, the whole transaction is
+refused with `RunTakenOver`, so nothing the old owner queued lands after the new owner's claim.
+The owner (pid, host, start time) is the fencing token: no other process ever has the same.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from runtime.record.contract import RunTakenOver
 from runtime.record.sql_base import SQLBase
 from runtime.record.store import (
     LEASE_LEFT,
@@ -31,8 +42,31 @@ _SELECT_OWNER = "SELECT owner_json, lease_until FROM run_owners WHERE run_id = ?
 class SQLOwners(SQLBase):
     """Run owners in a SQL run store."""
 
-    def _lease_until(self, lease: float | None) -> str | None:
-        return None if lease is None else format_ts(self._clock() + timedelta(seconds=lease))
+    _fences: dict[str, dict[str, Any]]  # run id -> the owner that claimed it through this store
+    _fences_lock: threading.Lock
+
+    def _init_fences(self) -> None:
+        self._fences = {}
+        self._fences_lock = threading.Lock()
+
+    def _db_now(self, conn: Connection) -> datetime:
+        """Now, by the clock leases are measured with (the store's; PostgreSQL: the server's)."""
+        return self._clock()
+
+    def _lease_until(self, now: datetime, lease: float | None) -> str | None:
+        return None if lease is None else format_ts(now + timedelta(seconds=lease))
+
+    def _check_fences(self, conn: Connection) -> None:
+        """At the start of every write transaction: refuse it if a run claimed through this
+        store is held by another process now. Runs are locked in id order, as claims lock them."""
+        with self._fences_lock:
+            fences = sorted(self._fences.items())
+        for run_id, mine in fences:
+            exists = self._lock_run(conn, run_id)
+            row = self._one(conn, _SELECT_OWNER, (run_id,)) if exists else None
+            holder = None if row is None else loads(row[0])
+            if holder != mine:
+                raise RunTakenOver(self.where, run_id, holder)
 
     def claim_run(
         self,
@@ -49,11 +83,12 @@ class SQLOwners(SQLBase):
             # database's write lock held (SQLite's BEGIN IMMEDIATE): no other process reads or
             # writes the owner between this look and the write below.
             exists = self._lock_run(conn, run_id)
+            now = self._db_now(conn)
             row = self._one(conn, _SELECT_OWNER, (run_id,))
             if row is not None:
                 holder: dict[str, Any] = loads(row[0])
                 if holder != mine:
-                    left = lease_left(row[1], self._clock())
+                    left = lease_left(row[1], now)
                     if left is not None:
                         holder[LEASE_LEFT] = left
                     if not (may_take and may_take(holder)):
@@ -66,11 +101,14 @@ class SQLOwners(SQLBase):
                 " VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (run_id) DO UPDATE SET owner_json = excluded.owner_json,"
                 " claimed_at = excluded.claimed_at, lease_until = excluded.lease_until",
-                (run_id, owner_json, format_ts(self._clock()), self._lease_until(lease)),
+                (run_id, owner_json, format_ts(now), self._lease_until(now, lease)),
             )
             return None
 
         holder: dict[str, Any] | None = self._call(claim)
+        if holder is None:
+            with self._fences_lock:
+                self._fences[run_id] = mine
         return holder
 
     def renew_lease(self, run_id: str, owner: dict[str, Any], lease: float) -> bool:
@@ -83,7 +121,7 @@ class SQLOwners(SQLBase):
             self._exec(
                 conn,
                 "UPDATE run_owners SET lease_until = ? WHERE run_id = ?",
-                (self._lease_until(lease), run_id),
+                (self._lease_until(self._db_now(conn), lease), run_id),
             )
             return True
 
@@ -93,6 +131,8 @@ class SQLOwners(SQLBase):
             raise StoreError(f"run store {self.where} is closed")
         box = WriteResult()
         self._writer.wait(self._writer.submit(Op(None, fn=renew, box=box), urgent=True))
+        if isinstance(box.error, RunTakenOver) and box.error.run_id == run_id:
+            return False  # the fence said so before `renew` could
         if box.error is not None:
             raise box.error
         return bool(box.result)
@@ -105,9 +145,22 @@ class SQLOwners(SQLBase):
             if row is not None and loads(row[0]) == mine:
                 self._exec(conn, "DELETE FROM run_owners WHERE run_id = ?", (run_id,))
 
+        # What this owner queued is committed (or refused) under its fence before the fence
+        # goes; a fence that refused is dropped too: the run is another process's now.
+        self._writer.wait()
+        with self._fences_lock:
+            if self._fences.get(run_id) == mine:
+                del self._fences[run_id]
         self._call(release)
 
-    def run_owner(self, run_id: str) -> dict[str, Any] | None:
+    def run_owner(self, run_id: str, lease: bool = False) -> dict[str, Any] | None:
         with self._reading() as conn:
             row = self._one(conn, _SELECT_OWNER, (run_id,))
-        return None if row is None else dict(loads(row[0]))
+            if row is None:
+                return None
+            holder = dict(loads(row[0]))
+            if lease:
+                left = lease_left(row[1], self._db_now(conn))
+                if left is not None:
+                    holder[LEASE_LEFT] = left
+        return holder

@@ -44,7 +44,8 @@ _SELECT_BATCHES = (
     " ORDER BY first_step"
 )
 _SELECT_KEYFRAME = (
-    "SELECT step, blob FROM keyframes WHERE run_id = ? AND branch = ? AND step <= ? AND step >= ?"
+    "SELECT step, blob, base_step FROM keyframes"
+    " WHERE run_id = ? AND branch = ? AND step <= ? AND step >= ?"
     " ORDER BY step DESC LIMIT 1"
 )
 _SELECT_LAST_BATCH = (
@@ -85,7 +86,7 @@ def _span_query(
         "  ORDER BY step DESC LIMIT 1),"
         " start AS (SELECT coalesce((SELECT CASE WHEN step < ? THEN step + 1 ELSE ? END"
         "  FROM top), ?) AS lo)"
-        f" SELECT {_KEYFRAME}, branch, step, step, blob FROM top",
+        f" SELECT {_KEYFRAME}, branch, step, base_step, blob FROM top",
         f"SELECT {_BASE}, k.branch, k.step, k.step, k.blob FROM keyframes k, top"
         " WHERE k.run_id = ? AND k.branch = top.branch AND k.step = top.base_step",
     ]
@@ -153,7 +154,8 @@ class SQLSteps(SQLBase):
         for part, b, first, last, blob in rows:
             what = f"run {run_id}: a {'keyframe' if part in (_KEYFRAME, _BASE) else 'step batch'}"
             if part == _KEYFRAME:
-                keyframe = Keyframe(b, stored_int(first, what), stored_blob(blob, what))
+                on = None if last is None else stored_int(last, what)
+                keyframe = Keyframe(b, stored_int(first, what), stored_blob(blob, what), on)
             elif part == _BASE:
                 base = Keyframe(b, stored_int(first, what), stored_blob(blob, what))
             elif part == _LATER:
@@ -174,7 +176,10 @@ class SQLSteps(SQLBase):
                 )
                 if row is not None:
                     what = f"run {run_id}: a keyframe of branch {seg.branch}"
-                    return Keyframe(seg.branch, stored_int(row[0], what), stored_blob(row[1], what))
+                    base = None if row[2] is None else stored_int(row[2], what)
+                    return Keyframe(
+                        seg.branch, stored_int(row[0], what), stored_blob(row[1], what), base
+                    )
             return None
 
     def keyframe_steps(self, run_id: str, branch: int, a: int, b: int) -> list[int]:

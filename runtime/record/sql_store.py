@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
-from runtime.record.contract import choose_prunable
+from runtime.record.contract import MAX_STEP, choose_prunable
 from runtime.record.requests import RequestPacker
 from runtime.record.sql_journal import SQLJournal
 from runtime.record.sql_owners import SQLOwners
@@ -61,6 +61,7 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
         # Packed LLM requests (requests.py): what is known of each run's parts.
         self._packer = RequestPacker(self._max_part_seq)
         self._packer_lock = threading.Lock()
+        self._init_fences()
 
     # runs
 
@@ -140,7 +141,7 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
             rows = self._rows(
                 conn,
                 "SELECT * FROM runs ORDER BY created_at DESC, id DESC LIMIT ?",
-                (max(limit, 0),),
+                (min(max(limit, 0), MAX_STEP),),  # a huge limit is no limit (SQL's is 64-bit)
             )
             return [run_from_row(row) for row in rows]
 
@@ -190,7 +191,7 @@ class SQLStore(SQLSteps, SQLJournal, SQLOwners):
                 " FROM runs" + self._dialect.for_update,
             ).fetchall()
             runs = [(r[0], r[1], r[2], int(r[3])) for r in rows]
-            now = self._clock()
+            now = self._db_now(conn)
             # A claim whose lease has expired is a dead owner's: its run is not spared.
             held = {r[0] for r in rows if r[4] and _live_claim(r[5], now)}
             spared = set(keep) | held

@@ -40,6 +40,15 @@ def _has_wal(path: Path) -> bool:
         return False
 
 
+def file_size(path: Path | str) -> int:
+    """The bytes a SQLite store takes on disk: the database and its write-ahead log."""
+    total = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            total += os.stat(f"{path}{suffix}").st_size
+    return total
+
+
 def default_db_path(env: Mapping[str, str] = os.environ) -> Path:
     """`$AGENCY_DB` if set, else `.agency/runs.db` under the current working directory."""
     configured = env.get("AGENCY_DB")
@@ -118,7 +127,7 @@ class SQLiteStore(SQLStore):
         conn = self._open_writer()
         for suffix in STORE_SUFFIXES:  # out of reach of the file builtins (a program's write())
             protect(self.path.with_name(self.path.name + suffix), "the run store")
-        self._writer = Writer(conn, self.where, self._clock, SQLITE)
+        self._writer = Writer(conn, self.where, self._clock, SQLITE, fence=self._check_fences)
         # Not a method of self: the finalizer must not keep the store alive.
         self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
 
@@ -191,6 +200,10 @@ class SQLiteStore(SQLStore):
                 )
             return uri
         raise StoreError(f"cannot open run store {path} read-only: {last}")
+
+    def size_bytes(self) -> int:
+        """What the store takes on disk: the database and its write-ahead log (the size cap)."""
+        return file_size(self.path)
 
     # plumbing
 

@@ -110,6 +110,8 @@ class Writer:
 
     `reconnect`, when given, is called after the connection dropped; it returns a new one (it may
     wait for the server) or None to give up, and the group is committed again on the new one.
+    `fence`, when given, runs first in every transaction and raises to refuse the whole group
+    (a run this process held was taken over: `SQLOwners`).
     """
 
     def __init__(
@@ -119,8 +121,10 @@ class Writer:
         clock: Callable[[], datetime],
         dialect: Dialect,
         reconnect: Callable[[], Connection | None] | None = None,
+        fence: Callable[[Connection], None] | None = None,
     ) -> None:
         self._conn = conn
+        self._fence = fence
         self._where = where
         self._clock = clock
         self._dialect = dialect
@@ -252,6 +256,8 @@ class Writer:
         sql_of = self._dialect.sql
         self._dialect.begin(conn)
         self._transaction = self._dialect.transaction_id(conn)
+        if self._fence is not None:
+            self._fence(conn)
         # Runs of the same statement go to executemany: its loop runs in C, which keeps this
         # thread's hold on the GIL (and so its cost to the interpreter) short.
         with self._dialect.group(conn):
@@ -281,6 +287,8 @@ class Writer:
         conn = self._conn
         try:
             self._dialect.begin(conn)
+            if self._fence is not None:
+                self._fence(conn)
             done: list[Op] = []
             for op in ops:
                 if op.box is not None:
@@ -300,7 +308,7 @@ class Writer:
             self._rollback()
             for op in ops:
                 if op.box is not None and op.box.error is None:
-                    op.box.error = self._store_error(exc)
+                    op.box.error = exc if isinstance(exc, StoreError) else self._store_error(exc)
             if any(op.box is None for op in ops):
                 self._errors.append(exc)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.errors import AgencyError
-from runtime.language.program import load_program
+from runtime.language.program import ProgramLoadError, load_program
 from runtime.llm.base import Completion
 from runtime.llm.registry import resolve_model
 from runtime.record import timeline as record
@@ -125,7 +125,12 @@ def _program(tl: record.Timeline) -> Any:
     if tl.program is not None:
         return tl.program
 
-    program = load_program(tl.source_path)
+    try:
+        program = load_program(tl.source_path)
+    except ProgramLoadError as exc:  # moved, deleted, or a damaged `source_path` in the store
+        raise ProgramLoadError(
+            f"run {tl.run_id} is re-executed from its program, which cannot be read: {exc}"
+        ) from None
     if tl.run is not None and program.sha256 != tl.run.source_sha256:
         raise AgencyError(
             f"{tl.source_path} changed since run {tl.run_id} was recorded; "

@@ -378,6 +378,28 @@ def claim_run(store: Any, run_id: str, *, force: bool = False, doing: str = "con
     return Claim(store, run_id, me, taken[-1] if taken else None)
 
 
+def stale_reason(store: Any, run: Any) -> str | None:
+    """Why a run marked `running` is in fact abandoned, or None when it may still run: its
+    process is dead on this host, or, on another host, no process holds it any more or the
+    holder's lease has ended (it died, or lost the database). Such a run is resumable: a
+    resume takes it over."""
+    if run.status != "running":
+        return None
+    proc = (run.meta or {}).get("process")
+    proc = proc if isinstance(proc, dict) else {}
+    alive = process_alive(proc)
+    if alive is True:
+        return None
+    if alive is False:
+        return f"its process (pid {proc.get('pid')}) is gone"
+    holder = store.run_owner(run.id, lease=True)
+    if holder is None:
+        return "no process holds it"
+    if lease_expired(holder):
+        return f"the lease of {owner_text(holder)} ended {_duration(-holder[LEASE_LEFT])} ago"
+    return None
+
+
 def reap_dead_runs(store: Any, runs: list[Any] | None = None, limit: int = 200) -> list[str]:
     """Mark `interrupted` every run still `running` whose recording process is gone (killed,
     crashed) on this host. Returns their ids. A run another live process has claimed (resumed

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.errors import AgencyError
+from runtime.record.sqlite_store import file_size
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
@@ -48,25 +49,35 @@ class Stopper:
             m.stop_at = m.step_index
 
     def watch_store(self, store: Any, recorder: Any) -> Callable[[], None]:
-        """Stop the run (resumable) once the run store's file (with its `-wal`) grows past
-        `max_store_bytes`, or would once what the recorder has written is committed: looked at
-        each time the recorder writes a batch of steps. Returns
-        what stops the watching (for a recorder that goes on under another stopper)."""
-        path = getattr(store, "path", None)
-        if self.max_store_bytes is None or path is None or recorder is None:
+        """Stop the run (resumable) once the run store grows past `max_store_bytes`, or would
+        once what the recorder has written is committed: looked at each time the recorder
+        writes a batch of steps. A store in a file (SQLite: `size_bytes`, the file and its
+        `-wal`) is capped whole, as on a laptop; a store in a database server (PostgreSQL,
+        shared by a team, grown by every writer at once, bounded by `agency prune`) or in
+        memory caps what this command writes to it. Returns what stops the watching (for a
+        recorder that goes on under another stopper)."""
+        measure = getattr(store, "size_bytes", None)
+        if self.max_store_bytes is None or recorder is None:
             return lambda: None
         limit = self.max_store_bytes
-        # The file grows only when the store's writer thread commits, which can lag the
+        where = getattr(store, "where", "in memory")
+        # A file grows only when the store's writer thread commits, which can lag the
         # recorder by many batches on a fast machine: what the recorder has handed the store
         # since the watch began counts at once.
-        start, handed = store_size(path), recorder.bytes_written
+        start, handed = (measure() if measure else 0), recorder.bytes_written
 
         def check(step: int) -> None:
-            size = max(store_size(path), start + recorder.bytes_written - handed)
+            added = recorder.bytes_written - handed
+            size = max(measure(), start + added) if measure else added
             if size > limit and not self.cancelled:
+                grown = (
+                    f"the run store {where} has grown to {size_text(size)}"
+                    if measure
+                    else f"this run has written {size_text(size)} to the run store {where}"
+                )
                 self.cancel(
-                    f"stopped: the run store {path} has grown to {size_text(size)}, over the "
-                    f"{size_text(limit)} allowed (--max-store-size, {MAX_STORE_ENV})"
+                    f"stopped: {grown}, over the {size_text(limit)} allowed "
+                    f"(--max-store-size, {MAX_STORE_ENV})"
                 )
 
         recorder.listeners.append(check)
@@ -126,15 +137,7 @@ def max_store_bytes(option: str | None) -> int:
     return parse_size(env, MAX_STORE_ENV) if env else DEFAULT_MAX_STORE_BYTES
 
 
-def store_size(path: Any) -> int:
-    """The bytes a SQLite store takes on disk: the database and its write-ahead log."""
-    total = 0
-    for suffix in ("", "-wal"):
-        try:
-            total += os.stat(f"{path}{suffix}").st_size
-        except OSError:
-            pass
-    return total
+store_size = file_size  # the bytes a SQLite store takes on disk, by its path
 
 
 def size_text(n: int) -> str:

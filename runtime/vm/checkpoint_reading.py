@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import CheckpointFormatError
 from runtime.language import bytecode
 from runtime.language.files import loads_json, read_text
-from runtime.language.stack_depths import frame_shapes, static_callee
+from runtime.language.stack_depths import callee_local, frame_shapes, static_callee, unfused
 from runtime.vm.builtins_callbacks import HOOKED_CALL
 from runtime.vm.frames import Frame
 from runtime.vm.state import Decoder
@@ -172,14 +172,21 @@ def _check_callee(
     above: dict[str, Any],
     program: CompiledProgram,
     where: str,
-    cache: dict[str, list[frozenset[Any]]],
+    reassigned: set[str],
 ) -> None:
-    """A frame waiting on a call whose callee the code names (`f(…)`) has that function's
-    frame above it (or, for a def, the prelude's `__hooked_call` running its callbacks first);
-    a builtin that returns without a frame has none. So a pc moved to another call's return
-    point, whose stack happens to have the same depth, is refused too."""
+    """A frame waiting on a call whose callee the code names (`f(…)`), or takes from a local
+    variable holding a function value (`g(…)`), has that function's frame above it (or, for a
+    def, the prelude's `__hooked_call` running its callbacks first); a builtin that returns
+    without a frame has none. So a pc moved to another call's return point, whose stack
+    happens to have the same depth, is refused too. `reassigned`: the variables a block may
+    assign in the frame that made it, whose value the call may have changed meanwhile."""
     pc = f["position"]["pc"]
     name = static_callee(code, pc - 1) if pc > 0 else None
+    if name is None and pc > 0:
+        local = callee_local(code, pc - 1)
+        if local is not None and local not in reassigned:
+            values = {**(f.get("args") or {}), **(f.get("locals") or {})}
+            name = _function_named(values.get(local))
     if name is None or above["scope"] == name:
         return
     callee = program.functions.get(name)
@@ -193,6 +200,30 @@ def _check_callee(
     )
 
 
+def _function_named(value: Any) -> str | None:
+    """The function an encoded function value runs (a def or builtin, a block, a partial
+    application of one), None for anything else."""
+    for _ in range(8):  # a partial of a partial of …
+        if not isinstance(value, dict):
+            return None
+        for key in ("$function", "$block"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+        value = value.get("$partial")
+    return None
+
+
+def _outer_assigned(program: CompiledProgram) -> set[str]:
+    """Every variable a block assigns in the frame that made it (`STORE_OUTER`, `UPDATE_OUTER`)."""
+    out: set[str] = set()
+    for fn in program.functions.values():
+        for op, arg in zip(fn.ops, fn.args):
+            op, arg = unfused(op, arg)
+            if op in (bytecode.STORE_OUTER, bytecode.UPDATE_OUTER):
+                out.add(str(arg[0] if type(arg) is tuple else arg))
+    return out
+
+
 def check_against_program(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
     """What a well-formed but tampered checkpoint could slip past the shape checks: every frame
     stands at a statement boundary of its function (and at the line and column it names), a
@@ -202,6 +233,7 @@ def check_against_program(data: dict[str, Any], program: CompiledProgram, origin
     user = data.get("kind") == "checkpoint"
     frames = data["stack"]
     depths: dict[str, list[frozenset[Any]]] = {}  # frame shapes per function, computed once
+    reassigned = _outer_assigned(program) if len(frames) > 1 else set()
     for i, f in enumerate(frames):
         code = program.module if f["scope"] == "<module>" else program.functions[f["scope"]]
         where = f"frame {i} (`{f['scope']}`)"
@@ -217,7 +249,7 @@ def check_against_program(data: dict[str, Any], program: CompiledProgram, origin
         _check_operands(f, code, top, f"{origin}: {where}")
         _check_depth(f, code, top, f"{origin}: {where}", depths)
         if not top:
-            _check_callee(f, code, frames[i + 1], program, f"{origin}: {where}", depths)
+            _check_callee(f, code, frames[i + 1], program, f"{origin}: {where}", reassigned)
     for key in ("step", "id", "branch"):
         _count(data.get(key), f"{origin}: `{key}`", -1 if key == "step" else 0)
     for key in ("run_id", "node"):
@@ -304,7 +336,7 @@ def _check_machine(extra: dict[str, Any], origin: str) -> None:
     for key in ("step_index", "cp_counter", "thread_counter", "llm_calls"):
         _count(extra.get(key), f"{where}.{key}`", -1 if key == "step_index" else 0)
     status = extra.get("status", RUNNING)
-    if status not in _STATUSES:
+    if not isinstance(status, str) or status not in _STATUSES:
         raise CheckpointFormatError(f"{where}.status` is {str(status)[:40]!r}, not a run status")
     if status == FAILED:
         raise CheckpointFormatError(

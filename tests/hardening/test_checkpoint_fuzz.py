@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from runtime.language import bytecode as B
 from tests.hardening import checkpoint_fuzz as fuzz
 
 
@@ -96,6 +97,14 @@ def test_a_failed_run_says_so(corpus: Any) -> None:
     assert "the run failed at this point (division by zero)" in out
 
 
+@pytest.mark.parametrize("status", [{}, [], 5, None])
+def test_a_status_that_is_not_a_string(corpus: Any, status: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["machine"]["status"] = status  # a dict was an internal error (unhashable)
+
+    assert "not a run status" in refused(corpus, edit, "approval-9.json")
+
+
 def _moved(corpus: Any, name: str, frame: int, pc: int) -> str:
     """The refusal of checkpoint `name` with frame `frame` moved to `pc` (its statement, line
     and column moved along, so only the frame's shape or its callee can tell)."""
@@ -129,3 +138,79 @@ def test_an_operand_stack_that_does_not_fit_its_pc(corpus: Any) -> None:
         d["stack"][0]["stack"].append(7)
 
     assert "the operand stack holds 1 value, but at `position.pc`" in refused(corpus, edit)
+
+
+DYNAMIC = """def inc(x: number, h: any): number {
+  h()
+  const y = x + 1
+  return y
+}
+
+def dbl(x: number, h: any): number {
+  h()
+  const y = x * 2
+  return y
+}
+
+node main() {
+  let f = inc
+  const g = dbl
+  const a = f(10) as {
+    f = dbl
+  }
+  const b = g(20) as {
+    print("in g")
+  }
+  print(a, b, f == dbl)
+  return a + b
+}
+"""
+
+
+def _inside(tmp_path: Path, scope: str, f: str) -> tuple[dict[str, Any], Any]:
+    """A checkpoint of DYNAMIC taken in `scope` while `main`'s `f` holds `f`, and `main`."""
+    from runtime.language.program import load_program
+
+    (tmp_path / "dyn.agency").write_text(DYNAMIC)
+    db = str(tmp_path / "runs.db")
+    prog = str(tmp_path / "dyn.agency")
+    code, out = fuzz.agency("run", prog, "--db", db)
+    assert code == 0 and "11 40 true" in out, out
+    for step in range(1, 40):
+        path = tmp_path / f"s{step}.json"
+        code, out = fuzz.agency("export", f"last:{step}", "--db", db, "-o", str(path))
+        assert code == 0, out
+        data = json.loads(path.read_text())
+        main = data["stack"][0]
+        if data["stack"][-1]["scope"] == scope and main["locals"]["f"] == {"$function": f}:
+            return data, load_program(prog).functions["main"]
+    raise AssertionError(f"no step inside {scope}")
+
+
+def _restore(tmp_path: Path, data: dict[str, Any]) -> tuple[int, str]:
+    path = tmp_path / "cp.json"
+    path.write_text(json.dumps(data))
+    return fuzz.agency(
+        "run", str(tmp_path / "dyn.agency"), "--no-record", "--checkpoint", str(path)
+    )
+
+
+def test_a_caller_moved_between_calls_through_function_values(tmp_path: Path) -> None:
+    # `main` waits on `f(10)`, `f` holding `inc`; the return point of `g(20)` has the same
+    # stack, handlers and traps: only the function `g` holds tells them apart.
+    data, main = _inside(tmp_path, "inc", "inc")
+    first, second = [pc for pc in fuzz.return_points(main) if main.ops[pc - 1] == B.CALL][:2]
+    assert data["stack"][0]["position"]["pc"] == first
+    fuzz.move_to(data["stack"][0]["position"], main, second)
+    code, out = _restore(tmp_path, data)
+    assert code == 2, out
+    assert "it waits on a call to `dbl`, but the frame above it runs `inc`" in out
+    assert "cp.json" in out and len(out.strip().splitlines()) == 1
+
+
+def test_a_callee_whose_variable_a_block_reassigned_is_not_refused(tmp_path: Path) -> None:
+    # Inside `f(10)` the block has set `f = dbl` already: `main` waits on a call through `f`,
+    # and `inc` runs above it. A real state, restored as it was.
+    data, _ = _inside(tmp_path, "inc", "dbl")
+    code, out = _restore(tmp_path, data)
+    assert code == 0 and "in g\n11 40 true" in out, out

@@ -65,3 +65,30 @@ def test_read_only_commands_leave_no_wal_or_shm(tmp_path: Path) -> None:
     proc = agency(tmp_path, "export", "last:0", "-o", str(tmp_path / "cp.json"))
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(store)) == ["runs.db"]
+
+
+def test_a_huge_runs_limit_is_no_limit(tmp_path: Path) -> None:
+    (tmp_path / "ok.agency").write_text(OK)
+    assert agency(tmp_path, "run", "ok.agency").returncode == 0
+    proc = agency(tmp_path, "runs", "--limit", "9" * 30, "--json")  # internal error before
+    assert proc.returncode == 0 and '"status": "finished"' in proc.stdout, proc.stderr
+
+
+def test_a_database_url_that_does_not_parse_is_refused_without_its_password(
+    tmp_path: Path,
+) -> None:
+    proc = agency(tmp_path, "runs", "--db", "postgresql://ada:s3cret@[::1/db")  # exit 70 before
+    assert proc.returncode == 2 and "Invalid IPv6 URL" in proc.stderr, proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_exporting_a_run_whose_program_is_gone_names_the_run(tmp_path: Path) -> None:
+    (tmp_path / "ok.agency").write_text(OK)
+    assert agency(tmp_path, "run", "ok.agency").returncode == 0
+    (tmp_path / "ok.agency").unlink()  # or a damaged `source_path` in the store (store_fuzz)
+    proc = agency(tmp_path, "export", "last:1", "-o", "cp.json")
+    assert proc.returncode == 66, proc.stderr
+    assert "is re-executed from its program, which cannot be read: ok.agency: no such file" in (
+        proc.stderr
+    )
+    assert not (tmp_path / "cp.json").exists()

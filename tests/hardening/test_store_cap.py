@@ -139,3 +139,28 @@ def test_the_debugger_command_takes_the_cap(tmp_path: Path) -> None:
     help_text = agency(tmp_path, "debugger", "--help").stdout
     assert "--max-store-size" in help_text
     assert "--max-store-size" in agency(tmp_path, "resume", "--help").stdout
+
+
+def test_on_postgres_the_cap_bounds_what_a_run_writes(tmp_path: Path) -> None:
+    """A team's database grows by every writer at once and is bounded by `agency prune`, so
+    there the cap counts what this command hands the store: it trips, resumably, whatever the
+    database already holds."""
+    from runtime.record.pg_store import PostgresStore
+    from tests.runtime.pg_helpers import fresh_schema
+
+    (tmp_path / "loop.agency").write_text(LOOP)
+    with fresh_schema() as url:
+        first = agency(tmp_path, "run", "loop.agency", "--db", url, "--max-store-size", "1M")
+        assert first.returncode == 130, first.stderr
+        assert "this run has written" in first.stderr and "over the 1.0 MiB allowed" in first.stderr
+        assert "Traceback" not in first.stderr and "agency resume" in first.stderr
+        with PostgresStore(url, read_only=True) as store:
+            run = store.latest_run()
+            assert run is not None and run.status == "interrupted"
+            steps = store.step_count(run.id, 0)
+        again = agency(tmp_path, "resume", "--last", "--db", url, AGENCY_MAX_STORE_SIZE="1M")
+        assert again.returncode == 130 and "AGENCY_MAX_STORE_SIZE" in again.stderr, again.stderr
+        with PostgresStore(url, read_only=True) as store:
+            run = store.latest_run()
+            assert run is not None and run.status == "interrupted"
+            assert store.step_count(run.id, 0) > steps  # it ran on, under a cap of its own

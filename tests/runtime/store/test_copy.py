@@ -19,7 +19,7 @@ def recorded(source: RunStore, clock: FakeClock) -> str:
     for first in range(0, 40, 4):
         source.append_batch(run_id, 0, first, first + 3, b"b0:%d" % first)
     for step in (0, 16, 32):
-        source.put_keyframe(run_id, 0, step, b"k0:%d" % step)
+        source.put_keyframe(run_id, 0, step, b"k0:%d" % step, None if step == 0 else 0)
     source.add_event(run_id, 0, 5, "llm", "asked", {"n": 1})
     source.add_llm_call(run_id, 0, 5, provider="sim", model="m", request={"q": 1}, response="a")
     source.put_effect(
@@ -56,6 +56,7 @@ def test_copy_moves_a_run_whole(tmp_path: Path, store: RunStore, clock: FakeCloc
         clock.advance(days=3)
         assert copy_run(laptop, store, run_id[:8]) == 40
         assert everything(store, run_id) == everything(laptop, run_id)
+        assert store.keyframe_at_or_before(run_id, 0, 20) == (0, 16, b"k0:16", 0)  # its base
         assert copy_run(laptop, store, run_id) is None  # already there: left alone
 
 

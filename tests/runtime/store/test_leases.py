@@ -5,6 +5,7 @@ SQLite and PostgreSQL (`AGENCY_TEST_POSTGRES`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import LEASE_LEFT, MemoryStore, RunStore
 from runtime.runs import processes
 from runtime.runs.processes import RunBusy, claim_run, lease_expired, process_meta
+from tests.cli_helpers import agency
 
 from .helpers import FakeClock, meta
 
@@ -220,3 +222,25 @@ def test_prune_spares_a_live_lease_and_not_an_expired_one(
     assert store.renew_lease(live, A, 30)  # A still runs; B died ten days ago
     assert store.prune(timedelta(days=5)) == 1
     assert [r.id for r in store.list_runs()] == [live]
+
+
+def test_runs_shows_a_run_whose_remote_owner_lost_its_lease_as_stale(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    with SQLiteStore(path, clock=lambda: an_hour_ago) as old:
+        dead = old.create_run(meta())
+        old.update_run(dead, meta={"process": A})
+        assert old.claim_run(dead, A, lease=30) is None
+    with SQLiteStore(path) as now:
+        live = now.create_run(meta())
+        now.update_run(live, meta={"process": B})
+        assert now.claim_run(live, B, lease=30) is None
+    result = agency("runs", "--db", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    rows = {row["id"]: row for row in json.loads(result.output)}
+    assert rows[dead]["status"] == "running"  # as stored: resume takes it over
+    assert "the lease of pid 4242 on machine-a" in rows[dead]["stale"], rows[dead]
+    assert "stale" not in rows[live]
+    table = agency("runs", "--db", str(path)).output
+    assert f"run {dead} is stale: the lease of pid 4242" in table, table
+    assert f"`agency resume {dead}` continues it" in table and f"run {live} is" not in table
