@@ -625,8 +625,14 @@ def _agency_file(m: Machine, args: list[Any], named: dict[str, Any], what: str) 
     )
 
 
+def _shown(m: Machine, path: Path) -> str:
+    """`path` as the program and the journal name it: relative to the working directory, so a
+    run replayed or resumed in another directory asks for the same file."""
+    return str(path.relative_to(m.world.root)) if m.world.root in path.parents else str(path)
+
+
 def _file_text(m: Machine, path: Path, what: str) -> str:
-    shown = str(path.relative_to(m.world.root)) if m.world.root in path.parents else str(path)
+    shown = _shown(m, path)
 
     def act() -> str:
         try:
@@ -666,5 +672,5 @@ def _agency_format_file(m: Machine, args: list[Any], named: dict[str, Any]) -> A
             ) from None
         return True
 
-    what = {"path": str(path), "bytes": len(text), "sha256": content_hash(text)}
+    what = {"path": _shown(m, path), "bytes": len(text), "sha256": content_hash(text)}
     return perform(m, "write", what, act, lambda: file_holds(path, text))
