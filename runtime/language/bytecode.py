@@ -169,7 +169,6 @@ BUILTIN_NAMES = frozenset(
         "printJSON",
         "propagate",
         "range",
-        "read",
         "reject",
         "resolve",
         "restore",
@@ -177,7 +176,6 @@ BUILTIN_NAMES = frozenset(
         "setMutable",
         "success",
         "values",
-        "write",
     }
 )
 
@@ -185,6 +183,7 @@ BUILTIN_NAMES = frozenset(
 # by runtime/vm/builtins_std.py, builtins_fs.py and builtins_shell.py.
 STD_HOST_NAMES = frozenset(
     {
+        "__agent_cwd_apply",
         "__date_advance",
         "__date_now",
         "__date_today",
@@ -245,6 +244,7 @@ FILES_HOST_NAMES = frozenset(
     {
         "__file_grep",
         "__file_prepare",
+        "__file_read",
         "__file_read_binary",
         "__file_write",
         "__file_write_binary",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
-from runtime.language.files import protected_reason, read_text
+from runtime.language.files import read_text
 from runtime.vm import (  # noqa: F401  (they register)
     builtins_agency,
     builtins_aws,
@@ -99,17 +99,10 @@ class World:
         p = (self.root / path).resolve()
         if p != self.root and self.root not in p.parents:
             raise AgencyRuntimeError(f"path {path!r} escapes the working directory")
-        refused = _runtime_owned(self.root, p)
+        refused = builtins_fs.runtime_owned(self.root, p)
         if refused is not None:
             raise AgencyRuntimeError(f"path {path!r} is {refused}; programs cannot touch it")
         return p
-
-
-def _runtime_owned(root: Path, p: Path) -> str | None:
-    """What the runtime keeps at `p` (the run store, `.agency/`, a file being written), if so."""
-    if ".agency" in p.relative_to(root).parts:
-        return "inside .agency/, where runs are recorded"
-    return protected_reason(p)
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -204,50 +197,6 @@ def _set_mutable(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 
 # -- files ---------------------------------------------------------------------------------------
-
-
-@builtin("read")
-def _read(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
-    path_arg = arg(args, named, 0, "path")
-    if path_arg is None:
-        path_arg = named.get("filename")
-    dir_ = arg(args, named, 1, "dir")
-    if dir_ is not None:  # read(filename, dir): the file inside an explicitly named directory
-        path = builtins_fs.inside(m, path_arg, dir_, changes=False, what="read")
-    else:
-        path = m.world.resolve(path_arg)
-
-    def act() -> str:
-        try:
-            return read_text(path, "read:", AgencyRuntimeError, str(path_arg))
-        except OSError as exc:
-            raise AgencyRuntimeError(f"read: cannot read {path.name}: {exc.strerror}") from None
-
-    return observe(m, "read", {"path": path_arg}, act)  # type: ignore[no-any-return]
-
-
-@builtin("write")
-def _write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    path_arg = arg(args, named, 0, "path")
-    if path_arg is None:
-        path_arg = named.get("filename")
-    text = well_formed(to_str(arg(args, named, 1, "text", named.get("content", ""))))
-    dir_ = arg(args, named, 2, "dir")
-    if dir_ is not None:  # write(filename, content, dir), inside the working directory
-        path = builtins_fs.inside(m, path_arg, dir_, changes=True, what="write")
-        path_arg = str(path.relative_to(m.world.root))
-    else:
-        path = m.world.resolve(path_arg)
-
-    def act() -> Any:
-        try:
-            atomic_write(path, text)
-        except OSError as exc:
-            raise AgencyRuntimeError(f"write: cannot write {path_arg}: {exc.strerror}") from None
-        return True
-
-    args_ = {"path": path_arg, "bytes": len(text), "sha256": content_hash(text)}
-    return perform(m, "write", args_, act, lambda: file_holds(path, text))
 
 
 @builtin("saveToDisk")

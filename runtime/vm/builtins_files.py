@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
-from runtime.language.files import read_bytes
+from runtime.language.files import read_bytes, read_text
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_fs import SKIPPED_DIRS, base_dir, check_allowed, inside
@@ -102,6 +102,39 @@ def _file_write(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     mode = _mode(arg(args, named, 3, "mode"), "write")
     filename, dir_ = arg(args, named, 0, "filename"), arg(args, named, 2, "dir")
     return _write_bytes(m, "write", filename, dir_, text.encode("utf-8"), mode)
+
+
+@builtin("__file_read")
+def _file_read(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The text of `filename` inside `dir`; with `offset` (1-based line) or `limit` (lines),
+    that window of lines and a note saying what was left out."""
+    filename, dir_ = arg(args, named, 0, "filename"), arg(args, named, 1, "dir")
+    path = inside(m, filename, "." if dir_ is None else dir_, changes=False, what="read")
+
+    def act() -> str:
+        try:
+            return read_text(path, "read:", AgencyRuntimeError, _s(filename))
+        except OSError as exc:
+            raise AgencyRuntimeError(f"read: cannot read {_s(filename)}: {exc.strerror}") from None
+
+    text: str = observe(m, "read", {"path": _s(filename), "dir": _s(dir_ or ".")}, act)
+    offset, limit = arg(args, named, 2, "offset"), arg(args, named, 3, "limit")
+    return _window(text, to_number(offset or 0), to_number(limit or 0))
+
+
+def _window(text: str, offset: float, limit: float) -> str:
+    """Lines `offset`.. (1-based) of `text`, at most `limit` of them (0: no bound), as the
+    reference's read paginates; the whole text when neither is asked for."""
+    if offset <= 0 and limit <= 0:
+        return text
+    lines = text.split("\n")
+    start = int(offset) if offset > 0 else 1
+    count = int(limit) if limit > 0 else len(lines) - (start - 1)
+    part = lines[start - 1 : start - 1 + count]
+    out = "\n".join(part)
+    if start - 1 + count < len(lines):
+        out += f"\n... [truncated: showing {start}-{start + len(part) - 1} of {len(lines)} lines]"
+    return out
 
 
 @builtin("__file_write_binary")

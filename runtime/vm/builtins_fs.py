@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
+from runtime.language.files import protected_reason
+from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.effects import observe, perform
 from runtime.vm.values import JSArray, JSObject, to_number, to_str
@@ -32,6 +34,13 @@ SKIPPED_DIRS = frozenset({"node_modules", ".git", "dist", "build", ".next", ".ca
 
 def _s(v: Any) -> str:
     return v if type(v) is str else to_str(v)
+
+
+def runtime_owned(root: Path, p: Path) -> str | None:
+    """What the runtime keeps at `p` (the run store, `.agency/`, a file being written), if so."""
+    if ".agency" in p.relative_to(root).parts:
+        return "inside .agency/, where runs are recorded"
+    return protected_reason(p)
 
 
 def base_dir(m: Machine, dir_: Any, *, changes: bool, what: str) -> Path:
@@ -65,11 +74,19 @@ def inside(m: Machine, filename: Any, dir_: Any, *, changes: bool, what: str) ->
             f"{what}: the file name {name!r} must be relative to the directory {str(base)!r}. "
             + retry
         )
+    if "\0" in name or well_formed(name) != name:
+        raise AgencyRuntimeError(
+            f"{what}: path {name!r} holds a NUL character or a lone surrogate: no file has that name"
+        )
     p = (base / name).resolve()
     if p != base and base not in p.parents:
         raise AgencyRuntimeError(f"{what}: {name!r} escapes the directory {str(base)!r}. " + retry)
     if changes:
         base_dir(m, dir_, changes=True, what=what)
+    root: Path = m.world.root
+    refused = runtime_owned(root, p) if p == root or root in p.parents else None
+    if refused is not None:
+        raise AgencyRuntimeError(f"{what}: path {name!r} is {refused}; programs cannot touch it")
     return p
 
 

@@ -50,6 +50,19 @@ def _path_join(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     return posixpath.normpath("/".join(parts)) if parts else "."
 
 
+@builtin("__agent_cwd_apply")
+def _agent_cwd_apply(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    """`dir` resolved against the agent working directory: std::index's module variable
+    `agentCwd` (absent when the program never imported std::index: then nothing is set). An
+    absolute `dir`, or no agent working directory, passes through unchanged."""
+    dir_ = _s(arg(args, named, 0, "dir"))
+    cwd = m.globals.get("agentCwd")
+    if not cwd or dir_.startswith("/"):
+        return dir_
+    base = _s(cwd)
+    return base if dir_ in ("", ".") else posixpath.normpath(base + "/" + dir_)
+
+
 @builtin("__path_resolve")
 def _path_resolve(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     out = str(m.world.root)

@@ -56,6 +56,9 @@ from runtime.vm.writelog import (
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
+# The prelude def that asks the file functions' question (runtime/language/prelude.agency).
+FILE_GATE = "__file_gate"
+
 
 class CallingMachine(MachineState):
     """Calls and returns: binding arguments, pushing and popping frames, builtins, bound and
@@ -445,9 +448,11 @@ class CallingMachine(MachineState):
 
     def _reject(self, value: Any = None) -> None:
         """An interrupt was rejected: the nearest def, node or handler function (the one that
-        raised it) returns a failure carrying the rejection's value."""
+        raised it) returns a failure carrying the rejection's value. The prelude's file
+        functions (read, write, …) are defs to the program: their question's rejection is
+        their failure, so the prelude frame that asks it (FILE_GATE) takes the rejection."""
         frames = self.frames
-        while frames and frames[-1].code.kind == "prelude":
+        while frames and frames[-1].code.kind == "prelude" and frames[-1].code.name != FILE_GATE:
             frames.pop()
             self.log((W_POP_FRAME,))
         if not frames:

@@ -23,7 +23,7 @@ import { runCode } from "std::agency"
 
 const CHILD = """
 node main() {
-  write("child-ran.txt", "x")
+  write("child-ran.txt", "x") with approve
   const first = interrupt("first?", {effect: "my::first"})
   const second = interrupt("second?", {effect: "my::second"})
   return [first, second]

@@ -75,9 +75,9 @@ def _dead_pid() -> int:
 
 FIRST_STEP = """\
 node main() {
-  write("first.txt", "first")
+  write("first.txt", "first") with approve
   const a = llm("hello")
-  write("second.txt", "got ${a}")
+  write("second.txt", "got ${a}") with approve
   return a
 }
 """
@@ -256,7 +256,7 @@ node main() {
   for (i in range(400000)) {
     acc = (acc * 31 + i) % 1000003
   }
-  write("done.txt", "acc ${acc}")
+  write("done.txt", "acc ${acc}") with approve
   return acc
 }
 """

@@ -45,7 +45,7 @@ SENTINEL_NS = 1_000_000_007_000_000_000  # an mtime no write now can give a file
 
 PROGRAM = """\
 destructive def commit(i: number, answer: string) {
-  write("d${i}.txt", "commit ${i}: ${answer}")
+  write("d${i}.txt", "commit ${i}: ${answer}") with approve
   return "committed ${i}"
 }
 
@@ -53,7 +53,7 @@ node main() {
   let log = []
   for (i in range(40)) {
     const a = llm("item ${i}")
-    write("f${i}.txt", "item ${i} = ${a}")
+    write("f${i}.txt", "item ${i} = ${a}") with approve
     const c = commit(i, a)
     log.push(c)
   }

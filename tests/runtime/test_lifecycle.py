@@ -201,7 +201,7 @@ node main() {
   let total = 0
   for (i in range(3)) {
     const a: number = llm("give a number")
-    write("f${i}.txt", "value ${a}")
+    write("f${i}.txt", "value ${a}") with approve
     total = total + a
   }
   print("total", total)
@@ -275,8 +275,8 @@ def test_moving_code_is_not_a_divergence(recorded: tuple[Path, str]) -> None:
             "VALUE ${a}",
             4,
             5,
-            "write f0.txt (bytes 7, sha256 ",
-            "write f0.txt (bytes 7, sha256 ",
+            "write f0.txt (mode overwrite, bytes 7, sha256 ",
+            "write f0.txt (mode overwrite, bytes 7, sha256 ",
         ),
         ('write("f${i}.txt"', 'write("g${i}.txt"', 4, 5, "write f0.txt", "write g0.txt"),
         ("total + a", "total + 2 * a", 5, 6, "`total = total + a`", "`total = total + 2 * a`"),
@@ -342,10 +342,10 @@ def test_replay_from_a_step_shows_output_from_there(tmp_path: Path) -> None:
 STOPS = """\
 node main() {
   const a = llm("first")
-  write("a.txt", a)
+  write("a.txt", a) with approve
   const ok = interrupt("go on?")
   const b = llm("second")
-  write("b.txt", b)
+  write("b.txt", b) with approve
   return [a, b, ok]
 }
 """
@@ -500,7 +500,7 @@ node main() {
   for (i in range(3000000)) {
     n = n + 1
   }
-  write("done.txt", "n=${n}")
+  write("done.txt", "n=${n}") with approve
   return n
 }
 """
@@ -556,18 +556,18 @@ def test_ctrl_c_saves_the_run_as_interrupted_and_resume_finishes_it(tmp_path: Pa
 
 COUNTER = """\
 destructive def bump(name: string) {
-  const old = read(name)
-  write(name, "${old}x")
+  const old = read(name) catch "" with approve
+  write(name, "${old}x") with approve
   return old.length + 1
 }
 
 idempotent destructive def stamp(n: number) {
-  write("stamp.txt", "stamp ${n}")
+  write("stamp.txt", "stamp ${n}") with approve
   return n
 }
 
 node main() {
-  write("count.txt", "")
+  write("count.txt", "") with approve
   let seen = []
   for (i in range(6)) {
     seen.push(bump("count.txt"))
@@ -619,7 +619,7 @@ def test_a_journaled_destructive_def_returns_its_recorded_result(tmp_path: Path)
     program = load_program(
         _write(
             tmp_path,
-            'destructive def fetch() {\n  return read("src.txt")\n}\n'
+            'destructive def fetch() {\n  return read("src.txt") catch "" with approve\n}\n'
             "node main() {\n  const a = fetch()\n  let n = 0\n"
             "  for (i in range(30)) {\n    n = n + 1\n  }\n  return [a, n]\n}\n",
         )
@@ -653,7 +653,7 @@ def test_replay_does_not_perform_effects_even_without_a_journal(tmp_path: Path) 
     program = load_program(
         _write(
             tmp_path,
-            'node main() {\n  write("x.txt", "1")\n  saveToDisk({a: 1}, "y.json")\n  return loadFromDisk("y.json").a\n}\n',
+            'node main() {\n  write("x.txt", "1") with approve\n  saveToDisk({a: 1}, "y.json")\n  return loadFromDisk("y.json").a\n}\n',
         )
     )
     store = MemoryStore()
@@ -687,7 +687,7 @@ def test_interrupt_answers_given_by_a_callback_replay(tmp_path: Path) -> None:
 def test_resume_of_a_failed_run_retries_the_failing_step(tmp_path: Path) -> None:
     _write(
         tmp_path,
-        'node main() {\n  const a = llm("one")\n  write("a.txt", a)\n  const b = llm("two")\n  return [a, b]\n}\n',
+        'node main() {\n  const a = llm("one")\n  write("a.txt", a) with approve\n  const b = llm("two")\n  return [a, b]\n}\n',
     )
     (tmp_path / "one.json").write_text(json.dumps([{"return": "A"}]))
     (tmp_path / "two.json").write_text(json.dumps([{"return": "A"}, {"return": "B"}]))

@@ -29,15 +29,18 @@ KEY = "sk-test-ownership"
 AFTER_INTERRUPT = """node main() {
   const ok = interrupt("go on?")
   const answer = llm("say hi")
-  write("log.txt", read("log.txt") + "b")
+  const logb = read("log.txt") catch "" with approve
+  write("log.txt", logb + "b") with approve
   print("done ${answer}")
 }
 """
 # An effect, then a model call the test holds open until it kills the process.
 KILLED = """node main() {
-  write("log.txt", read("log.txt") + "a")
+  const loga = read("log.txt") catch "" with approve
+  write("log.txt", loga + "a") with approve
   const answer = llm("say hi")
-  write("log.txt", read("log.txt") + "b")
+  const logb = read("log.txt") catch "" with approve
+  write("log.txt", logb + "b") with approve
   print("done ${answer}")
 }
 """
