@@ -16,6 +16,8 @@ by its URL without it (`redact`). Prefer libpq's own `PGPASSWORD` / `~/.pgpass`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import sys
 import time
 import urllib.parse
@@ -29,8 +31,9 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from runtime.record import pg_migrations
+from runtime.record.sql_owners import SELECT_OWNER
 from runtime.record.sql_store import SQLStore
-from runtime.record.store import StoreError, utcnow
+from runtime.record.store import StoreError, lease_left, loads, utcnow
 from runtime.record.writer import Dialect, NoWriter, Writer
 
 __all__ = ["PostgresStore", "is_postgres_url", "redact"]
@@ -56,6 +59,13 @@ def redact(url: str) -> str:
         user, host = netloc.rsplit("@", 1)
         netloc = user.split(":", 1)[0] + "@" + host
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def session_name(owner: dict[str, Any]) -> str:
+    """The `application_name` of an owner's writer session: a digest of the owner (a name is
+    at most 63 bytes; a host name alone can be longer)."""
+    digest = hashlib.sha256(json.dumps(owner, sort_keys=True).encode()).hexdigest()[:24]
+    return f"agency-owner-{digest}"
 
 
 class PostgresDialect(Dialect):
@@ -201,6 +211,29 @@ class PostgresStore(SQLStore):
                     return None
                 time.sleep(pause)  # the server is restarting: try again, less and less often
                 pause = min(pause * 2, 1.0)
+
+    def _name_session(self, conn: Any, owner: dict[str, Any]) -> None:
+        # Session-wide (not LOCAL): the writer's connection stays this owner's after commit.
+        conn.execute("SELECT set_config('application_name', %s, false)", (session_name(owner),))
+
+    def _end_expired_holder(self, conn: Any, run_id: str, mine: dict[str, Any]) -> None:
+        # A holder suspended mid-transaction (SIGSTOP, a frozen VM) keeps its fence's row lock
+        # until its connection closes, and PostgreSQL ends no session that waits on its client
+        # inside a pipeline. Once its lease has ended the run is no longer its own: end its
+        # writer's session (found by the name it set when it claimed), which rolls back what it
+        # had not committed; on waking it reconnects and its fence refuses its writes.
+        row = self._one(conn, SELECT_OWNER, (run_id,))  # a plain read: waits on no lock
+        if row is None:
+            return
+        holder = loads(row[0])
+        left = lease_left(row[1], self._db_now(conn))
+        if holder == mine or left is None or left > 0:
+            return
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (session_name(holder),),
+        )
 
     def _db_now(self, conn: Any) -> datetime:
         """The server's clock: every machine sharing the database measures leases by it."""

@@ -36,7 +36,7 @@ from runtime.record.writer import Connection, Op, WriteResult
 
 __all__ = ["SQLOwners"]
 
-_SELECT_OWNER = "SELECT owner_json, lease_until FROM run_owners WHERE run_id = ?"
+SELECT_OWNER = "SELECT owner_json, lease_until FROM run_owners WHERE run_id = ?"
 
 
 class SQLOwners(SQLBase):
@@ -63,7 +63,7 @@ class SQLOwners(SQLBase):
             fences = sorted(self._fences.items())
         for run_id, mine in fences:
             exists = self._lock_run(conn, run_id)
-            row = self._one(conn, _SELECT_OWNER, (run_id,)) if exists else None
+            row = self._one(conn, SELECT_OWNER, (run_id,)) if exists else None
             holder = None if row is None else loads(row[0])
             if holder != mine:
                 raise RunTakenOver(self.where, run_id, holder)
@@ -79,12 +79,13 @@ class SQLOwners(SQLBase):
         mine = loads(owner_json)
 
         def claim(conn: Connection) -> dict[str, Any] | None:
+            self._end_expired_holder(conn, run_id, mine)
             # Inside the writer's transaction, with the run's row locked (PostgreSQL) or the
             # database's write lock held (SQLite's BEGIN IMMEDIATE): no other process reads or
             # writes the owner between this look and the write below.
             exists = self._lock_run(conn, run_id)
             now = self._db_now(conn)
-            row = self._one(conn, _SELECT_OWNER, (run_id,))
+            row = self._one(conn, SELECT_OWNER, (run_id,))
             if row is not None:
                 holder: dict[str, Any] = loads(row[0])
                 if holder != mine:
@@ -103,6 +104,7 @@ class SQLOwners(SQLBase):
                 " claimed_at = excluded.claimed_at, lease_until = excluded.lease_until",
                 (run_id, owner_json, format_ts(now), self._lease_until(now, lease)),
             )
+            self._name_session(conn, mine)
             return None
 
         holder: dict[str, Any] | None = self._call(claim)
@@ -111,11 +113,20 @@ class SQLOwners(SQLBase):
                 self._fences[run_id] = mine
         return holder
 
+    def _end_expired_holder(self, conn: Connection, run_id: str, mine: dict[str, Any]) -> None:
+        """Before a claim locks the run: where a holder whose lease has ended can still hold
+        the run's lock in an open transaction (a suspended process), end that holder's
+        session, so the claim does not wait on it for ever. Nothing to do by default."""
+
+    def _name_session(self, conn: Connection, owner: dict[str, Any]) -> None:
+        """Mark the writer's session as `owner`'s, for `_end_expired_holder`. Nothing by
+        default."""
+
     def renew_lease(self, run_id: str, owner: dict[str, Any], lease: float) -> bool:
         mine = loads(dumps(owner, "a run owner"))
 
         def renew(conn: Connection) -> bool:
-            row = self._one(conn, _SELECT_OWNER, (run_id,))
+            row = self._one(conn, SELECT_OWNER, (run_id,))
             if row is None or loads(row[0]) != mine:
                 return False
             self._exec(
@@ -141,7 +152,7 @@ class SQLOwners(SQLBase):
         mine = loads(dumps(owner, "a run owner"))
 
         def release(conn: Connection) -> None:
-            row = self._one(conn, _SELECT_OWNER, (run_id,))
+            row = self._one(conn, SELECT_OWNER, (run_id,))
             if row is not None and loads(row[0]) == mine:
                 self._exec(conn, "DELETE FROM run_owners WHERE run_id = ?", (run_id,))
 
@@ -155,7 +166,7 @@ class SQLOwners(SQLBase):
 
     def run_owner(self, run_id: str, lease: bool = False) -> dict[str, Any] | None:
         with self._reading() as conn:
-            row = self._one(conn, _SELECT_OWNER, (run_id,))
+            row = self._one(conn, SELECT_OWNER, (run_id,))
             if row is None:
                 return None
             holder = dict(loads(row[0]))
