@@ -458,6 +458,19 @@ record_program(compile_source(src, "long.agency"), RunConfig(model_spec="sim", r
 """
 
 
+def _until_steps_durable(db: Path, n: int, timeout: float = 120.0) -> None:
+    """Wait until a recording in another process has more than `n` steps committed in `db`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db.exists():
+            with SQLiteStore(db, read_only=True) as store:
+                runs = store.list_runs()
+                if runs and store.step_count(runs[0].id) > n:
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} steps reached {db} in {timeout} s")
+
+
 def test_kill_9_leaves_a_readable_prefix(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     env = dict(os.environ)
@@ -473,7 +486,7 @@ def test_kill_9_leaves_a_readable_prefix(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "started"
-        time.sleep(1.5)
+        _until_steps_durable(db, 200)  # killed once some steps are on disk, wherever it then is
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
