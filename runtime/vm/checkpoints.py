@@ -61,11 +61,13 @@ def encode_state(
     top_override: Frame | None = None,
     drop_top: int = 0,
     env: tuple[dict[str, Any], dict[str, int]] | None = None,
+    failure_checkpoints: bool = True,
 ) -> dict[str, Any]:
     """The rolled-back part of the state (and, when not `user`, everything else too).
 
     `env` (globals, thread lengths) replaces the current globals and cuts the threads back:
-    a failure's checkpoint is the state at its def's entry."""
+    a failure's checkpoint is the state at its def's entry. Without `failure_checkpoints`, the
+    failures in the state are saved without the checkpoints they carry."""
     frames = list(m.frames[: len(m.frames) - drop_top] if drop_top else m.frames)
     if top_override is not None:
         frames[-1] = top_override
@@ -74,7 +76,7 @@ def encode_state(
     # While the module is still initialising (a module-level call is running), it stays.
     if len(frames) > 1 and frames[0].code.kind == "module" and frames[1].code.kind == "node":
         frames = frames[1:]
-    enc = Encoder()
+    enc = Encoder(failure_checkpoints=failure_checkpoints)
     roots: list[Any] = []
     for f in frames:
         roots.extend(f.locals.values())
@@ -244,12 +246,16 @@ def take_checkpoint(m: Machine) -> int:
 
 
 def entry_checkpoint(m: Machine, frame: Frame) -> Any:
-    """The checkpoint carried by a failure: the def's frame as it was at entry."""
+    """The checkpoint carried by a failure: the def's frame as it was at entry. The failures
+    it holds are kept without their own checkpoints, so its size is the state's, not the sum of
+    every earlier failure's checkpoint."""
     fresh = Frame(frame.code, dict(frame.entry or {}))
     fresh.entry = dict(frame.entry or {})
     fresh.entry_env = frame.entry_env
     try:
-        state = encode_state(m, user=True, top_override=fresh, env=frame.entry_env)
+        state = encode_state(
+            m, user=True, top_override=fresh, env=frame.entry_env, failure_checkpoints=False
+        )
         data = envelope(m, state, None, "entry")
     except AgencyRuntimeError:
         return None

@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 class Encoder:
     """Encodes values of one snapshot, sharing containers referenced more than once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, failure_checkpoints: bool = True) -> None:
+        # False in a failure's own checkpoint: the failures it holds go without theirs, or each
+        # failure would carry every earlier one's (a checkpoint doubling with each failure).
+        self.failure_checkpoints = failure_checkpoints
         self.counts: dict[int, int] = {}
         self.keep: list[Any] = []  # keeps counted objects alive so ids stay unique
         self.labels: dict[int, int] = {}
@@ -88,7 +91,7 @@ class Encoder:
             if v.ok:
                 return {"$result": "success", "value": self.enc(v.value)}
             out = {"$result": "failure", "error": self.enc(v.error)}
-            if v.checkpoint is not None:
+            if v.checkpoint is not None and self.failure_checkpoints:
                 out["checkpoint"] = self.enc(v.checkpoint)
             if v.origin is not None:
                 out["origin"] = v.origin
