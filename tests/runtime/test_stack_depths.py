@@ -36,11 +36,16 @@ def _load(path: Path) -> Any:
 
 def test_every_compiled_function_has_a_shape_at_every_reachable_pc() -> None:
     walked = 0
+    seen: set[tuple[Any, ...]] = set()  # the prelude's functions come with every program
     for path in PROGRAMS:
         program = _load(path)
         if program is None:
             continue
         for code in [*program.functions.values(), program.module]:
+            same = (code.file, code.name, tuple(code.ops), repr(code.args))
+            if same in seen:
+                continue  # frame_shapes reads nothing but the code
+            seen.add(same)
             shapes = frame_shapes(code)
             assert len(shapes) == len(code.ops)
             assert shapes[0] == {(0, 0, 0, ())}
