@@ -1,15 +1,16 @@
 """Whole-machine snapshots round-trip at every step boundary of every conformance program.
 
 For each (non-skipped) test in tests/programs/**/*.test.json the program first runs straight through;
-then, for step boundaries k, a fresh machine is stepped until k steps have started, snapshotted,
+then one machine steps through it again, and at step boundaries k it is snapshotted, the snapshot
 sent through `json.dumps`/`json.loads`, rebuilt with a fresh model and run to the end. The rebuilt
-run must end exactly like the straight one: same status, result, error and full printed output.
+run must end exactly like the straight one: same status, result, error and full printed output;
+so must the stepping machine itself, which shows that taking a snapshot changes nothing.
 
-Each run gets its own working directory; the prefix machine and the machine rebuilt from its
-snapshot share one, so a program that reads back a file it wrote before k sees it after the rebuild.
+Each rebuilt run gets a copy of the stepping machine's working directory as it is at k, so a
+program that reads back a file it wrote before k sees it after the rebuild.
 
 Sampling: every k in 0..N (N = steps of the straight run) when N <= 200, else `SAMPLES` evenly
-spaced k including 0, N-1 and N. Each k replays the prefix from scratch, so a long program costs
+spaced k including 0, N-1 and N. Each k runs the rest of the program, so a long program costs
 O(samples * N); the conformance set's longest (declarations/recursion, ~4000 steps) stays under a second.
 """
 
