@@ -163,6 +163,22 @@ def test_reading_a_recorded_run_loads_no_machine_and_no_parser() -> None:
     assert not mods & {*HEAVY, "runtime.language.syntax.ast"}, sorted(mods)
 
 
+def test_the_records_a_read_makes_are_not_built_at_import() -> None:
+    """The store's records and the views are `Frozen` classes, not dataclasses, which cost
+    `agency show` a sixth of its start-up to generate (runtime/frozen.py)."""
+    import dataclasses
+    import importlib
+
+    for name in ("runtime.record.contract", "runtime.record.views", "runtime.language.location"):
+        module = importlib.import_module(name)
+        built = [
+            k
+            for k, v in vars(module).items()
+            if isinstance(v, type) and dataclasses.is_dataclass(v)
+        ]
+        assert not built, (name, built)
+
+
 def test_the_version_is_the_packages() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert debugger.__version__ == pyproject["project"]["version"]
