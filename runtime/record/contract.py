@@ -115,7 +115,8 @@ class RunTakenOver(StoreError):
 
 
 class RunMeta(Frozen):
-    """What is known about a run when it starts; `create_run` gives it an id and timestamps."""
+    """What is known about a run when it starts; `create_run` gives it an id and timestamps.
+    `args`, `config` and `meta` are a new empty dict each when not given (or None)."""
 
     __slots__ = ("source_path", "source_sha256", "node", "args", "config", "meta", "status")
 
@@ -132,7 +133,7 @@ class RunMeta(Frozen):
         source_path: str,
         source_sha256: str,
         node: str = "main",
-        args: Any | None = None,
+        args: Any = None,
         config: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
         status: str = "running",
@@ -140,9 +141,9 @@ class RunMeta(Frozen):
         set_field(self, "source_path", source_path)
         set_field(self, "source_sha256", source_sha256)
         set_field(self, "node", node)
-        set_field(self, "args", dict() if args is None else args)
-        set_field(self, "config", dict() if config is None else config)
-        set_field(self, "meta", dict() if meta is None else meta)
+        set_field(self, "args", {} if args is None else args)
+        set_field(self, "config", {} if config is None else config)
+        set_field(self, "meta", {} if meta is None else meta)
         set_field(self, "status", status)
 
 

@@ -147,7 +147,7 @@ class Event(Frozen):
     step: int
     kind: str  # "llm" | "tool" | "checkpoint" | "restore" | "interrupt" | "error" | "debugger" | "effect" | "branch"
     summary: str
-    data: dict[str, Any]
+    data: dict[str, Any]  # a new empty dict when not given (or None)
 
     def __init__(
         self, step: int, kind: str, summary: str, data: dict[str, Any] | None = None
@@ -155,7 +155,7 @@ class Event(Frozen):
         set_field(self, "step", step)
         set_field(self, "kind", kind)
         set_field(self, "summary", summary)
-        set_field(self, "data", dict() if data is None else data)
+        set_field(self, "data", {} if data is None else data)
 
 
 class Change(Frozen):
@@ -179,7 +179,7 @@ class BranchInfo(Frozen):
     parent: int | None
     fork_step: int | None  # step of the parent branch this one starts after
     length: int
-    edits: dict[str, Any]
+    edits: dict[str, Any]  # a new empty dict when not given (or None)
 
     def __init__(
         self,
@@ -193,4 +193,4 @@ class BranchInfo(Frozen):
         set_field(self, "parent", parent)
         set_field(self, "fork_step", fork_step)
         set_field(self, "length", length)
-        set_field(self, "edits", dict() if edits is None else edits)
+        set_field(self, "edits", {} if edits is None else edits)
