@@ -4,14 +4,17 @@ Run: `python benchmarks/bench_interpreter.py [--quick] [--root DIR]`. Each progr
 ways in one process, alternated (best of `--rounds`): our machine unrecorded (`Machine.run()`),
 recorded to SQLite (`record_program`, flush and close included), and the same algorithm as
 plain CPython. Times are the process's CPU time (the store's writer thread included), which a
-busy shared machine disturbs less than wall time. Start-up is the CPU time (user + system) of the `agency` command's entry point
-in a child process, beside `python -c pass`.
+busy shared machine disturbs less than wall time. Start-up is the CPU time (user + system) of
+the `agency` console script (the one the checkout's pyproject.toml names) in a child process,
+beside `python -c pass`, in a virtual environment holding the dependencies as an installed
+package sees them (`installed_python`), the checkout byte-compiled.
 
 `--root DIR` measures another checkout with this same script: its `runtime/` and `debugger/` are
 imported instead of this one's. `--against DIR` measures another checkout beside this one in the
 same run (say the interpreter as it was when issue 13 was filed: `git archive c60c0f0 | tar -x -C
 /tmp/before`): each round runs this tree, then that one in a child process (`--one`), so both
-see the same load, and the table gives both and the speed-up (theirs / ours, best against best).
+see the same load, and the table gives both and the speed-up (theirs / ours, best against best);
+`--part startup --against DIR` alternates the start-up rounds between the two trees.
 """
 
 from __future__ import annotations
@@ -179,32 +182,92 @@ def child_cpu(argv: list[str], cwd: str, env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def startup(root: Path, rounds: int) -> dict[str, float]:
-    """Best-of CPU time of `agency --version`, `agency show RUN:STEP` and `python -c pass`."""
+def console_script(root: Path) -> str:
+    """The code of the `agency` console script of the checkout at `root`, as pip writes it
+    from its pyproject.toml (`module:function`)."""
+    import tomllib
+
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    module, _, function = project["scripts"]["agency"].partition(":")
+    return f"import sys; from {module} import {function}; sys.exit({function}())"
+
+
+def installed_python(tmp: str) -> str:
+    """A fresh virtual environment's interpreter that sees this one's packages (click and the
+    rest) as an installed package does: as plain directories. This environment's editable
+    install of agency-debugger adds an import hook to every interpreter's start (it imports
+    pathlib, typing and importlib.util, a third of `python -c pass` here) that an installed
+    package does not have; the checkout measured comes first on PYTHONPATH."""
+    import site
+    import venv
+
+    home = Path(tmp) / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(home)
+    (purelib,) = home.glob("lib/python*/site-packages")
+    (purelib / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
+    return str(home / "bin" / "python")
+
+
+def startup(roots: list[Path], rounds: int) -> list[dict[str, float]]:
+    """Best-of CPU time of `python -c pass`, `agency --version` and `agency show RUN:STEP`, for
+    each checkout in `roots`, rounds alternated between them so that they see the same load."""
+    import compileall
+
     from runtime.language.program import compile_source
     from runtime.record.sqlite_store import SQLiteStore
     from runtime.runs.recording import record_program
     from runtime.runs.runner import RunConfig
 
-    # The console script's own code (`from debugger.cli import main; sys.exit(main())`), with
-    # the measured checkout first on the path.
-    agency = [sys.executable, "-c", "import sys; from debugger.cli import main; sys.exit(main())"]
-    env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
-    out: dict[str, float] = {}
+    for root in roots:  # byte-compiled, as an installed package is
+        for package in ("runtime", "debugger"):
+            compileall.compile_dir(root / package, quiet=1)
+    best: list[dict[str, float]] = [{} for _ in roots]
     with tempfile.TemporaryDirectory() as tmp:
+        python = installed_python(tmp)
         db = str(Path(tmp) / "runs.db")
         store = SQLiteStore(Path(db))
         program = compile_source(PROGRAMS["while loop"][0] % 50, "bench.agency")
         rec = record_program(program, RunConfig(model_spec="sim", root=tmp, quiet=True), store)
         store.close()
-        cases = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "agency --version": [*agency, "--version"],
-            "agency show RUN:STEP": [*agency, "show", f"{rec.run_id}:40", "--db", db],
-        }
-        for label, argv in cases.items():
-            out[label] = min(child_cpu(argv, tmp, env) for _ in range(rounds))
-    return out
+        for _ in range(rounds):
+            for root, out in zip(roots, best):
+                agency = [python, "-c", console_script(root)]
+                env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
+                cases = {
+                    "python -c pass": [python, "-c", "pass"],
+                    "agency --version": [*agency, "--version"],
+                    "agency show RUN:STEP": [*agency, "show", f"{rec.run_id}:40", "--db", db],
+                }
+                for label, argv in cases.items():
+                    keep_best(out, {label: child_cpu(argv, tmp, env)})
+    return best
+
+
+def print_startup(roots: list[Path], rounds: int) -> None:
+    print(
+        f"\n## Start-up (CPU time, user + system, best of {rounds}; installed as a package,"
+        " byte-compiled)"
+    )
+    got = startup(roots, rounds)
+    here = min(
+        child_cpu([sys.executable, "-c", "pass"], ".", dict(os.environ)) for _ in range(rounds)
+    )
+    head = f"{'':<26} {'this tree':>20}"
+    if len(roots) > 1:
+        head += f" {'--against':>20} {'ratio':>8}"
+    print(head)
+    for label, cpu in got[0].items():
+        line = f"{label:<26} {cpu:>8.3f} s ({cpu / got[0]['python -c pass']:4.1f}x py)"
+        if len(roots) > 1:
+            them = got[1][label]
+            line += (
+                f" {them:>8.3f} s ({them / got[1]['python -c pass']:4.1f}x py) {them / cpu:>7.2f}x"
+            )
+        print(line)
+    print(
+        f"(python -c pass in this venv, with its editable install's import hook:"
+        f" {here:.3f} s" + ("; ratio: --against / this tree)" if len(roots) > 1 else ")")
+    )
 
 
 def main() -> None:
@@ -263,16 +326,11 @@ def main() -> None:
                 f" {o['bare'] / r['bare']:>8.2f}x"
             )
         print(line)
-    if against:
+    if against and opts.part != "startup":
         print(f"(--against {against}; speed-up: its bare time / this tree's, best of each)")
     if opts.part == "interpreter":
         return
-    print(f"\n## Start-up (CPU time, user + system, best of {max(opts.rounds, 5)})")
-    s = startup(root, max(opts.rounds, 5))
-    base = s["python -c pass"]
-    for label, cpu in s.items():
-        extra = "" if label.startswith("python") else f"  ({cpu / base:.1f}x python -c pass)"
-        print(f"{label:<22} {cpu:.3f} s{extra}")
+    print_startup([root, against] if against else [root], max(opts.rounds, 5))
 
 
 if __name__ == "__main__":

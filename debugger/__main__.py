@@ -1,5 +1,5 @@
 """Allows `python -m debugger` as another name for the `agency` command."""
 
-from debugger.cli import main
+from debugger.entry import main
 
 main()

@@ -142,9 +142,9 @@ def cli() -> None:
 
 
 def main() -> None:
-    import signal
+    from debugger import signals
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # see debugger/__init__.py
+    signals.signal(signals.SIGINT, signals.default_int_handler)  # see debugger/__init__.py
     try:
         cli(prog_name="agency")
     except KeyboardInterrupt:  # a second Ctrl-C while the first was being handled

@@ -270,8 +270,6 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
       agency show r1m8kgn1vfj1a:42     # step 42
       agency show last:0 --json        # the first step of the latest run, as JSON
     """
-    from dataclasses import asdict
-
     from runtime.agents.storage import status_at
     from runtime.record.timeline import Timeline  # reading needs no machine (start-up time)
 
@@ -284,7 +282,7 @@ def show(ref: str, db: str | None, branch: int, as_json: bool) -> None:
     state = tl.state_at(step)
     status = status_at(run, branch, step, n, state.status)
     if as_json:
-        click.echo(json.dumps({**asdict(state), "status": status}, default=str))
+        click.echo(json.dumps({**state.as_dict(), "status": status}, default=str))
         return
     loc = state.location
     click.echo(f"run {run.id}  step {step}/{n - 1}  branch {branch}  status {status}")

@@ -16,6 +16,7 @@ import pytest
 
 import debugger
 from debugger.cli import LAZY_COMMANDS, cli
+from debugger.entry import VERSION_LINE
 from runtime.language.bytecode import Location as BytecodeLocation
 from runtime.record.views import Location as ViewLocation
 
@@ -77,6 +78,48 @@ def test_the_command_and_its_version_load_no_machine_and_no_parser() -> None:
     assert not within(mods, lazy), within(mods, lazy)
 
 
+def test_the_console_script_answers_its_version_without_click() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["scripts"]["agency"] == "debugger.entry:main"
+    code = "import sys\nsys.argv = ['agency', '--version']\nfrom debugger.entry import main\nmain()"
+    probe = f"{code}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    line, mods = done.stdout.splitlines()
+    assert line + "\n" == VERSION_LINE
+    extra = set(mods.split()) - loaded_after("pass")  # beyond what the interpreter loads itself
+    assert extra <= {"debugger", "debugger.entry", "_signal"}, sorted(extra)
+
+
+def test_the_fast_version_is_what_click_prints() -> None:
+    from click.testing import CliRunner
+
+    done = CliRunner().invoke(cli, ["--version"], prog_name="agency")
+    assert done.exit_code == 0
+    assert done.output == VERSION_LINE
+
+
+def test_every_other_command_line_goes_to_click(tmp_path: Path) -> None:
+    """Only `agency --version` alone is answered early: with anything beside it, click parses
+    the line as it always did."""
+    for args in (["--version", "--help"], ["--help"], ["check", "--version"]):
+        entry = subprocess.run(
+            [sys.executable, "-m", "debugger", *args], cwd=tmp_path, capture_output=True, text=True
+        )
+        full = subprocess.run(
+            [sys.executable, "-c", "from debugger.cli import main; main()", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert (entry.returncode, entry.stdout, entry.stderr) == (
+            full.returncode,
+            full.stdout,
+            full.stderr,
+        ), args
+
+
 def test_show_loads_only_what_reading_a_run_needs(tmp_path: Path) -> None:
     from runtime.language.program import compile_source
     from runtime.record.sqlite_store import SQLiteStore
@@ -118,6 +161,22 @@ def test_help_lists_every_command() -> None:
 def test_reading_a_recorded_run_loads_no_machine_and_no_parser() -> None:
     mods = loaded_after("import runtime.record.timeline, runtime.record.sqlite_store")
     assert not mods & {*HEAVY, "runtime.language.syntax.ast"}, sorted(mods)
+
+
+def test_the_records_a_read_makes_are_not_built_at_import() -> None:
+    """The store's records and the views are `Frozen` classes, not dataclasses, which cost
+    `agency show` a sixth of its start-up to generate (runtime/frozen.py)."""
+    import dataclasses
+    import importlib
+
+    for name in ("runtime.record.contract", "runtime.record.views", "runtime.language.location"):
+        module = importlib.import_module(name)
+        built = [
+            k
+            for k, v in vars(module).items()
+            if isinstance(v, type) and dataclasses.is_dataclass(v)
+        ]
+        assert not built, (name, built)
 
 
 def test_the_version_is_the_packages() -> None:

@@ -26,12 +26,12 @@ other requests read with it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol, Self
 
 from runtime.errors import AgencyError
+from runtime.frozen import Frozen, set_field
 
 __all__ = [
     "EFFECT_STATUSES",
@@ -114,22 +114,58 @@ class RunTakenOver(StoreError):
 # --- records -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RunMeta:
-    """What is known about a run when it starts; `create_run` gives it an id and timestamps."""
+class RunMeta(Frozen):
+    """What is known about a run when it starts; `create_run` gives it an id and timestamps.
+    `args`, `config` and `meta` are a new empty dict each when not given (or None)."""
+
+    __slots__ = ("source_path", "source_sha256", "node", "args", "config", "meta", "status")
 
     source_path: str
     source_sha256: str
-    node: str = "main"
-    args: Any = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    status: str = "running"
+    node: str
+    args: Any
+    config: dict[str, Any]
+    meta: dict[str, Any]
+    status: str
+
+    def __init__(
+        self,
+        source_path: str,
+        source_sha256: str,
+        node: str = "main",
+        args: Any = None,
+        config: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        status: str = "running",
+    ) -> None:
+        set_field(self, "source_path", source_path)
+        set_field(self, "source_sha256", source_sha256)
+        set_field(self, "node", node)
+        set_field(self, "args", {} if args is None else args)
+        set_field(self, "config", {} if config is None else config)
+        set_field(self, "meta", {} if meta is None else meta)
+        set_field(self, "status", status)
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
+class RunRecord(Frozen):
     """One stored run. `step_count` is branch 0's (highest recorded step + 1)."""
+
+    __slots__ = (
+        "id",
+        "source_path",
+        "source_sha256",
+        "node",
+        "args",
+        "config",
+        "status",
+        "created_at",
+        "updated_at",
+        "finished_at",
+        "step_count",
+        "result",
+        "error",
+        "meta",
+    )
 
     id: str
     source_path: str
@@ -146,14 +182,47 @@ class RunRecord:
     error: str | None
     meta: dict[str, Any]
 
+    def __init__(
+        self,
+        id: str,
+        source_path: str,
+        source_sha256: str,
+        node: str,
+        args: Any,
+        config: dict[str, Any],
+        status: str,
+        created_at: datetime,
+        updated_at: datetime,
+        finished_at: datetime | None,
+        step_count: int,
+        result: Any,
+        error: str | None,
+        meta: dict[str, Any],
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "source_path", source_path)
+        set_field(self, "source_sha256", source_sha256)
+        set_field(self, "node", node)
+        set_field(self, "args", args)
+        set_field(self, "config", config)
+        set_field(self, "status", status)
+        set_field(self, "created_at", created_at)
+        set_field(self, "updated_at", updated_at)
+        set_field(self, "finished_at", finished_at)
+        set_field(self, "step_count", step_count)
+        set_field(self, "result", result)
+        set_field(self, "error", error)
+        set_field(self, "meta", meta)
 
-@dataclass(frozen=True, slots=True)
-class BranchRecord:
+
+class BranchRecord(Frozen):
     """One branch of a run. Branch 0 has no parent and no fork step.
 
     `length` is the branch's step count along its lineage (highest recorded step + 1, and at
     least `fork_step + 1` for a fork).
     """
+
+    __slots__ = ("run_id", "branch", "parent_branch", "fork_step", "edits", "created_at", "length")
 
     run_id: str
     branch: int
@@ -163,10 +232,29 @@ class BranchRecord:
     created_at: datetime
     length: int
 
+    def __init__(
+        self,
+        run_id: str,
+        branch: int,
+        parent_branch: int | None,
+        fork_step: int | None,
+        edits: dict[str, Any],
+        created_at: datetime,
+        length: int,
+    ) -> None:
+        set_field(self, "run_id", run_id)
+        set_field(self, "branch", branch)
+        set_field(self, "parent_branch", parent_branch)
+        set_field(self, "fork_step", fork_step)
+        set_field(self, "edits", edits)
+        set_field(self, "created_at", created_at)
+        set_field(self, "length", length)
 
-@dataclass(frozen=True, slots=True)
-class EventRecord:
+
+class EventRecord(Frozen):
     """A timeline marker; `branch` is the branch that recorded it (a lineage may mix several)."""
+
+    __slots__ = ("run_id", "branch", "step", "kind", "summary", "data")
 
     run_id: str
     branch: int
@@ -175,10 +263,34 @@ class EventRecord:
     summary: str
     data: dict[str, Any]
 
+    def __init__(
+        self, run_id: str, branch: int, step: int, kind: str, summary: str, data: dict[str, Any]
+    ) -> None:
+        set_field(self, "run_id", run_id)
+        set_field(self, "branch", branch)
+        set_field(self, "step", step)
+        set_field(self, "kind", kind)
+        set_field(self, "summary", summary)
+        set_field(self, "data", data)
 
-@dataclass(frozen=True, slots=True)
-class LLMCallRecord:
+
+class LLMCallRecord(Frozen):
     """One model call: the request as sent, the answer as received, usage and timing."""
+
+    __slots__ = (
+        "run_id",
+        "branch",
+        "step",
+        "provider",
+        "model",
+        "request",
+        "response",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "latency_ms",
+        "created_at",
+    )
 
     run_id: str
     branch: int
@@ -193,10 +305,49 @@ class LLMCallRecord:
     latency_ms: float
     created_at: datetime
 
+    def __init__(
+        self,
+        run_id: str,
+        branch: int,
+        step: int,
+        provider: str,
+        model: str,
+        request: Any,
+        response: Any,
+        input_tokens: int,
+        output_tokens: int,
+        cost: float,
+        latency_ms: float,
+        created_at: datetime,
+    ) -> None:
+        set_field(self, "run_id", run_id)
+        set_field(self, "branch", branch)
+        set_field(self, "step", step)
+        set_field(self, "provider", provider)
+        set_field(self, "model", model)
+        set_field(self, "request", request)
+        set_field(self, "response", response)
+        set_field(self, "input_tokens", input_tokens)
+        set_field(self, "output_tokens", output_tokens)
+        set_field(self, "cost", cost)
+        set_field(self, "latency_ms", latency_ms)
+        set_field(self, "created_at", created_at)
 
-@dataclass(frozen=True, slots=True)
-class EffectRecord:
+
+class EffectRecord(Frozen):
     """One entry of the effect journal, keyed `run:branch:step:call`."""
+
+    __slots__ = (
+        "key",
+        "run_id",
+        "branch",
+        "step",
+        "kind",
+        "status",
+        "args",
+        "result",
+        "created_at",
+    )
 
     key: str
     run_id: str
@@ -207,6 +358,28 @@ class EffectRecord:
     args: Any
     result: Any
     created_at: datetime
+
+    def __init__(
+        self,
+        key: str,
+        run_id: str,
+        branch: int,
+        step: int,
+        kind: str,
+        status: str,
+        args: Any,
+        result: Any,
+        created_at: datetime,
+    ) -> None:
+        set_field(self, "key", key)
+        set_field(self, "run_id", run_id)
+        set_field(self, "branch", branch)
+        set_field(self, "step", step)
+        set_field(self, "kind", kind)
+        set_field(self, "status", status)
+        set_field(self, "args", args)
+        set_field(self, "result", result)
+        set_field(self, "created_at", created_at)
 
 
 Blob = bytes | bytearray | memoryview  # what the store accepts; it always gives back bytes
@@ -231,23 +404,42 @@ class Keyframe(NamedTuple):
     base: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StateSpan:
+class StateSpan(Frozen):
     """What rebuilding the state at a step reads, in one go (`RunStore.state_span`)."""
+
+    __slots__ = ("keyframe", "base", "batches", "later_keyframes")
 
     keyframe: Keyframe | None  # the latest at or before the step
     base: Keyframe | None  # the full keyframe an incremental `keyframe` is based on, if known
     batches: list[Batch]  # covering the keyframe's next step (or the step) up to `batches_to`
     later_keyframes: list[int]  # keyframe steps after the step, up to `keyframes_to`
 
+    def __init__(
+        self,
+        keyframe: Keyframe | None,
+        base: Keyframe | None,
+        batches: list[Batch],
+        later_keyframes: list[int],
+    ) -> None:
+        set_field(self, "keyframe", keyframe)
+        set_field(self, "base", base)
+        set_field(self, "batches", batches)
+        set_field(self, "later_keyframes", later_keyframes)
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+
+class Segment(Frozen):
     """The part of a lineage one branch supplies: steps `lo..hi` (both inclusive)."""
+
+    __slots__ = ("branch", "lo", "hi")
 
     branch: int
     lo: int
     hi: int
+
+    def __init__(self, branch: int, lo: int, hi: int) -> None:
+        set_field(self, "branch", branch)
+        set_field(self, "lo", lo)
+        set_field(self, "hi", hi)
 
 
 # --- the interface ---------------------------------------------------------------------------

@@ -11,8 +11,6 @@ LLM calls and effects get the time of the copy as their
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from runtime.record.contract import MAX_STEP, RunStore, StoreError
 
 __all__ = ["CHUNK_STEPS", "copy_run"]
@@ -32,7 +30,7 @@ def copy_run(source: RunStore, target: RunStore, run_id: str) -> int | None:
         if not (there.meta or {}).get(INCOMPLETE):
             return None
         target.delete_run(run.id)  # a copy cut short: start again
-    target.put_run(replace(run, meta={**(run.meta or {}), INCOMPLETE: True}, step_count=0))
+    target.put_run(run.replace(meta={**(run.meta or {}), INCOMPLETE: True}, step_count=0))
     branches = source.branches(run.id)
     for br in branches[1:]:
         assert br.parent_branch is not None and br.fork_step is not None

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PACKED", "WHOLE", "Part", "RequestPacker", "common_prefix", "packable"]
@@ -56,14 +55,17 @@ def packable(request: Any) -> bool:
     )
 
 
-@dataclass
 class _Run:
-    """What the packer knows of one run."""
+    """What the packer knows of one run. (A plain class: a dataclass costs every command that
+    opens a store ~1 ms to build at import.)"""
 
-    next_seq: dict[int, int] = field(default_factory=dict)
-    texts: dict[str, Ref] = field(default_factory=dict)  # tool lists and schemas, by text
-    values: dict[int, list[Any]] = field(default_factory=dict)  # branch -> parsed parts by seq
-    recent: list[tuple[list[Any], list[Ref]]] = field(default_factory=list)
+    __slots__ = ("next_seq", "texts", "values", "recent")
+
+    def __init__(self) -> None:
+        self.next_seq: dict[int, int] = {}
+        self.texts: dict[str, Ref] = {}  # tool lists and schemas, by text
+        self.values: dict[int, list[Any]] = {}  # branch -> parsed parts by seq
+        self.recent: list[tuple[list[Any], list[Ref]]] = []
 
 
 class RequestPacker:

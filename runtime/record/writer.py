@@ -20,7 +20,6 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -90,19 +89,30 @@ class WriteResult:
         self.error: BaseException | None = None
 
 
-@dataclass(slots=True)
 class Op:
     """One queued write: a statement, or a function of the writer's connection.
 
     `grows` marks a batch append as (run_id, branch, last_step): after the group, the writer
     raises the branch's length, the run's step count and `updated_at`, once per branch.
+    (A plain class, not a dataclass, which would cost every command that opens a store ~1 ms
+    to build at import.)
     """
 
-    sql: str | None
-    params: tuple[Any, ...] | None = None
-    fn: Callable[[Connection], Any] | None = None
-    box: WriteResult | None = None
-    grows: tuple[str, int, int] | None = None
+    __slots__ = ("sql", "params", "fn", "box", "grows")
+
+    def __init__(
+        self,
+        sql: str | None,
+        params: tuple[Any, ...] | None = None,
+        fn: Callable[[Connection], Any] | None = None,
+        box: WriteResult | None = None,
+        grows: tuple[str, int, int] | None = None,
+    ) -> None:
+        self.sql = sql
+        self.params = params
+        self.fn = fn
+        self.box = box
+        self.grows = grows
 
 
 class Writer:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from typing import Any
 
 from runtime.record.views import (
@@ -70,7 +69,7 @@ class FakeTimeline:
     def state_at(self, step: int) -> StateView:
         self.state_calls += 1
         row = self.rows[step]
-        return replace(row["state"], step=step, branch=self.branch)
+        return row["state"].replace(step=step, branch=self.branch)
 
     def location_at(self, step: int) -> Location | None:
         return self.rows[step]["state"].location
@@ -132,13 +131,12 @@ class FakeTimeline:
             fi = edits.get("frame", len(frames) - 1)
             if frames and fi < len(frames):
                 f = frames[fi]
-                frames[fi] = replace(
-                    f,
+                frames[fi] = f.replace(
                     locals={**f.locals, **edits.get("locals", {})},
                     args={**f.args, **edits.get("args", {})},
                 )
-            rows[j]["state"] = replace(
-                st, frames=tuple(frames), globals={**st.globals, **edits.get("globals", {})}
+            rows[j]["state"] = st.replace(
+                frames=tuple(frames), globals={**st.globals, **edits.get("globals", {})}
             )
         if progress is not None:
             progress(1, 1)

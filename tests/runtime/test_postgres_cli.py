@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -83,7 +82,7 @@ def test_prune_keeps_failed_runs_in_one_go(url: str) -> None:
             run_id = store.create_run(RunMeta(source_path="a.agency", source_sha256="0" * 64))
             run = store.get_run(run_id)
             assert run is not None
-            store.put_run(replace(run, status=status, created_at=old, updated_at=old))
+            store.put_run(run.replace(status=status, created_at=old, updated_at=old))
             ids[status] = run_id
         fresh = store.create_run(RunMeta(source_path="a.agency", source_sha256="0" * 64))
     pruned = agency("prune", "--older-than", "7d", "--keep-failed", "--db", url)

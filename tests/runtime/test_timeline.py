@@ -20,7 +20,6 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +131,8 @@ def _comparable(view: Any) -> Any:
         )
         for i, f in enumerate(view.frames)
     ]
-    return replace(
-        view, frames=tuple(frames), globals=_nan_safe(view.globals), result=_nan_safe(view.result)
+    return view.replace(
+        frames=tuple(frames), globals=_nan_safe(view.globals), result=_nan_safe(view.result)
     )
 
 

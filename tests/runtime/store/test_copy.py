@@ -3,7 +3,6 @@ every kind of store (and so into PostgreSQL, the point of `agency copy`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from runtime.record.copy import copy_run
@@ -40,12 +39,12 @@ def everything(store: RunStore, run_id: str) -> dict[str, object]:
     assert run is not None
     return {
         "run": run,
-        "branches": [replace(b, created_at=None) for b in store.branches(run_id)],
+        "branches": [b.replace(created_at=None) for b in store.branches(run_id)],
         "batches": [store.batches(run_id, b, 0, MAX_STEP) for b in (0, 1)],
         "keyframes": [store.keyframe_at_or_before(run_id, b, s) for b in (0, 1) for s in range(45)],
         "events": [store.events(run_id, b) for b in (0, 1)],
-        "llm": [replace(c, created_at=None) for c in store.llm_calls(run_id)],
-        "effects": [replace(e, created_at=None) for e in store.effects(run_id)],
+        "llm": [c.replace(created_at=None) for c in store.llm_calls(run_id)],
+        "effects": [e.replace(created_at=None) for e in store.effects(run_id)],
         "steps": [store.step_count(run_id, b) for b in (0, 1)],
     }
 
@@ -65,7 +64,7 @@ def test_a_copy_cut_short_is_done_again(tmp_path: Path, store: RunStore, clock: 
         run_id = recorded(laptop, clock)
         run = laptop.get_run(run_id)
         assert run is not None
-        store.put_run(replace(run, meta={"copy_incomplete": True}))  # killed mid-copy
+        store.put_run(run.replace(meta={"copy_incomplete": True}))  # killed mid-copy
         store.append_batch(run_id, 0, 0, 3, b"b0:0")
         assert copy_run(laptop, store, run_id) == 40
         assert everything(store, run_id) == everything(laptop, run_id)
