@@ -250,7 +250,9 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         },
     )
     if not calls and failed is not None:
-        raise AgencyRuntimeError(str(failed))
+        # A typed call whose reply does not validate gives a failure, never the raw reply
+        # (the reference's strict structured-output contract): the program decides.
+        value = Result(False, error=str(failed))
     return JSObject({"done": not calls, "value": value, "calls": calls})
 
 
