@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.reply_attachments import content_text
 from runtime.vm.values import JSArray, JSObject, Result, to_number, to_str, truthy
 from runtime.vm.writelog import W_ACTIVE, W_SHARED
 
@@ -121,9 +122,10 @@ def internal_id(value: Any) -> str:
     return text[1:] if text[:1] == "t" and text[1:].isdigit() else text
 
 
-def _messages(m: Machine, tid: str) -> JSArray:
+def messages_of(m: Machine, tid: str) -> JSArray:
+    """Thread `tid`'s messages as programs read them: {role, content}, content as text."""
     return JSArray(
-        JSObject({"role": msg.get("role"), "content": msg.get("content")})
+        JSObject({"role": msg.get("role"), "content": content_text(msg.get("content"))})
         for msg in m.threads.get(tid, [])
     )
 
@@ -131,7 +133,7 @@ def _messages(m: Machine, tid: str) -> JSArray:
 @builtin("__thread_value")
 def _thread_value(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     """What `const msgs = thread { … }` binds: the thread's messages as {role, content}."""
-    return _messages(m, internal_id(args[0]) if args else m.active_thread())
+    return messages_of(m, internal_id(args[0]) if args else m.active_thread())
 
 
 @builtin("__thread_current")
@@ -158,7 +160,7 @@ def _thread_list(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
         meta = meta if type(meta) is JSObject else JSObject()
         if meta.get("hidden"):
             continue
-        messages = _messages(m, tid)
+        messages = messages_of(m, tid)
         out.append(
             JSObject(
                 {
@@ -186,7 +188,7 @@ def _thread_get(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
         return Result(False, error=f"no thread with id {to_str(given)!r}")
     offset = int(to_number(arg(args, named, 1, "offset", 0) or 0))
     limit = arg(args, named, 2, "limit", None)
-    messages = _messages(m, tid)
+    messages = messages_of(m, tid)
     end = len(messages) if limit is None else offset + int(to_number(limit))
     return Result(True, value=JSArray(messages[max(offset, 0) : end]))
 

@@ -20,6 +20,7 @@ from runtime.llm.schema import parse_structured, structured_value, type_to_schem
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
+from runtime.vm.reply_attachments import harvest
 from runtime.vm.values import (
     BoundFunction,
     JSArray,
@@ -305,6 +306,7 @@ def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
     content = out if type(out) is str else stringify(out)
     if type(out) is Result and not out.ok:
         content = f"error: {to_str(out.error)}"
+    content += harvest(m, req, to_str(tc.get("name")))  # what the tool attached to its reply
     m.append_message(
         to_str(req["thread"]),
         {
