@@ -77,7 +77,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
             raise AgencyRuntimeError(f"thread(continue: …): no thread with id {to_str(again)!r}")
         tid = target
         _switch(m, tid)
-    elif session is not None:
+    elif session is not None and to_str(session) != "":  # `session: ""` is no session
         name = to_str(session)
         sessions = _table(m, SESSIONS)
         known = sessions.get(name)
