@@ -144,6 +144,8 @@ BUILTIN_NAMES = frozenset(
         "__llm_round_end",
         "__attachment",
         "__attach_to_reply",
+        "input",
+        "__install_slow_input",
         "__run_callback",
         "__save_draft",
         "__run_handler",
