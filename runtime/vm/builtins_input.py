@@ -17,9 +17,9 @@ from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_guard import running_guards
 from runtime.vm.builtins_std import FAKE_CLOCK
+from runtime.vm.builtins_threads import store_mutable
 from runtime.vm.effects import observe
 from runtime.vm.values import JSObject, to_number, to_str
-from runtime.vm.writelog import W_SHARED
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -33,8 +33,7 @@ def _install_slow_input(m: Machine, args: list[Any], named: dict[str, Any]) -> N
     if delay != delay or delay < 0 or delay > 60_000:
         raise AgencyRuntimeError("_installSlowInput: delayMs must be between 0 and 60000")
     value = JSObject({"delayMs": delay, "answer": to_str(arg(args, named, 1, "answer", ""))})
-    m.mutable[SLOW_INPUT] = value
-    m.log((W_SHARED, "mutable:" + SLOW_INPUT, value))
+    store_mutable(m, SLOW_INPUT, value)
     return None
 
 

@@ -26,7 +26,7 @@ SESSIONS = "__threadSessions"  # m.mutable: {session name: thread id}
 
 
 def _table(m: Machine, key: str) -> JSObject:
-    """A copy of a registry table, to change and put back with `_store`."""
+    """A copy of a registry table, to change and put back with `store_mutable`."""
     old = m.mutable.get(key)
     table = JSObject()
     if type(old) is JSObject:
@@ -35,7 +35,8 @@ def _table(m: Machine, key: str) -> JSObject:
     return table
 
 
-def _store(m: Machine, key: str, table: JSObject) -> None:
+def store_mutable(m: Machine, key: str, table: Any) -> None:
+    """`getMutable`-style state: set, logged (kept in snapshots, survives restore)."""
     m.mutable[key] = table
     m.log((W_SHARED, "mutable:" + key, table))
 
@@ -86,7 +87,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
             _switch(m, tid)
         else:
             sessions[name] = tid
-            _store(m, SESSIONS, sessions)
+            store_mutable(m, SESSIONS, sessions)
     registry = _table(m, REGISTRY)
     if tid != opened:  # the fresh thread the block opened stays empty: keep it out of lists
         registry[opened] = JSObject({"hidden": True})
@@ -106,7 +107,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     if "hidden" in opts:
         entry["hidden"] = truthy(opts["hidden"])
     registry[tid] = entry
-    _store(m, REGISTRY, registry)
+    store_mutable(m, REGISTRY, registry)
     return tid
 
 
@@ -202,5 +203,5 @@ def _thread_set_summary(m: Machine, args: list[Any], named: dict[str, Any]) -> N
         entry = JSObject({"label": None, "hidden": False, "parentId": None, "summary": None})
     entry["summary"] = to_str(args[1]) if len(args) > 1 and args[1] is not None else None
     registry[tid] = entry
-    _store(m, REGISTRY, registry)
+    store_mutable(m, REGISTRY, registry)
     return None
