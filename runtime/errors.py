@@ -102,6 +102,7 @@ class AgencyRuntimeError(AgencyError):
     """
 
     exit_code = 1
+    destructive = False  # raised by a side effect that had begun (a failure's `destructiveRan`)
 
     def __init__(self, message: str, span: Span | None = None, path: str | None = None) -> None:
         super().__init__(message)

@@ -24,6 +24,7 @@ from runtime.llm.base import (
     ToolCall,
     ToolSpec,
     Usage,
+    content_parts,
     content_text,
 )
 from runtime.llm.http import JsonEndpoint, RetryPolicy, host_of
@@ -264,6 +265,8 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, 
         content = content_text(m.get("content"))
         if role == "system":
             system = _join(system, content)
+        elif role == "user" and (parts := content_parts(m.get("content"))) is not None:
+            push("user", [_anthropic_part(p) for p in parts])
         elif role == "user":
             push("user", [{"type": "text", "text": content or "(empty)"}])
         elif role == "assistant":
@@ -296,6 +299,19 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, 
                 f"anthropic: cannot send a message with role {role!r}", provider="anthropic"
             )
     return system, out
+
+
+def _anthropic_part(part: dict[str, Any]) -> dict[str, Any]:
+    """One part of a multimodal user message as a Messages API block (a file is a document)."""
+    kind, source = part.get("type"), part.get("source")
+    if kind in ("image", "file") and isinstance(source, dict):
+        block = "image" if kind == "image" else "document"
+        if source.get("kind") == "url":
+            return {"type": block, "source": {"type": "url", "url": source.get("url", "")}}
+        media = source.get("mimeType") or ("image/png" if kind == "image" else "application/pdf")
+        data = {"type": "base64", "media_type": media, "data": source.get("base64", "")}
+        return {"type": block, "source": data}
+    return {"type": "text", "text": content_text(part.get("text", part)) or "(empty)"}
 
 
 def _response_tool(schema: dict[str, Any]) -> dict[str, Any]:

@@ -213,3 +213,20 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return json.dumps(content, ensure_ascii=False)
+
+
+def content_parts(content: Any) -> list[dict[str, Any]] | None:
+    """A multimodal message's parts (`{type: "text", text}`, `{type: "image" | "file", source}`,
+    as std::thread's attachments make them), or None for a plain content."""
+    if not isinstance(content, list) or not content:
+        return None
+    if not all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in content):
+        return None
+    return content
+
+
+def data_uri(source: dict[str, Any]) -> str:
+    """An attachment source as a URL a provider fetches or decodes (URL or data: URI)."""
+    if source.get("kind") == "url":
+        return str(source.get("url", ""))
+    return f"data:{source.get('mimeType', 'application/octet-stream')};base64,{source.get('base64', '')}"

@@ -23,7 +23,9 @@ from runtime.llm.base import (
     ToolCall,
     ToolSpec,
     Usage,
+    content_parts,
     content_text,
+    data_uri,
 )
 from runtime.llm.http import JsonEndpoint, RetryPolicy, host_of
 from runtime.llm.prices import cost_of
@@ -270,11 +272,26 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             out.append(
                 {"role": "tool", "tool_call_id": str(m.get("tool_call_id", "")), "content": content}
             )
+        elif role == "user" and (parts := content_parts(m.get("content"))) is not None:
+            out.append({"role": "user", "content": [_openai_part(p) for p in parts]})
         elif role in ("system", "user", "assistant"):
             out.append({"role": role, "content": content})
         else:
             raise LLMError(f"openai: cannot send a message with role {role!r}", provider="openai")
     return out
+
+
+def _openai_part(part: dict[str, Any]) -> dict[str, Any]:
+    """One part of a multimodal user message in the Chat Completions format."""
+    kind, source = part.get("type"), part.get("source")
+    if kind == "image" and isinstance(source, dict):
+        return {"type": "image_url", "image_url": {"url": data_uri(source)}}
+    if kind == "file" and isinstance(source, dict):
+        return {
+            "type": "file",
+            "file": {"filename": part.get("filename") or "file", "file_data": data_uri(source)},
+        }
+    return {"type": "text", "text": content_text(part.get("text", part))}
 
 
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:

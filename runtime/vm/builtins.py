@@ -27,6 +27,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_fs,
     builtins_guard,
     builtins_http,
+    builtins_input,
     builtins_lang,
     builtins_layout,
     builtins_policy,

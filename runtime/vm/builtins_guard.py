@@ -68,7 +68,7 @@ def _guard_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
     )
 
 
-def _guards(m: Machine) -> list[tuple[int, JSObject]]:
+def running_guards(m: Machine) -> list[tuple[int, JSObject]]:
     """The running guards, innermost first: (frame index, state)."""
     out = []
     frames = m.frames
@@ -109,7 +109,7 @@ def _over(m: Machine, g: JSObject) -> tuple[str, float, float] | None:
 @builtin("__guard_trip")
 def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """The innermost guard over its budget, as {at, message, data}, or null."""
-    for at, g in _guards(m):
+    for at, g in running_guards(m):
         over = _over(m, g)
         if over is None:
             continue
@@ -313,7 +313,7 @@ def _guard_exempt(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
     if spent <= 0:
         return None
     registered = int(handler[-1])
-    for at, g in _guards(m):
+    for at, g in running_guards(m):
         if at > registered:
             m.set_key(g, "costBase", g["costBase"] + spent)
     return None
@@ -366,7 +366,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         m.log((W_SHARED, "mutable:" + FAKE_CLOCK, value))
     elif ms > 0:
         deadline = float(ms)
-        for _at, g in _guards(m):
+        for _at, g in running_guards(m):
             if g["maxTime"] is not None and g["timeBase"] is not None:
                 left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))

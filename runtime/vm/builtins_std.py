@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_fork import branch_usage
+from runtime.vm.builtins_threads import messages_of
 from runtime.vm.effects import observe
 from runtime.vm.llm_calls import MODEL_USAGE
 from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
@@ -202,11 +203,7 @@ def _thread_usage(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObjec
 @builtin("__thread_messages")
 def _thread_messages(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     """The messages of the active thread, as {role, content} objects."""
-    thread = m.active_thread()
-    return JSArray(
-        JSObject({"role": msg.get("role"), "content": msg.get("content")})
-        for msg in m.threads.get(thread, [])
-    )
+    return messages_of(m, m.active_thread())
 
 
 @builtin("__thread_append")

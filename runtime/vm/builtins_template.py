@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import runtime.language.syntax.ast as A
 from runtime.errors import AgencyRuntimeError, AgencySyntaxError
-from runtime.language.syntax import parse, templates
+from runtime.language.syntax import parse, parse_fragment, templates
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.values import JSArray, JSObject, Result, to_str
 
@@ -50,14 +50,14 @@ def analyze(source: str, kind: str | None = None) -> tuple[str, list[templates.H
     a `kind` of "program" is kept, any other is read from the source."""
     marks = templates.scan(source)
     text = templates.with_placeholders(source, marks)
-    tree = parse(text, "<code>")
+    tree = parse_fragment(text)
     kind = "program" if kind == "program" else templates.kind_of(tree)
     return kind, templates.holes(source, tree, marks, text, kind)
 
 
 def _aliases(source: str) -> dict[str, A.TypeExpr]:
     text = templates.with_placeholders(source, templates.scan(source))
-    tree = parse(text, "<code>")
+    tree = parse_fragment(text)
     return {i.name: i.type for i in tree.items if type(i) is A.TypeAlias}
 
 

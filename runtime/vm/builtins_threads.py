@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.reply_attachments import content_text
 from runtime.vm.values import JSArray, JSObject, Result, to_number, to_str, truthy
 from runtime.vm.writelog import W_ACTIVE, W_SHARED
 
@@ -25,7 +26,7 @@ SESSIONS = "__threadSessions"  # m.mutable: {session name: thread id}
 
 
 def _table(m: Machine, key: str) -> JSObject:
-    """A copy of a registry table, to change and put back with `_store`."""
+    """A copy of a registry table, to change and put back with `store_mutable`."""
     old = m.mutable.get(key)
     table = JSObject()
     if type(old) is JSObject:
@@ -34,7 +35,8 @@ def _table(m: Machine, key: str) -> JSObject:
     return table
 
 
-def _store(m: Machine, key: str, table: JSObject) -> None:
+def store_mutable(m: Machine, key: str, table: Any) -> None:
+    """`getMutable`-style state: set, logged (kept in snapshots, survives restore)."""
     m.mutable[key] = table
     m.log((W_SHARED, "mutable:" + key, table))
 
@@ -76,7 +78,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
             raise AgencyRuntimeError(f"thread(continue: …): no thread with id {to_str(again)!r}")
         tid = target
         _switch(m, tid)
-    elif session is not None:
+    elif session is not None and to_str(session) != "":  # `session: ""` is no session
         name = to_str(session)
         sessions = _table(m, SESSIONS)
         known = sessions.get(name)
@@ -85,7 +87,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
             _switch(m, tid)
         else:
             sessions[name] = tid
-            _store(m, SESSIONS, sessions)
+            store_mutable(m, SESSIONS, sessions)
     registry = _table(m, REGISTRY)
     if tid != opened:  # the fresh thread the block opened stays empty: keep it out of lists
         registry[opened] = JSObject({"hidden": True})
@@ -105,7 +107,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     if "hidden" in opts:
         entry["hidden"] = truthy(opts["hidden"])
     registry[tid] = entry
-    _store(m, REGISTRY, registry)
+    store_mutable(m, REGISTRY, registry)
     return tid
 
 
@@ -121,9 +123,10 @@ def internal_id(value: Any) -> str:
     return text[1:] if text[:1] == "t" and text[1:].isdigit() else text
 
 
-def _messages(m: Machine, tid: str) -> JSArray:
+def messages_of(m: Machine, tid: str) -> JSArray:
+    """Thread `tid`'s messages as programs read them: {role, content}, content as text."""
     return JSArray(
-        JSObject({"role": msg.get("role"), "content": msg.get("content")})
+        JSObject({"role": msg.get("role"), "content": content_text(msg.get("content"))})
         for msg in m.threads.get(tid, [])
     )
 
@@ -131,7 +134,7 @@ def _messages(m: Machine, tid: str) -> JSArray:
 @builtin("__thread_value")
 def _thread_value(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     """What `const msgs = thread { … }` binds: the thread's messages as {role, content}."""
-    return _messages(m, internal_id(args[0]) if args else m.active_thread())
+    return messages_of(m, internal_id(args[0]) if args else m.active_thread())
 
 
 @builtin("__thread_current")
@@ -158,7 +161,7 @@ def _thread_list(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
         meta = meta if type(meta) is JSObject else JSObject()
         if meta.get("hidden"):
             continue
-        messages = _messages(m, tid)
+        messages = messages_of(m, tid)
         out.append(
             JSObject(
                 {
@@ -186,7 +189,7 @@ def _thread_get(m: Machine, args: list[Any], named: dict[str, Any]) -> Result:
         return Result(False, error=f"no thread with id {to_str(given)!r}")
     offset = int(to_number(arg(args, named, 1, "offset", 0) or 0))
     limit = arg(args, named, 2, "limit", None)
-    messages = _messages(m, tid)
+    messages = messages_of(m, tid)
     end = len(messages) if limit is None else offset + int(to_number(limit))
     return Result(True, value=JSArray(messages[max(offset, 0) : end]))
 
@@ -200,5 +203,5 @@ def _thread_set_summary(m: Machine, args: list[Any], named: dict[str, Any]) -> N
         entry = JSObject({"label": None, "hidden": False, "parentId": None, "summary": None})
     entry["summary"] = to_str(args[1]) if len(args) > 1 and args[1] is not None else None
     registry[tid] = entry
-    _store(m, REGISTRY, registry)
+    store_mutable(m, REGISTRY, registry)
     return None

@@ -381,7 +381,9 @@ class CallingMachine(MachineState):
                 target, sp, push_failure = f.traps.pop()
                 del f.stack[sp:]
                 if push_failure:
-                    f.stack.append(Result(False, error=err.message))
+                    failed = Result(False, error=err.message)
+                    failed.destructive = err.destructive
+                    f.stack.append(failed)
                 f.pc = target
                 return True
             kind = f.code.kind
@@ -392,7 +394,11 @@ class CallingMachine(MachineState):
                 self.event("error", err.message, {"scope": f.code.name, "handled": True})
                 if frames:
                     failed = Result(False, error=err.message, checkpoint=cp, origin=f.code.name)
-                    if DESTRUCTIVE in f.locals or "destructive" in (f.code.modifiers or ()):
+                    if (
+                        err.destructive
+                        or DESTRUCTIVE in f.locals
+                        or "destructive" in (f.code.modifiers or ())
+                    ):
                         # the error came after destructive work began: say so (destructiveRan)
                         failed = destructive_return(cast("Machine", self), f, failed)
                     frames[-1].stack.append(failed)

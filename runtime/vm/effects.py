@@ -151,7 +151,9 @@ def perform(
     if m.replaying:
         recorded = (m.host.recorded or {}).get(short_key(key))
         if recorded is not None and "error" in recorded:
-            raise AgencyRuntimeError(str(recorded["error"]))
+            err = AgencyRuntimeError(str(recorded["error"]))
+            err.destructive = True
+            raise err
         m.event(
             "effect",
             f"{kind} (suppressed in replay)",
@@ -179,6 +181,7 @@ def perform(
             f"{kind} failed",
             {"key": key, "kind": kind, "args": args, "error": exc.message},
         )
+        exc.destructive = True  # the work began: a failure made of this error says so
         raise
     _record(m, key, kind, args, result)
     m.event(

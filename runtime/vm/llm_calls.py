@@ -20,6 +20,7 @@ from runtime.llm.schema import parse_structured, structured_value, type_to_schem
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
+from runtime.vm.reply_attachments import harvest
 from runtime.vm.values import (
     BoundFunction,
     JSArray,
@@ -250,7 +251,9 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         },
     )
     if not calls and failed is not None:
-        raise AgencyRuntimeError(str(failed))
+        # A typed call whose reply does not validate gives a failure, never the raw reply
+        # (the reference's strict structured-output contract): the program decides.
+        value = Result(False, error=str(failed))
     return JSObject({"done": not calls, "value": value, "calls": calls})
 
 
@@ -303,6 +306,7 @@ def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
     content = out if type(out) is str else stringify(out)
     if type(out) is Result and not out.ok:
         content = f"error: {to_str(out.error)}"
+    content += harvest(m, req, to_str(tc.get("name")))  # what the tool attached to its reply
     m.append_message(
         to_str(req["thread"]),
         {

@@ -76,6 +76,17 @@ def parse(source: str, path: str = "<input>") -> ast.Program:
     return _run(source, path, lambda parser: parser.program())
 
 
+def parse_fragment(source: str, path: str = "<code>") -> ast.Program:
+    """Parse a code fragment (a template, statements to graft into a body): as `parse`, but a
+    `return` at the top is allowed, since the fragment may become a function's body."""
+
+    def fragment(parser: Parser) -> ast.Program:
+        parser.in_function = True
+        return parser.program()
+
+    return _run(source, path, fragment)
+
+
 def parse_expression(source: str) -> ast.Expr:
     """Parse one expression (surrounding whitespace and newlines are allowed)."""
 
