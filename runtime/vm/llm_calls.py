@@ -251,9 +251,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         },
     )
     if not calls and failed is not None:
-        # A typed call whose reply does not validate gives a failure, never the raw reply
-        # (the reference's strict structured-output contract): the program decides.
-        value = Result(False, error=str(failed))
+        raise AgencyRuntimeError(str(failed))
     return JSObject({"done": not calls, "value": value, "calls": calls})
 
 
