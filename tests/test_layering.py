@@ -28,7 +28,7 @@ PURE = ("session.py", "commands.py", "formatting.py", "errors.py")
 UI = re.compile(r"^\s*(from|import)\s+(textual|rich)\b", re.M)
 
 LAYERS: list[tuple[str, ...]] = [
-    ("runtime.errors", "runtime.frozen"),
+    ("runtime.errors", "runtime.frozen", "runtime.message_text"),
     ("runtime.language",),
     ("runtime.llm",),
     ("runtime.vm", "runtime.record"),

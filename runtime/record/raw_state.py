@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from runtime.message_text import readable_content
 from runtime.record.format import (
     R_ACTIVE,
     R_CONTENTS,
@@ -218,7 +220,7 @@ class RawState:
         plain = self.plain
         return Message(
             str(plain(m.get("role", "user"), 1)),
-            str(plain(m.get("content", ""), 1)),
+            readable_content(plain(m.get("content", ""), 1), _json_text),
             plain(m.get("name"), 1),
             tuple(plain(m.get("tool_calls"), 1) or ()),
         )
@@ -423,12 +425,16 @@ class DecodedBatch:
         return int(self.depths[i])
 
 
+def _json_text(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
 def message_view(m: Any) -> Message:
     if not isinstance(m, dict):
         return Message("user", str(m))
     return Message(
         str(m.get("role", "user")),
-        str(m.get("content", "")),
+        readable_content(m.get("content", ""), _json_text),
         m.get("name"),
         tuple(m.get("tool_calls") or ()),
     )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.files import read_bytes
+from runtime.message_text import readable_content
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.effects import observe
 from runtime.vm.values import JSArray, JSObject, stringify, to_plain, to_str, truthy
@@ -241,23 +242,5 @@ def _round_end(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
 
 
 def content_text(content: Any) -> str:
-    """A message's content as a program reads it: text parts as they are, attachments as a
-    placeholder (never their bytes), anything else as JSON."""
-    if type(content) is str:
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        shown = []
-        for part in content:
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "text":
-                shown.append(to_str(part.get("text") or ""))
-            elif kind == "file" and part.get("filename"):
-                shown.append(f"[file attachment: {part['filename']}]")
-            elif kind is not None and "source" in part:
-                shown.append(f"[{kind} attachment]")
-            else:
-                shown.append(stringify(part))
-        return " ".join(shown)
-    return stringify(content)
+    """A message's content as a program reads it (attachments as a placeholder)."""
+    return readable_content(content, stringify)
