@@ -3,8 +3,10 @@ as full ones, from the keyframes themselves (random access) and walking forward.
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import random
+import types
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from runtime.language.program import compile_source
 from runtime.record.format import decode_keyframe
 from runtime.record.store import MemoryStore
 from runtime.record.timeline import Timeline
+from runtime.runs import recorder as recorder_module
 from runtime.runs.recorder import Recorder
 from runtime.runs.recording import record_program
 from runtime.runs.runner import RunConfig
@@ -106,6 +109,12 @@ def test_a_large_container_written_once_is_not_captured_again(
 }
 """
 
+    # A full keyframe comes once enough wall time has passed since the last one, in times what
+    # that one took. On a loaded machine that is at random, so the recorder reads a clock here
+    # on which every reading is a tick later: time passes at the pace of keyframes.
+    ticks = itertools.count()
+    clock = types.SimpleNamespace(perf_counter=lambda: float(next(ticks)))
+    monkeypatch.setattr(recorder_module, "time", clock)
     store = MemoryStore()
     rec = record_program(compile_source(source, "p.agency"), RunConfig(), store)
     assert rec.machine.result == 3000
