@@ -187,12 +187,26 @@ class Machine(CallingMachine):
                             arg = next_arg
                             pc = next_pc
                         if op >= 63:  # (a STEP_NEXT's next instruction may be one)
-                            if op <= 64:  # LOCAL_OP_{LOCAL,CONST}_STORE (a, b, fn, int fn, …)
-                                x, b, fn, fast, name, pc = arg  # (…, name, next pc)
+                            if op == 63:  # LOCAL_OP_LOCAL_STORE (a, b, fn, int fn, name, next pc)
+                                x, y, fn, fast, name, pc = arg
                                 a = L.get(x)
-                                if op == 63:
-                                    b = L.get(b)
+                                b = L.get(y)
                                 if fast is not None and type(a) is int and type(b) is int:
+                                    v = L[name] = fast(a, b)  # a number or a boolean
+                                    if wlog is not None:
+                                        wlog.append(name)
+                                        wlog.append(v)
+                                    continue
+                                v = L[name] = fn(a, b)
+                                if wlog is not None:
+                                    e = v if type(v) in PLAIN else self.rec.enc_now(v)
+                                    wlog.append(name)
+                                    wlog.append(e)
+                                continue
+                            if op == 64:  # LOCAL_OP_CONST_STORE (a, b, fn, int fn, name, next pc)
+                                x, b, fn, fast, name, pc = arg
+                                a = L.get(x)
+                                if fast is not None and type(a) is int:
                                     v = L[name] = fast(a, b)  # a number or a boolean
                                     if wlog is not None:
                                         wlog.append(name)
