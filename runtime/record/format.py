@@ -4,8 +4,11 @@ A step record is `(location id, kind code, writes, depth[, keyframe])`. Each wri
 whose first item is an `R_*` code: the machine's write-log codes (`runtime.vm.writelog`, same
 numbers; a test holds them together), with containers replaced by their object ids, plus
 `R_CONTENTS`, which defines a container's whole contents the first time it becomes visible.
-Batches of step records are marshal-encoded; a keyframe is the full visible state, zlib-compressed
-when large (`ZLIB_PREFIX`). They are read back by `safe_loads`, never by `marshal.loads`. An
+A batch of consecutive steps is stored as `(first step, frames before, frames after, entries,
+BATCH_LOCALS)`: step markers (ints), writes, and a write to a local of the innermost frame (most
+writes) as two entries, its name and its value, which `decode_batch` makes an `R_LOCAL` tuple again
+(older stores' batches have no fifth item and every write a tuple). A keyframe is the full visible
+state, zlib-compressed when large (`ZLIB_PREFIX`). They are read back by `safe_loads`, never by `marshal.loads`. An
 incremental keyframe has a `base` (the step of a full keyframe of its branch): its `heap` holds only
 the containers defined or changed since the base, and a list in the heap, a thread or the output
 that only grew since is `("+", n, items)`: the base's first n, then these (`merge_keyframe` makes
@@ -34,7 +37,7 @@ R_MESSAGE = 9  # (R_MESSAGE, thread_id, message)
 R_THREAD = 10  # (R_THREAD, thread_id, messages)
 R_ACTIVE = 11  # (R_ACTIVE, thread_id)
 R_USAGE = 12  # (R_USAGE, input_tokens, output_tokens, cost)
-R_RESET = 13  # (R_RESET,)  the state was replaced (a restore, a new recorder): see Timeline
+R_RESET = 13  # (R_RESET[, frames])  the state was replaced (a restore, a new recorder)
 R_EVENT = 14  # (R_EVENT, kind, summary, data)
 R_SHARED = 15  # (R_SHARED, name, value)
 R_STATUS = 16  # (R_STATUS, status, result, error)
@@ -283,17 +286,56 @@ def safe_loads(blob: bytes) -> Any:
     return value
 
 
+BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`decode_batch`)
+
+
 def decode_batch(blob: bytes) -> tuple[int, int, int, list[Any]]:
-    """(first step, depth before, depth after, entries) of a stored step batch."""
+    """(first step, depth before, depth after, entries) of a stored step batch, its writes as
+    `R_*` tuples whichever way it was stored."""
     value = safe_loads(blob)
     if (
         type(value) is not tuple
-        or len(value) != 4
+        or len(value) not in (4, 5)
         or not all(type(x) is int for x in value[:3])
         or type(value[3]) is not list
+        or (len(value) == 5 and value[4] != BATCH_LOCALS)
     ):
         raise BlobError("damaged step batch: not (first, depth, depth, entries)")
-    for entry in value[3]:
+    entries = value[3]
+    if len(value) == 5:
+        entries = _expand_locals(value[1], entries)
+    for entry in entries:
         if type(entry) is not int and (type(entry) is not tuple or not entry):
             raise BlobError("damaged step batch: an entry is neither a marker nor a write")
-    return value[0], value[1], value[2], value[3]
+    return value[0], value[1], value[2], entries
+
+
+def _expand_locals(depth: int, entries: list[Any]) -> list[Any]:
+    """The entries of a batch whose writes to a local of the current frame are two entries,
+    the name (the only kind of entry that is a str) and the value, as `R_LOCAL` tuples: the
+    depth they leave out is derived from the frame pushes and pops before them, from `depth`
+    (the frames at the batch's start) and the frame count an `(R_RESET, frames)` gives."""
+    out: list[Any] = []
+    append = out.append
+    items = iter(entries)
+    for e in items:
+        t = type(e)
+        if t is str:
+            v = next(items, _END)
+            if v is _END:
+                raise BlobError("damaged step batch: a local write without its value")
+            append((R_LOCAL, depth - 1, e, v))
+            continue
+        append(e)
+        if t is tuple and e:
+            code = e[0]
+            if code == R_PUSH_FRAME:
+                depth += 1
+            elif code == R_POP_FRAME:
+                depth -= 1
+            elif code == R_RESET and len(e) > 1 and type(e[1]) is int:
+                depth = e[1]
+    return out
+
+
+_END = object()

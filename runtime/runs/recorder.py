@@ -26,7 +26,14 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
-from runtime.record.format import KIND_CODES, R_CONTENTS, R_RESET, ZLIB_PREFIX, encode_record
+from runtime.record.format import (
+    BATCH_LOCALS,
+    KIND_CODES,
+    R_CONTENTS,
+    R_RESET,
+    ZLIB_PREFIX,
+    encode_record,
+)
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
@@ -65,10 +72,10 @@ class Recorder:
     """Records one branch of one run from a live machine into a store.
 
     The machine appends writes and step markers (`location id << 3 | kind`) to `machine.wlog`
-    and calls `flush_chunk` when the log is long. A chunk of plain data (the common case: a
-    loop over numbers and strings) is marshalled as it is, in C; a chunk holding containers or
-    frames is encoded entry by entry first (`encode`). A batch blob is
-    `(first_step, depth_before, depth_after, entries)`.
+    and calls `flush_chunk` when the log is long. Writes are encoded as they are made
+    (containers by id, defined the first time they are met: `enc`), so a chunk is plain data,
+    pickled as it is, in C. A batch blob is `(first_step, depth_before, depth_after, entries,
+    BATCH_LOCALS)` (`runtime.record.format`).
     """
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
@@ -113,7 +120,7 @@ class Recorder:
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
-        machine.wlog = [(R_RESET,)]  # a new recorder: what came before is replaced
+        machine.wlog = [(R_RESET, len(machine.frames))]  # a new recorder: the past is replaced
         machine.rec = self
         machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
         machine.on_flush = self.flush_chunk
@@ -355,7 +362,7 @@ class Recorder:
     def reset(self) -> None:
         """A restore replaced the state: the next step gets a keyframe (and a mark)."""
         self.force_keyframe = True
-        self.m.wlog.append((R_RESET,))  # type: ignore[union-attr]
+        self.m.wlog.append((R_RESET, len(self.m.frames)))  # type: ignore[union-attr]
         self.m.wlog_limit = 0
 
     def event(self, step: int, kind: str, summary: str, data: dict[str, Any]) -> None:
@@ -399,31 +406,32 @@ class Recorder:
 
     # -- chunks, batches, keyframes ---------------------------------------------------------------
 
-    def flush_chunk(self, m: Machine) -> None:
-        """Store the write log up to its last step marker (the step just started)."""
+    def flush_chunk(self, m: Machine, at_marker: bool = True) -> None:
+        """Store the write log up to its last step marker (the step just started): its last
+        entry, unless `at_marker` is False (the run stopped within a step)."""
         wlog = m.wlog
         if not wlog:
             return
-        end = len(wlog) - 1
-        while end >= 0 and type(wlog[end]) is not int:
-            end -= 1
-        if end < 0:
-            return  # no step started since the last flush
-        chunk = wlog[: end + 1]
-        rest = wlog[end + 1 :]
-        del wlog[:]
-        wlog.extend(rest)
         depth_after = len(m.frames)
-        for w in rest:  # writes after the marker belong to the next step: undo their frames
-            if w[0] == 6:
-                depth_after -= 1
-            elif w[0] == 7:
-                depth_after += 1
+        if at_marker:
+            chunk = wlog[:]
+            rest: list[Any] = []
+            del wlog[:]
+        else:
+            end, undo = _last_marker(wlog)
+            if end < 0:
+                return  # no step started since the last flush
+            chunk = wlog[: end + 1]
+            rest = wlog[end + 1 :]
+            del wlog[:]
+            wlog.extend(rest)
+            depth_after -= undo  # the frames pushed after the marker are the next step's
         last = m.step_index  # every step appends its marker, so the last one is this step's
+        head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((self.first_step, self.depth, depth_after, chunk))
+            blob = encode_record((*head, chunk, BATCH_LOCALS))
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((self.first_step, self.depth, depth_after, _plain_data(chunk)))
+            blob = encode_record((*head, _plain_data(chunk), BATCH_LOCALS))
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         self.since_keyframe += len(blob)
@@ -507,7 +515,7 @@ class Recorder:
         else:
             # Stopped mid-step (an interrupt): store every step started so far; the writes
             # after the last one stay pending for the step a continued run starts next.
-            self.flush_chunk(m)
+            self.flush_chunk(m, at_marker=False)
         status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(
             m.status, "running"
         )
@@ -525,6 +533,26 @@ class Recorder:
         m.wlog = None
         m.rec = None
         m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
+
+
+def _last_marker(wlog: list[Any]) -> tuple[int, int]:
+    """Where the last step marker of a write log is (-1: none), and the frames pushed less
+    those popped after it. Read from the start: a local write is two entries, its name and
+    its value, and the value may be an int like a marker."""
+    end = -1
+    pushed = 0
+    items = iter(enumerate(wlog))
+    for i, w in items:
+        t = type(w)
+        if t is int:
+            end, pushed = i, 0
+        elif t is str:
+            next(items, None)  # its value
+        elif w[0] == 6:
+            pushed += 1
+        elif w[0] == 7:
+            pushed -= 1
+    return end, pushed
 
 
 def _seq_mark(items: list[Any]) -> tuple[Any, int, Any]:

@@ -192,54 +192,48 @@ class Machine(CallingMachine):
                                 a = L.get(x)
                                 b = L.get(y)
                                 if fast is not None and type(a) is int and type(b) is int:
-                                    v = fast(a, b)
-                                else:
-                                    v = fn(a, b)
-                                L[name] = v
+                                    v = L[name] = fast(a, b)  # a number or a boolean
+                                    if wlog is not None:
+                                        wlog.append(name)
+                                        wlog.append(v)
+                                    continue
+                                v = L[name] = fn(a, b)
                                 if wlog is not None:
-                                    wlog.append(
-                                        (
-                                            1,
-                                            depth,
-                                            name,
-                                            v if type(v) in PLAIN else self.rec.enc_now(v),
-                                        )
-                                    )
+                                    e = v if type(v) in PLAIN else self.rec.enc_now(v)
+                                    wlog.append(name)
+                                    wlog.append(e)
                                 continue
                             if op == 64:  # LOCAL_OP_CONST_STORE (a, b, fn, int fn, name, next pc)
                                 x, b, fn, fast, name, pc = arg
                                 a = L.get(x)
-                                v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
-                                L[name] = v
+                                if fast is not None and type(a) is int:
+                                    v = L[name] = fast(a, b)  # a number or a boolean
+                                    if wlog is not None:
+                                        wlog.append(name)
+                                        wlog.append(v)
+                                    continue
+                                v = L[name] = fn(a, b)
                                 if wlog is not None:
-                                    wlog.append(
-                                        (
-                                            1,
-                                            depth,
-                                            name,
-                                            v if type(v) in PLAIN else self.rec.enc_now(v),
-                                        )
-                                    )
+                                    e = v if type(v) in PLAIN else self.rec.enc_now(v)
+                                    wlog.append(name)
+                                    wlog.append(e)
                                 continue
                             if op == 72:  # BINARY_STORE (fn, name, next pc)
                                 fn, name, next_pc = arg
                                 b = pop()
                                 a = pop()
-                                if fn is js_add and type(a) is int and type(b) is int:
-                                    v = a + b
-                                else:
-                                    v = fn(a, b)
-                                L[name] = v
                                 pc = next_pc
+                                if fn is js_add and type(a) is int and type(b) is int:
+                                    v = L[name] = a + b
+                                    if wlog is not None:
+                                        wlog.append(name)
+                                        wlog.append(v)
+                                    continue
+                                v = L[name] = fn(a, b)
                                 if wlog is not None:
-                                    wlog.append(
-                                        (
-                                            1,
-                                            depth,
-                                            name,
-                                            v if type(v) in PLAIN else self.rec.enc_now(v),
-                                        )
-                                    )
+                                    e = v if type(v) in PLAIN else self.rec.enc_now(v)
+                                    wlog.append(name)
+                                    wlog.append(e)
                                 continue
                             if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
                                 target, slot, var, end_slot = arg
@@ -250,7 +244,8 @@ class Machine(CallingMachine):
                                 L[slot] = i + 1
                                 L[var] = i
                                 if wlog is not None:
-                                    wlog.append((1, depth, var, i))
+                                    wlog.append(var)
+                                    wlog.append(i)
                                 continue
                             if op == 71:  # FOR_EACH (target, slot, var, index slot)
                                 # ITER_NEXT without a second variable
@@ -264,14 +259,9 @@ class Machine(CallingMachine):
                                 v = seq[i]
                                 L[var] = v
                                 if wlog is not None:
-                                    wlog.append(
-                                        (
-                                            1,
-                                            depth,
-                                            var,
-                                            v if type(v) in PLAIN else self.rec.enc_now(v),
-                                        )
-                                    )
+                                    e = v if type(v) in PLAIN else self.rec.enc_now(v)
+                                    wlog.append(var)
+                                    wlog.append(e)
                                 continue
                             if op == 65:  # LOCAL_OP_CONST_JUMP (a, b, fn, int fn, target, next pc)
                                 x, b, fn, fast, target, pc = arg
@@ -333,9 +323,9 @@ class Machine(CallingMachine):
                         v = pop()
                         L[arg] = v
                         if wlog is not None:
-                            wlog.append(
-                                (1, depth, arg, v if type(v) in PLAIN else self.rec.enc_now(v))
-                            )
+                            e = v if type(v) in PLAIN else self.rec.enc_now(v)
+                            wlog.append(arg)
+                            wlog.append(e)
                     elif op == 3:  # CONST
                         push(arg)
                     elif op == 4:  # BINARY
@@ -403,26 +393,15 @@ class Machine(CallingMachine):
                             first, sec = seq[i], i
                         L[var] = first
                         if wlog is not None:
-                            rec = self.rec
-                            wlog.append(
-                                (
-                                    1,
-                                    depth,
-                                    var,
-                                    first if type(first) in PLAIN else rec.enc_now(first),
-                                )
-                            )
+                            e = first if type(first) in PLAIN else self.rec.enc_now(first)
+                            wlog.append(var)
+                            wlog.append(e)
                         if second is not None:
                             L[second] = sec
                             if wlog is not None:
-                                wlog.append(
-                                    (
-                                        1,
-                                        depth,
-                                        second,
-                                        sec if type(sec) in PLAIN else self.rec.enc_now(sec),
-                                    )
-                                )
+                                e = sec if type(sec) in PLAIN else self.rec.enc_now(sec)
+                                wlog.append(second)
+                                wlog.append(e)
                     elif op == 16:  # RANGE_NEXT (target, slot, var)
                         target, slot, var = arg
                         i = L[slot]
@@ -432,7 +411,8 @@ class Machine(CallingMachine):
                         L[slot] = i + 1
                         L[var] = i
                         if wlog is not None:
-                            wlog.append((1, depth, var, i))
+                            wlog.append(var)
+                            wlog.append(i)
                     elif op == 17:  # JUMP_IF_TRUE
                         if truthy(pop()):
                             pc = arg
@@ -536,7 +516,8 @@ class Machine(CallingMachine):
                         L[name] = new
                         push(old)
                         if wlog is not None:
-                            wlog.append((1, depth, name, new))
+                            wlog.append(name)
+                            wlog.append(new)
                     elif op == 36:  # UPDATE_GLOBAL
                         name, delta = arg
                         old = to_number(glob.get(name))

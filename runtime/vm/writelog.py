@@ -8,8 +8,10 @@ holds the two tables together: the store is a sibling of the machine and imports
 
 from __future__ import annotations
 
-# Write-log records: (kind, ...). Containers are logged as the live objects.
-W_LOCAL = 1  # (W_LOCAL, depth, name, value)
+# Write-log records: (kind, ...). Containers are logged encoded (the recorder's `enc_now`).
+# A write to a local of the innermost frame, the most common, is two entries rather than a
+# tuple: its name (no other entry is a str), then its value. The reader derives the depth.
+W_LOCAL = 1  # (W_LOCAL, depth, name, value): a local of the frame at `depth`
 W_GLOBAL = 2  # (W_GLOBAL, name, value)
 W_SETKEY = 3  # (W_SETKEY, container, key, value)
 W_DELKEY = 4  # (W_DELKEY, container, key)
@@ -21,7 +23,7 @@ W_MESSAGE = 9  # (W_MESSAGE, thread_id, message)
 W_THREAD = 10  # (W_THREAD, thread_id, messages)  a new thread
 W_ACTIVE = 11  # (W_ACTIVE, thread_id)  the active thread changed
 W_USAGE = 12  # (W_USAGE, input_tokens, output_tokens, cost)
-W_RESET = 13  # (W_RESET,)  the whole state was replaced (restore)
+W_RESET = 13  # (W_RESET, frames)  the whole state was replaced (restore)
 W_EVENT = 14  # (W_EVENT, kind, summary, data)
 W_SHARED = 15  # (W_SHARED, name, value)
 W_STATUS = 16  # (W_STATUS, status, result, error)

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 
 from debugger.cli import cli
 from runtime.record.format import (
+    BATCH_LOCALS,
     MAX_INT_DIGITS,
     ZLIB_PREFIX,
     BlobError,
     decode_batch,
     decode_keyframe,
+    encode_record,
     safe_loads,
 )
 from runtime.record.sqlite_store import SQLiteStore
@@ -95,6 +97,33 @@ def test_tampered_bytes_are_a_blob_error_or_plain_data(
 def test_what_is_refused(blob: bytes) -> None:
     with pytest.raises(BlobError, match="damaged record at byte"):
         safe_loads(blob)
+
+
+def test_a_batch_of_local_writes_as_names_and_values_reads_as_tuples() -> None:
+    # Two frames at the start: a write to `x` is at depth 1; a call's frame makes `n` depth 2;
+    # after its return `y` is at 1 again, and after a restore to one frame `z` is at 0. A value
+    # that is an int or a str is a value, not a marker or a name.
+    entries = ["x", 7, 8, (6, "f", "def", ("n",), {}, 1, 1), "n", "a", 16, (7,), "y", 3]
+    entries += [24, (13, 1), "z", ("r", 4), 32]
+    first, before, after, got = decode_batch(encode_record((5, 2, 1, entries, BATCH_LOCALS)))
+    assert (first, before, after) == (5, 2, 1)
+    assert got == [
+        (1, 1, "x", 7),
+        8,
+        (6, "f", "def", ("n",), {}, 1, 1),
+        (1, 2, "n", "a"),
+        16,
+        (7,),
+        (1, 1, "y", 3),
+        24,
+        (13, 1),
+        (1, 0, "z", ("r", 4)),
+        32,
+    ]
+    with pytest.raises(BlobError, match="without its value"):
+        decode_batch(encode_record((5, 1, 1, [8, "x"], BATCH_LOCALS)))
+    with pytest.raises(BlobError, match="damaged step batch"):
+        decode_batch(encode_record((5, 1, 1, [8], 3)))
 
 
 def test_batches_and_keyframes() -> None:
