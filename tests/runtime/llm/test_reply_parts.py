@@ -90,3 +90,19 @@ def test_sources() -> None:
 )
 def test_which_models_take_images(model: str, images: bool) -> None:
     assert takes_images(model) is images
+
+
+def test_a_recorded_message_with_attachments_reads_as_placeholders() -> None:
+    from runtime.record.raw_state import message_view
+
+    parts = [
+        {"type": "text", "text": "[img_1 — image output of tool look]"},
+        {"type": "image", "source": {"kind": "base64", "base64": "iVBORw0KGgo=" * 50}},
+        {"type": "file", "filename": "notes.pdf", "source": {"kind": "base64", "base64": "JVBE"}},
+    ]
+    shown = message_view({"role": "user", "content": parts}).content
+    assert (
+        shown
+        == "[img_1 — image output of tool look] [image attachment] [file attachment: notes.pdf]"
+    )
+    assert "iVBOR" not in shown
