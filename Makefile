@@ -20,6 +20,6 @@ lint: $(BIN)/agency
 	$(BIN)/mypy --strict debugger
 
 test: $(BIN)/agency lint
-	$(BIN)/pytest -n 2 tests
+	$(BIN)/pytest -n 2 --durations=20 tests
 
 check: test
