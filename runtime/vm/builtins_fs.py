@@ -152,7 +152,7 @@ def _fs_remove(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             ) from None
         return True
 
-    return perform(m, "remove", {"path": _s(target)}, act, lambda: _gone(p))
+    return perform(m, "remove", {"path": shown_path(m, p)}, act, lambda: _gone(p))
 
 
 @builtin("__fs_mkdir")
@@ -169,7 +169,7 @@ def _fs_mkdir(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             raise AgencyRuntimeError(f"mkdir: cannot create {_s(target)}: {exc.strerror}") from None
         return True
 
-    return perform(m, "mkdir", {"path": _s(target)}, act, p.is_dir)
+    return perform(m, "mkdir", {"path": shown_path(m, p)}, act, p.is_dir)
 
 
 def _copy_or_move(m: Machine, args: list[Any], named: dict[str, Any], kind: str) -> Any:
@@ -193,7 +193,9 @@ def _copy_or_move(m: Machine, args: list[Any], named: dict[str, Any], kind: str)
         return True
 
     done = (lambda: _gone(src) and dst.exists()) if kind == "move" else None
-    return perform(m, kind, {"path": _s(src_arg), "to": _s(dst_arg)}, act, done)
+    # Named relative to the working directory (absolute only outside it), so a replay in
+    # another directory asks for the same change.
+    return perform(m, kind, {"path": shown_path(m, src), "to": shown_path(m, dst)}, act, done)
 
 
 @builtin("__fs_copy")
