@@ -54,10 +54,13 @@ def _raised(call: A.Call) -> str | None:
     name = call.callee.id
     if name in BUILTIN_EFFECTS:
         return BUILTIN_EFFECTS[name]
-    if name == "__interrupt_open":  # the prelude's own interrupts (guard budgets): effect third
-        third = [a.value for a in call.args if a.name is None][2:3]
-        if third and type(third[0]) is A.Literal and type(third[0].value) is str:
-            return third[0].value
+    # The prelude's own interrupts: guard budgets (effect third), the file functions' question
+    # (readBinary, writeBinary, …: effect fourth).
+    at = {"__interrupt_open": 2, "__file_gate": 3}.get(name)
+    if at is not None:
+        given = [a.value for a in call.args if a.name is None][at : at + 1]
+        if given and type(given[0]) is A.Literal and type(given[0].value) is str:
+            return given[0].value
         return None
     if name != "interrupt":
         return None

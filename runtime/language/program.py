@@ -64,7 +64,7 @@ def _parse_std(path: str) -> tuple[A.Program, str]:
 
 
 def _exports(tree: A.Program, module: str) -> set[str]:
-    defined = {i.name for i in tree.items if isinstance(i, (A.FuncDecl, A.TypeAlias))}
+    defined = {i.name for i in tree.items if isinstance(i, (A.FuncDecl, A.TypeAlias, A.EffectSet))}
     defined |= {
         i.target.name for i in tree.items if type(i) is A.VarDecl and type(i.target) is A.PBind
     }

@@ -122,7 +122,7 @@ class ProgramCompiler:
         module = Code("<module>", "module", self.program.path, [])
         fc = FunctionCompiler(self, module, set())
         for i, item in enumerate(items):
-            if type(item) in (A.FuncDecl, A.TypeAlias, A.Import):
+            if type(item) in (A.FuncDecl, A.TypeAlias, A.Import, A.EffectSet):
                 continue
             fc.stmt(item, str(i))  # type: ignore[arg-type]
         fc.emit(ENTER_NODE)

@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from runtime.language import bytecode
+from runtime.language.effect_sets import allowed, effect_sets
 from runtime.language.module_info import function_effects
 from runtime.language.program import STD_ALWAYS, gather_imports, prelude, std_path
 from runtime.language.syntax import ast as A
@@ -76,6 +77,14 @@ MESSAGES = {
     "AG2012": "Not all code paths return a value in '{fn}'.",
     "AG2006": "For-loop iterable must be an array or Record, got '{actual}'.",
     "AG3009": "Function '{fn}' may throw interrupts [{effects}] but is not inside a handler.",
+    "AG3012": (
+        "'raises {ref}' names a type alias, not an effect set: declare it with `effectSet`, "
+        "or list the effects inline (`<…>`)."
+    ),
+    "AG3013": (
+        "{kind} '{name}' raises effect '{effect}', which its 'raises {declared}' does not "
+        "allow. Add '{effect}' to the clause."
+    ),
     "AG4004": "Function '{name}' is not defined.",
     "AG4005": "Cannot reassign to constant '{name}'.",
     "AG6014": "Named argument '{name}' on '{fn}' expects type '{expected}', got '{actual}'.",
@@ -166,6 +175,10 @@ class Checker:
             modules = [sub for sub, _ in gather_imports(tree, source)]
         except Exception:  # noqa: BLE001 - an unresolvable import is the compiler's to report
             modules = []
+        self.effect_sets = effect_sets([*modules, tree])
+        self.alias_names = {
+            i.name for m in [*modules, tree] for i in m.items if type(i) is A.TypeAlias
+        }
         self.known = (
             set(HOST_NAMES)
             | {i.name for i in prelude().items if type(i) is A.FuncDecl}
@@ -216,6 +229,8 @@ class Checker:
     def function(self, f: A.FuncDecl) -> None:
         if "destructive" in f.modifiers and "idempotent" in f.modifiers:
             self.report("AG7006", f.span, name=f.name)
+        if f.raises is not None:
+            self.raises_clause(f, f.raises)
         scope = Scope(self.module, name=f.name, node=f.kind == "node")
         for p in f.params:
             t = self.resolve(p.type, p.name)
@@ -228,6 +243,21 @@ class Checker:
         if scope.returns is not None and needs_return(scope.returns):
             if not always_returns(f.body):
                 self.report("AG2012", f.span, fn=f.name)
+
+    def raises_clause(self, f: A.FuncDecl, members: tuple[str, ...]) -> None:
+        """Every effect `f` may raise (transitively) must be one its `raises` clause allows."""
+        clause = allowed(members, self.effect_sets, self.alias_names)
+        for ref in clause.not_sets:
+            self.report("AG3012", f.span, ref=ref)
+        if clause.not_sets or clause.anything:
+            return
+        declared = f"<{', '.join(members)}>"
+        kind = "Node" if f.kind == "node" else "Function"
+        for effect in self.effects.get(f.name, []):
+            if effect not in clause.effects:
+                self.report(
+                    "AG3013", f.span, kind=kind, name=f.name, effect=effect, declared=declared
+                )
 
     # -- statements ---------------------------------------------------------------------------
 
@@ -672,10 +702,12 @@ def typecheck(source: str, path: str = "<source>.agency") -> dict[str, list[dict
         offsets.append(offsets[-1] + len(line))
     ignored = _ignored(source)
     report: dict[str, list[dict[str, Any]]] = {"errors": [], "warnings": []}
-    seen: set[tuple[str, int, int]] = set()
+    seen: set[tuple[str, int, int, str]] = set()
     found = sorted(checker.diagnostics, key=lambda d: (d.span.line, d.span.col))
     for d in found:
-        key = (d.code, d.span.line, d.span.col)
+        # The same finding twice is reported once; two at one place (a function's clause
+        # exceeded by two effects) are two.
+        key = (d.code, d.span.line, d.span.col, MESSAGES[d.code].format(**d.params))
         codes = ignored.get(d.span.line, set())
         if key in seen or (d.span.line in ignored and (codes is None or d.code in codes)):
             continue

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError, UsageError
@@ -40,6 +41,8 @@ class RunConfig:
     seed: int = 0
     base_url: str | None = None
     root: str | None = None
+    # Directories besides `root` where the program may change files (see World.writable).
+    writable: list[str] = field(default_factory=list)
     quiet: bool = False
     # A test's `"fakeClock": true`: the clock starts at FAKE_CLOCK_START and moves only by
     # `sleep` and `_advanceTime`, so time budgets do not depend on how loaded the machine is.
@@ -137,6 +140,7 @@ def check_entry(
 
 def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) -> Machine:
     world = World(root=config.root, quiet=config.quiet)
+    world.writable = tuple(Path(d).resolve() for d in config.writable)
     world.argv = list(config.argv)
     machine = Machine(
         program,

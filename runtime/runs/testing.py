@@ -371,7 +371,11 @@ def run_test(
     limit = test.get("timeoutMs") or (suite or {}).get("defaultTimeoutMs")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
+        # Relative paths land in a fresh scratch directory, so tests leave no files behind and
+        # do not see each other's; the test file's own folder may change too, as it may for
+        # `agency run` started there (`write(name, content, __dirname)`).
         config = RunConfig(node=node_of(test), args=args, named=named, mocks=mocks, root=tmp)
+        config.writable = [str(Path(label).parent)]
         config.fake_clock = bool(test.get("fakeClock"))
         config.argv = [str(a) for a in test.get("argv") or []]
         config.quiet = True

@@ -73,11 +73,14 @@ class World:
     """What the program can touch outside the machine: output stream and the file system.
 
     `root` is the working directory that paths resolve against. Tests use `quiet=True`.
+    `writable` lists further directories where changes may happen as inside `root` (under
+    `agency test`: the test file's folder, which `agency run` started there could change too).
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
         self.root = Path(root or os.getcwd()).resolve()
         self.quiet = quiet
+        self.writable: tuple[Path, ...] = ()
         self.announced = False  # the simulated-model notice was printed
         self.argv: list[str] = []  # the program's own command-line arguments (std::args)
         # A test's `fetchMocks` (see builtins_http): when set, they answer every HTTP request.

@@ -39,7 +39,7 @@ from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
 from runtime.language.typecheck import typecheck
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_fs import base_dir, inside
+from runtime.vm.builtins_fs import base_dir, inside, shown_path
 from runtime.vm.checkpoint_reading import validate
 from runtime.vm.checkpoints import snapshot
 from runtime.vm.effects import (
@@ -174,7 +174,7 @@ def _agency_compile(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 def _agency_compile_file(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     dir_ = _s(arg(args, named, 0, "dir") or "")
     path = inside(m, arg(args, named, 1, "filename"), dir_, changes=True, what="runFile")
-    shown = str(path.relative_to(m.world.root))
+    shown = shown_path(m, path)
 
     def act() -> str:
         try:
@@ -275,6 +275,7 @@ def _start(m: Machine, run: JSObject, answer: Any) -> tuple[Any, JSObject | None
     and given the parent's answer), or the outcome that ends the run before it starts."""
     program = program_of(m, run)
     world = type(m.world)(root=base_dir(m, run["cwd"], changes=True, what="run"), quiet=True)
+    world.writable = m.world.writable
     state = run.get("state")
     if state is None:
         node = _s(run["node"])
@@ -542,7 +543,7 @@ def _agency_read_test_file(m: Machine, args: list[Any], named: dict[str, Any]) -
     dir_ = _s(arg(args, named, 0, "dir") or "")
     filename = _s(arg(args, named, 1, "filename") or "")
     path = inside(m, filename, dir_, changes=True, what="testFile")
-    shown = str(path.relative_to(m.world.root))
+    shown = shown_path(m, path)
 
     def act() -> str:
         try:
@@ -625,14 +626,8 @@ def _agency_file(m: Machine, args: list[Any], named: dict[str, Any], what: str) 
     )
 
 
-def _shown(m: Machine, path: Path) -> str:
-    """`path` as the program and the journal name it: relative to the working directory, so a
-    run replayed or resumed in another directory asks for the same file."""
-    return str(path.relative_to(m.world.root)) if m.world.root in path.parents else str(path)
-
-
 def _file_text(m: Machine, path: Path, what: str) -> str:
-    shown = _shown(m, path)
+    shown = shown_path(m, path)
 
     def act() -> str:
         try:
@@ -672,5 +667,5 @@ def _agency_format_file(m: Machine, args: list[Any], named: dict[str, Any]) -> A
             ) from None
         return True
 
-    what = {"path": _shown(m, path), "bytes": len(text), "sha256": content_hash(text)}
+    what = {"path": shown_path(m, path), "bytes": len(text), "sha256": content_hash(text)}
     return perform(m, "write", what, act, lambda: file_holds(path, text))

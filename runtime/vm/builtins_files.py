@@ -21,7 +21,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.files import read_bytes, read_text
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_fs import SKIPPED_DIRS, base_dir, check_allowed, inside
+from runtime.vm.builtins_fs import SKIPPED_DIRS, base_dir, check_allowed, inside, shown_path
 from runtime.vm.builtins_std import front_matter
 from runtime.vm.effects import content_hash, observe, perform
 from runtime.vm.values import JSArray, JSObject, compiled_regex, to_number, to_str
@@ -47,7 +47,7 @@ def _mode(v: Any, what: str) -> str:
 
 def _write_bytes(m: Machine, kind: str, filename: Any, dir_: Any, data: bytes, mode: str) -> Any:
     path = inside(m, filename, "." if dir_ is None else dir_, changes=True, what=kind)
-    shown = path.relative_to(m.world.root).as_posix()
+    shown = shown_path(m, path)
 
     def act() -> bool:
         if mode == "create-only" and (path.exists() or path.is_symlink()):

@@ -3,8 +3,9 @@
 
 A file is named by `filename` inside a directory `dir`: `filename` must stay inside `dir` (no
 absolute path, no `~`, no `..` escape, no symlink leading out). A relative `dir` resolves against
-the working directory. Whatever changes the world must stay inside the working directory; a
-read may look at a directory the program names explicitly (`__dirname`, an absolute `dir`).
+the working directory. Whatever changes the world must stay inside the working directory (or
+a directory the world declares writable: `World.writable`); a read may look at a directory the
+program names explicitly (`__dirname`, an absolute `dir`).
 
 Changes (remove, mkdir, copy, move) go through the effect journal (`perform`): a resumed or
 replayed run never does them twice. Reads and probes go through `observe`: re-execution from a
@@ -43,6 +44,22 @@ def runtime_owned(root: Path, p: Path) -> str | None:
     return protected_reason(p)
 
 
+def owning_root(m: Machine, p: Path) -> Path | None:
+    """The working directory, or the writable directory, that `p` is inside (None: neither)."""
+    roots: tuple[Path, ...] = (m.world.root, *m.world.writable)
+    for root in roots:
+        if p == root or root in p.parents:
+            return root
+    return None
+
+
+def shown_path(m: Machine, p: Path) -> str:
+    """`p` as the program and the journal name it: relative to the working directory, so a run
+    replayed or resumed in another directory asks for the same file; absolute outside it."""
+    root: Path = m.world.root
+    return p.relative_to(root).as_posix() if p == root or root in p.parents else str(p)
+
+
 def base_dir(m: Machine, dir_: Any, *, changes: bool, what: str) -> Path:
     """The directory `dir_` names (the working directory for "" or "."). A directory a change
     happens in must be inside the working directory."""
@@ -51,7 +68,7 @@ def base_dir(m: Machine, dir_: Any, *, changes: bool, what: str) -> Path:
     if text.startswith("~"):
         raise AgencyRuntimeError(f"{what}: `~` is not expanded; pass an absolute directory")
     base = (root / text).resolve() if text not in ("", ".") else root
-    if changes and base != root and root not in base.parents:
+    if changes and owning_root(m, base) is None:
         raise AgencyRuntimeError(
             f"{what}: {text!r} is outside the working directory {root}; "
             "changes may only happen inside it"
@@ -83,17 +100,23 @@ def inside(m: Machine, filename: Any, dir_: Any, *, changes: bool, what: str) ->
         raise AgencyRuntimeError(f"{what}: {name!r} escapes the directory {str(base)!r}. " + retry)
     if changes:
         base_dir(m, dir_, changes=True, what=what)
-    root: Path = m.world.root
-    refused = runtime_owned(root, p) if p == root or root in p.parents else None
+    owner = owning_root(m, p)
+    refused = runtime_owned(owner, p) if owner is not None else None
     if refused is not None:
         raise AgencyRuntimeError(f"{what}: path {name!r} is {refused}; programs cannot touch it")
     return p
 
 
 def _target(m: Machine, target: Any, what: str, allowed: Any) -> Path:
-    """A path to change (remove, mkdir): relative to the working directory and inside it; when
-    `allowed` lists directories, inside one of them."""
-    p = inside(m, target, ".", changes=True, what=what)
+    """A path to change (remove, mkdir): relative to the working directory, or absolute, and
+    inside it (or a writable directory); when `allowed` lists directories, inside one of them."""
+    name = _s(target) if target is not None else ""
+    if os.path.isabs(name) and os.path.normpath(name) != os.sep:
+        # `remove(__dirname + "/out.txt")`: the same rule, with the parent as `dir`.
+        parent, leaf = os.path.split(os.path.normpath(name))
+        p = inside(m, leaf, parent, changes=True, what=what)
+    else:
+        p = inside(m, target, ".", changes=True, what=what)
     roots = [(m.world.root / _s(a)).resolve() for a in (allowed or [])]
     if roots and not any(p == r or r in p.parents for r in roots):
         raise AgencyRuntimeError(f"{what}: {_s(target)!r} is not inside the allowed paths")
@@ -129,7 +152,7 @@ def _fs_remove(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             ) from None
         return True
 
-    return perform(m, "remove", {"path": _s(target)}, act, lambda: _gone(p))
+    return perform(m, "remove", {"path": shown_path(m, p)}, act, lambda: _gone(p))
 
 
 @builtin("__fs_mkdir")
@@ -146,7 +169,7 @@ def _fs_mkdir(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             raise AgencyRuntimeError(f"mkdir: cannot create {_s(target)}: {exc.strerror}") from None
         return True
 
-    return perform(m, "mkdir", {"path": _s(target)}, act, p.is_dir)
+    return perform(m, "mkdir", {"path": shown_path(m, p)}, act, p.is_dir)
 
 
 def _copy_or_move(m: Machine, args: list[Any], named: dict[str, Any], kind: str) -> Any:
@@ -170,7 +193,9 @@ def _copy_or_move(m: Machine, args: list[Any], named: dict[str, Any], kind: str)
         return True
 
     done = (lambda: _gone(src) and dst.exists()) if kind == "move" else None
-    return perform(m, kind, {"path": _s(src_arg), "to": _s(dst_arg)}, act, done)
+    # Named relative to the working directory (absolute only outside it), so a replay in
+    # another directory asks for the same change.
+    return perform(m, kind, {"path": shown_path(m, src), "to": shown_path(m, dst)}, act, done)
 
 
 @builtin("__fs_copy")

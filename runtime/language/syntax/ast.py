@@ -703,6 +703,19 @@ class FuncDecl:
     doc: str | None = None
     modifiers: tuple[str, ...] = ()
     span: Span = _span()
+    # The `raises <…>` clause: the effects (and effect set names) it may raise; `("*",)` for any,
+    # `()` for none; None without a clause (unconstrained). Checked by the type checker.
+    raises: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EffectSet:
+    """`effectSet Name = <std::read, OtherSet, …>`: a named group of effects for `raises`
+    clauses (std::capabilities). Nothing at run time; imported and exported like a type."""
+
+    name: str
+    members: tuple[str, ...]
+    span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
@@ -735,7 +748,7 @@ class Import:
     reexport: bool = False
 
 
-TopLevel = Union[FuncDecl, TypeAlias, Import, Stmt]
+TopLevel = Union[FuncDecl, TypeAlias, EffectSet, Import, Stmt]
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,7 @@ class DeclarationParser(ExpressionParser):
         return_type = None
         if self.accept(":"):
             return_type = self.type_expr()
-        if self.at_word("raises"):
-            self.raises_clause()
+        raises = self.raises_clause() if self.at_word("raises") else None
         saved = self.loops, self.in_function
         self.loops, self.in_function = 0, True
         try:
@@ -59,7 +58,15 @@ class DeclarationParser(ExpressionParser):
                 body = ast.Block(body.body[1:], body.span)
         return validation.bang_function(
             ast.FuncDecl(
-                kind, name, params, return_type, body, doc, modifiers, self.span_from(start.span)
+                kind,
+                name,
+                params,
+                return_type,
+                body,
+                doc,
+                modifiers,
+                self.span_from(start.span),
+                raises,
             )
         )
 
@@ -230,32 +237,33 @@ class DeclarationParser(ExpressionParser):
             self.type_expr()
         return ast.Block((), self.span_from(start.span))
 
-    def effect_set(self, start: Token) -> ast.Block:
-        """`effectSet Name = <a::b, OtherSet, …>`: a named set for `raises` (parsed, no effect)."""
+    def effect_set(self, start: Token) -> ast.EffectSet:
+        """`effectSet Name = <a::b, OtherSet, …>`: a named set for `raises` clauses."""
         self.advance()  # effectSet
-        self.expect_name("an effect set name")
+        name = self.expect_name("an effect set name").text
         self.expect("=", f"expected `=` after the effect set name, got {describe(self.peek())}")
-        self.effect_list()
-        return ast.Block((), self.span_from(start.span))
+        members = self.effect_list()
+        return ast.EffectSet(name, members, self.span_from(start.span))
 
-    def raises_clause(self) -> None:
+    def raises_clause(self) -> tuple[str, ...]:
         """`raises <std::read, Set>`, `raises <*>`, `raises <>` or `raises SetName` after a
-        function's parameters: which effects it may raise (parsed and not checked)."""
+        function's parameters: which effects it may raise (the type checker holds it to it)."""
         self.advance()  # raises
         if self.at("<"):
-            self.effect_list()
-        else:
-            self.expect_name("an effect set after `raises`")
+            return self.effect_list()
+        return (self.expect_name("an effect set after `raises`").text,)
 
-    def effect_list(self) -> None:
+    def effect_list(self) -> tuple[str, ...]:
         opener = self.expect(
             "<", f"expected `<` to open an effect list, got {describe(self.peek())}"
         )
+        members: list[str] = []
         while not self.at(">"):
             if self.at("*"):
                 self.advance()
+                members.append("*")
             else:
-                self.effect_name()
+                members.append(self.effect_name())
             if not self.accept(","):
                 break
         if not self.accept(">"):
@@ -264,6 +272,7 @@ class DeclarationParser(ExpressionParser):
                 f"{opener.span.col}, got {describe(self.peek())}",
                 self.peek().span,
             )
+        return tuple(members)
 
     def effect_name(self) -> str:
         """`ns::name` (any number of `::` segments) or a plain set name."""

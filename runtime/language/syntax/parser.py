@@ -199,7 +199,7 @@ class Parser(DeclarationParser):
         if self.at_word("with"):
             with_tok = self.advance()
             action = self.peek()
-            if isinstance(stmt, (ast.FuncDecl, ast.TypeAlias, ast.Import)):
+            if isinstance(stmt, (ast.FuncDecl, ast.TypeAlias, ast.EffectSet, ast.Import)):
                 self.fail(
                     "`with approve` / `with reject` cannot follow a declaration", with_tok.span
                 )
@@ -230,7 +230,7 @@ class Parser(DeclarationParser):
     def inner_statement(self) -> ast.Stmt | None:
         """A statement inside a block; declarations there are reported and dropped."""
         stmt = self.statement(top=False)
-        if isinstance(stmt, (ast.FuncDecl, ast.TypeAlias, ast.Import)):
+        if isinstance(stmt, (ast.FuncDecl, ast.TypeAlias, ast.EffectSet, ast.Import)):
             return None
         return stmt
 
