@@ -185,6 +185,15 @@ def entry_options(fn: Any) -> Any:
         help="Arguments: a JSON array (positional) or object (named).",
     )(fn)
     fn = click.option("--node", default="main", show_default=True, help="The node to start at.")(fn)
+    fn = click.option(
+        "--allow-write",
+        "allow_write",
+        multiple=True,
+        type=click.Path(file_okay=False, exists=True),
+        metavar="DIR",
+        help="A directory besides the working directory where the program may change files "
+        "(repeatable). Without it, a write outside the working directory is an error.",
+    )(fn)
     return fn
 
 
@@ -195,6 +204,7 @@ def make_config(
     base_url: str | None,
     mock: str | None,
     seed: int,
+    allow_write: tuple[str, ...] = (),
 ) -> Any:
     from runtime.runs.runner import RunConfig, env_mocks, parse_args_json
 
@@ -213,6 +223,7 @@ def make_config(
         seed=seed,
         base_url=base_url,
     )
+    config.writable = list(allow_write)
     config.make_model()  # an unknown provider or a missing API key is reported now
     return config
 
@@ -347,6 +358,7 @@ def run(
     ctx: click.Context,
     file: str,
     node: str,
+    allow_write: tuple[str, ...],
     args_json: str | None,
     model_spec: str | None,
     base_url: str | None,
@@ -372,6 +384,7 @@ def run(
       agency run agent.agency --node greet --args '["Ada"]' --json
       agency run agent.agency --model openai/gpt-4o-mini
       agency run agent.agency --checkpoint cp.json
+      agency run agent.agency --allow-write /tmp     (it may also change files in /tmp)
     """
     from runtime.language.program import load_program
     from runtime.runs.recording import at_checkpoint_step
@@ -393,16 +406,16 @@ def run(
                 "node and arguments the checkpoint was taken in"
             )
     program = load_program(file)
-    config = make_config(node, args_json, model_spec, base_url, mock, seed)
+    config = make_config(node, args_json, model_spec, base_url, mock, seed, allow_write)
     model = config.make_model()
     at_step = False
     if checkpoint_file:
-        from runtime.vm.builtins import World
+        from runtime.runs.runner import new_world
         from runtime.vm.checkpoint_reading import load_file
         from runtime.vm.rebuild import rebuild
 
         data = load_file(checkpoint_file, program)
-        machine = rebuild(program, data, model=model, world=World())
+        machine = rebuild(program, data, model=model, world=new_world(config))
         at_step = at_checkpoint_step(data)
     else:
         check_entry(program, node, config.args, config.named)

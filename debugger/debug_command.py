@@ -171,6 +171,7 @@ def register(cli: click.Group) -> None:
     def debugger(
         file: str | None,
         node: str,
+        allow_write: tuple[str, ...],
         args_json: str | None,
         model_spec: str | None,
         base_url: str | None,
@@ -200,7 +201,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("--trace and --checkpoint do not go together")
         config = None
         if trace is None and run_id is None:
-            config = make_config(node, args_json, model_spec, base_url, mock, seed)
+            config = make_config(node, args_json, model_spec, base_url, mock, seed, allow_write)
             config.quiet = True
         app = build_app(
             file,

@@ -20,6 +20,7 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
 
     def load(path: str, progress: RunProgress | None = None) -> Any:
         from runtime.runs.recording import at_checkpoint_step, record_machine
+        from runtime.runs.runner import new_world
         from runtime.vm.builtins import World
         from runtime.vm.checkpoint_reading import load_file
         from runtime.vm.rebuild import rebuild
@@ -27,7 +28,9 @@ def _checkpoint_loader(program: Any, config: Any) -> Callable[[str, RunProgress 
         prog = program() if callable(program) else program
         data = load_file(path, prog)
         model = config.make_model() if config is not None else None
-        machine = rebuild(prog, data, model=model, world=World(quiet=True))
+        world = new_world(config) if config is not None else World()
+        world.quiet = True
+        machine = rebuild(prog, data, model=model, world=world)
         return record_machine(machine, at_step=at_checkpoint_step(data), progress=progress).timeline
 
     return load
@@ -67,13 +70,13 @@ def checkpoint_session(
     """A session over a run continued from checkpoint file `path` (checked against `program`:
     a checkpoint of another source raises CheckpointFormatError saying so)."""
     from runtime.runs.recording import at_checkpoint_step, record_machine, run_config_of
-    from runtime.vm.builtins import World
+    from runtime.runs.runner import new_world
     from runtime.vm.checkpoint_reading import load_file
     from runtime.vm.rebuild import rebuild
 
     config.quiet = True
     data = load_file(path, program)
-    machine = rebuild(program, data, model=config.make_model(), world=World(quiet=True))
+    machine = rebuild(program, data, model=config.make_model(), world=new_world(config))
     recording = record_machine(
         machine,
         store=store,

@@ -93,10 +93,12 @@ from runtime.language.syntax import ast as A
     FOR_RANGE,
     FOR_EACH,
     BINARY_STORE,
-) = range(73)
+    # (target, name): jump when the call bound parameter `name`, so its default is skipped.
+    JUMP_IF_BOUND,
+) = range(74)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 73
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 74
 }
 
 

@@ -13,10 +13,7 @@ from runtime.language.bytecode import (
     CONST,
     ENTER_NODE,
     HALT,
-    JUMP,
-    JUMP_IF_NOT_NULL_KEEP,
-    LOAD_LOCAL,
-    POP,
+    JUMP_IF_BOUND,
     RETURN,
     STORE_LOCAL,
     Code,
@@ -257,19 +254,15 @@ def registers_callback(item: Any) -> bool:
 
 
 def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:
-    """A function's (or block's) code: each parameter left null takes its default, then the
-    body, then `return null` for a body that falls off its end."""
+    """A function's (or block's) code: each parameter the call left out takes its default (an
+    explicit `null` is a value, and is kept), then the body, then `return null` for a body that
+    falls off its end. The call binds only what it passes (`Calls.bind_args`)."""
     for p in params:
         if p.default is not None:
-            fc.emit(LOAD_LOCAL, p.name)
-            skip = fc.emit(JUMP_IF_NOT_NULL_KEEP, None)
-            fc.emit(POP)
+            skip = fc.emit(JUMP_IF_BOUND, (None, p.name))
             fc.expr(p.default)
             fc.emit(STORE_LOCAL, p.name)
-            end = fc.emit(JUMP, None)
             fc.patch(skip)
-            fc.emit(POP)
-            fc.patch(end)
     fc.block(body, "")
     fc.emit(CONST, None)
     fc.emit(RETURN)

@@ -132,7 +132,7 @@ def _next_states(op: int, arg: Any, pc: int, state: State) -> list[tuple[int, St
         return out
     if op == B.JUMP_IF_NOT_NULL_KEEP:
         return [(arg, (depth, None)), (nxt, (depth, False))]
-    if op in (B.ITER_NEXT, B.RANGE_NEXT):
+    if op in (B.ITER_NEXT, B.RANGE_NEXT, B.JUMP_IF_BOUND):
         return [(arg[0], (depth, None)), (nxt, (depth, None))]
     if op == B.CALL:
         return [(nxt, (depth - _call_size(arg) + 1, None))]
@@ -376,6 +376,6 @@ def _targets(code: Code) -> set[int]:
             B.PIPE_PREP,
         ):
             out.add(arg)
-        elif op in (B.ITER_NEXT, B.RANGE_NEXT, B.TRAP_PUSH):
+        elif op in (B.ITER_NEXT, B.RANGE_NEXT, B.TRAP_PUSH, B.JUMP_IF_BOUND):
             out.add(arg[0])
     return out

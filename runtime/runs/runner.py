@@ -138,10 +138,17 @@ def check_entry(
         )
 
 
-def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) -> Machine:
+def new_world(config: RunConfig) -> World:
+    """The world a run of `config` sees: its working directory, where else it may change files,
+    its command line."""
     world = World(root=config.root, quiet=config.quiet)
     world.writable = tuple(Path(d).resolve() for d in config.writable)
     world.argv = list(config.argv)
+    return world
+
+
+def new_machine(program: CompiledProgram, config: RunConfig, model: Any = None) -> Machine:
+    world = new_world(config)
     machine = Machine(
         program,
         config.node,

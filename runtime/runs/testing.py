@@ -327,6 +327,16 @@ def _judged(test: dict[str, Any]) -> str:
     return ""
 
 
+def scratch_dirs() -> list[str]:
+    """The system's temporary directories (`tempfile.gettempdir()`, and `/tmp` where there is
+    one): `agency test` lets a test change files there, as programs checked on the reference
+    implementation do for their fixtures; `agency run` needs `--allow-write` for that."""
+    dirs = {os.path.realpath(tempfile.gettempdir())}
+    if os.path.isdir("/tmp"):
+        dirs.add(os.path.realpath("/tmp"))
+    return sorted(dirs)
+
+
 def run_test(
     label: str,
     program: Any,
@@ -373,9 +383,11 @@ def run_test(
     with tempfile.TemporaryDirectory(prefix="agency-test-") as tmp:
         # Relative paths land in a fresh scratch directory, so tests leave no files behind and
         # do not see each other's; the test file's own folder may change too, as it may for
-        # `agency run` started there (`write(name, content, __dirname)`).
+        # `agency run` started there (`write(name, content, __dirname)`), and so may the
+        # system's temporary directory, where tests keep their fixtures (a sandbox, a probe
+        # file): see scratch_dirs.
         config = RunConfig(node=node_of(test), args=args, named=named, mocks=mocks, root=tmp)
-        config.writable = [str(Path(label).parent)]
+        config.writable = [str(Path(label).parent), *scratch_dirs()]
         config.fake_clock = bool(test.get("fakeClock"))
         config.argv = [str(a) for a in test.get("argv") or []]
         config.quiet = True

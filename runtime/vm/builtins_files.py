@@ -54,7 +54,6 @@ def _write_bytes(m: Machine, kind: str, filename: Any, dir_: Any, data: bytes, m
             raise AgencyRuntimeError(f"{kind}: {shown} already exists (mode is create-only)")
         try:
             if mode == "append":
-                path.parent.mkdir(parents=True, exist_ok=True)
                 with open(path, "ab") as fh:
                     fh.write(data)
             else:
@@ -70,7 +69,7 @@ def _write_bytes(m: Machine, kind: str, filename: Any, dir_: Any, data: bytes, m
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # (a missing parent directory is an error, as in the reference: `mkdir` makes one)
     tmp = path.with_name(f".{path.name}.agency-tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)

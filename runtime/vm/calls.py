@@ -267,11 +267,13 @@ class CallingMachine(MachineState):
             elif i < len(args):
                 locals_[p.name] = args[i]
                 i += 1
-            else:
+            elif not p.has_default:
                 locals_[p.name] = None
+            # (a parameter with a default that the call leaves out stays unbound until the
+            # function's first instructions give it the default: see JUMP_IF_BOUND)
         if named:
             for key, v in named.items():
-                if key in locals_:
+                if key in locals_ or any(p.name == key for p in params):
                     locals_[key] = v
                 elif any(p.name == "__named" for p in params):
                     extra = locals_.get("__named")

@@ -517,7 +517,7 @@ def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) 
         frame.handlers = [tuple(h) for h in f.get("handlers") or []]
         frame.threads = [str(t) for t in f.get("threads") or []]
         entry = f.get("entry")
-        frame.entry = {k: dec.dec(v) for k, v in entry.items()} if entry else None
+        frame.entry = {k: dec.dec(v) for k, v in entry.items()} if entry is not None else None
         env = f.get("entry_env")
         if env is not None:
             if not isinstance(env, dict) or not isinstance(env.get("globals"), dict):

@@ -99,7 +99,9 @@ def encode_state(
         top = i == len(frames) - 1
         parts = _frame_parts(f, user_top=user and top and top_override is None)
         code = parts["code"]
-        args = {p: enc.enc(f.locals.get(p)) for p in parts["params"]}
+        # (a parameter the call left out, still waiting for its default, is not written: a
+        # rebuilt frame must still give it the default)
+        args = {p: enc.enc(f.locals[p]) for p in parts["params"] if p in f.locals}
         # Visible locals first, then hidden ones, whatever order the frame met them in: shared
         # containers are numbered as they are met, and a rebuilt frame holds them in this order.
         names = [k for k in f.locals if k not in args]
@@ -124,7 +126,9 @@ def encode_state(
                 "traps": [list(t) for t in parts["traps"]],
                 "handlers": [list(h) for h in f.handlers],
                 "threads": list(f.threads),
-                "entry": {k: enc.enc(v) for k, v in f.entry.items()} if f.entry else None,
+                "entry": (
+                    {k: enc.enc(v) for k, v in f.entry.items()} if f.entry is not None else None
+                ),
                 "entry_env": (
                     {
                         "globals": {k: enc.enc(v) for k, v in f.entry_env[0].items()},

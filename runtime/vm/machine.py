@@ -677,6 +677,9 @@ class Machine(CallingMachine):
                             wlog.append((1, at, name, new))
                     elif op == 61:  # MAKE_CLOSURE (a block over this frame)
                         push(Closure(arg, depth, code.name))
+                    elif op == 73:  # JUMP_IF_BOUND (target, name)
+                        if arg[1] in L:
+                            pc = arg[0]
                     else:  # pragma: no cover - compiler and machine disagree
                         raise AgencyRuntimeError(f"internal error: unknown opcode {op}")
             except PauseSignal:

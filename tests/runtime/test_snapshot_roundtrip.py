@@ -200,6 +200,7 @@ def _step_to(m: Machine, k: int, answers: Answers) -> None:
 
 def straight(case: Case, root: Path) -> Outcome:
     if case.ident not in _STRAIGHT:
+        root.mkdir(exist_ok=True)
         m = _drive(_fresh(case, root), Answers(case.handlers))
         _STRAIGHT[case.ident] = _outcome(m)
     return _STRAIGHT[case.ident]
