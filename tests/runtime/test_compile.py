@@ -33,6 +33,11 @@ def test_importing_a_javascript_module_that_is_not_a_builtin_is_refused() -> Non
     assert any("not supported" in m and "readFileSync" in m for m in msgs)
 
 
+def test_a_destructive_javascript_extern_is_refused_as_an_import_not_a_syntax_error() -> None:
+    msgs = errors_of('import { destructive wipe, keep } from "./x.js"\nnode main() { return 1 }\n')
+    assert any("not supported" in m and "wipe" in m for m in msgs)
+
+
 def test_importing_builtins_from_a_helper_is_allowed() -> None:
     program = compile_source(
         'import { getMutable, setMutable } from "./helpers.js"\nnode main() { return 1 }\n',
