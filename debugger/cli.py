@@ -223,7 +223,7 @@ def make_config(
         seed=seed,
         base_url=base_url,
     )
-    config.writable = list(allow_write)
+    config.writable = [os.path.realpath(d) for d in allow_write]
     config.make_model()  # an unknown provider or a missing API key is reported now
     return config
 
@@ -445,17 +445,13 @@ def run(
         return
     from pathlib import Path
 
-    from runtime.llm.registry import config_of
     from runtime.record.stores import open_run_store
-    from runtime.runs.recording import run_recorded
+    from runtime.runs.recording import run_config_of, run_recorded
 
     store = open_run_store(db)
-    run_config = dict(config_of(model))
-    run_config["seed"] = seed
-    if config.mocks is not None:
-        run_config["mocks"] = config.mocks
-    if checkpoint_file:  # re-execution from the record starts at the node, not at the checkpoint
-        run_config["from_checkpoint"] = str(Path(checkpoint_file).resolve())
+    # (re-execution from the record starts at the node, not at the checkpoint)
+    from_checkpoint = str(Path(checkpoint_file).resolve()) if checkpoint_file else None
+    run_config = run_config_of(config, model, from_checkpoint)
 
     def announce(run_id: str) -> None:
         click.echo(f"agency: recording run {run_id} (agency show {run_id})", err=True)

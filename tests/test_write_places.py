@@ -76,3 +76,18 @@ def test_agency_test_may_use_the_temporary_directory(work: Path) -> None:
         (work / "probe.test.json").write_text(json.dumps(suite))
         clean(agency("test", "probe.test.json"), 0, "1 passed, 0 failed")
         assert (Path(scratch) / "probe.txt").read_text() == "hi"
+
+
+def test_a_resumed_run_keeps_its_allowed_directories(work: Path) -> None:
+    (work / "late.agency").write_text(
+        "node main(dir: string) {\n  let i = 0\n  while (i < 100) {\n    i++\n  }\n"
+        '  write("late.txt", "done", dir) with approve\n  return i\n}\n'
+    )
+    outside = work.parent / "outside"
+    db = str(work / "runs.db")
+    common = ["--db", db, "--args", json.dumps([str(outside)]), "--allow-write", str(outside)]
+    stopped = agency("run", "late.agency", "--max-steps", "50", *common)
+    assert stopped.exit_code == 130, stopped.output
+    runs = json.loads(agency("runs", "--db", db, "--json").output)
+    clean(agency("resume", str(runs[0]["id"]), "--db", db), 0)
+    assert (outside / "late.txt").read_text() == "done"

@@ -80,7 +80,8 @@ class Recording:
 
 def run_config_of(config: Any, model: Any, checkpoint: str | None = None) -> dict[str, Any]:
     """What a run records of how it was run (`config`, a `RunConfig`): the model's config, the
-    seed, the scripted answers, and the checkpoint file it began at."""
+    seed, the scripted answers, the directories it may change besides its working directory,
+    and the checkpoint file it began at."""
     out = dict(config_of(model))
     out["seed"] = config.seed
     if config.mocks is not None:
@@ -89,6 +90,8 @@ def run_config_of(config: Any, model: Any, checkpoint: str | None = None) -> dic
         out["fetchMocks"] = config.fetch_mocks  # a resumed run goes on answering from them
     if config.memory is not None:
         out["memory"] = config.memory
+    if config.writable:
+        out["writable"] = list(config.writable)  # a resumed run may go on changing files there
     if checkpoint is not None:
         out["from_checkpoint"] = checkpoint
     return out

@@ -159,6 +159,7 @@ def _resume_run(
         recorded_root = (run.meta or {}).get("cwd")
         root = recorded_root if recorded_root and Path(recorded_root).is_dir() else None
     m.world = World(root=root, quiet=quiet)
+    m.world.writable = tuple(Path(d).resolve() for d in recorded.get("writable") or ())
     m.world.fetch_mocks = recorded.get("fetchMocks")
     m.world.memory_config = recorded.get("memory")
     m.host.journal = journal
