@@ -448,7 +448,8 @@ class CallingMachine(MachineState):
         frames = self.frames
         threads = False
         while len(frames) > depth + 1:
-            threads = threads or bool(frames.pop().threads)
+            if frames.pop().threads:  # (popped first: `threads or …` would stop popping)
+                threads = True
             self.log((W_POP_FRAME,))
         if threads and self.wlog is not None:
             self.wlog.append((W_ACTIVE, self.active_thread()))
