@@ -1,6 +1,8 @@
 """Where `agency test` lets a program change files: relative paths land in a fresh scratch
 directory, the test file's own folder may change too, and nothing else outside the scratch
-directory may (runtime/runs/testing.py, World.writable, builtins_fs.owning_root)."""
+directory may (runtime/runs/testing.py, World.writable, builtins_fs.owning_root). The system's
+temporary directory, which `agency test` also lets programs change, holds these tests' own
+folders, so here it is taken out (tests/test_write_places.py checks that it may change)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from runtime.runs import testing
 from runtime.runs.testing import run_suite
+
+
+@pytest.fixture(autouse=True)
+def _no_scratch_dirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(testing, "scratch_dirs", lambda: [])
 
 
 def _run(folder: Path, source: str, expected: str) -> Any:
