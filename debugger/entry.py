@@ -1,6 +1,9 @@
-"""Provides `main`, the `agency` console script: `agency --version` is answered here, before
-click and the commands are imported (they are most of the command's start-up time, and the
-version is all that is asked); everything else goes to `debugger.cli.main`."""
+"""Provides `main`, the `agency` console script. Two command lines are answered here, before
+click and the commands are imported (they are most of the command's start-up time):
+`agency --version`, and `agency show REF [--db DB] [--branch N] [--json]` in the plain forms
+`show_arguments` accepts. Everything else goes to `debugger.cli.main`, and so does a `show`
+that fails or whose text click would print otherwise (see `answer_show`): click then prints
+what it always did, the error included."""
 
 from __future__ import annotations
 
@@ -13,9 +16,117 @@ VERSION_LINE = f"agency, version {__version__}\n"
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--version"]:
+    args = sys.argv[1:]
+    if args == ["--version"]:
         sys.stdout.write(VERSION_LINE)
         return
+    if args[:1] == ["show"] and (shown := show_arguments(args[1:])) is not None:
+        if answer_show(*shown):
+            return
     from debugger.cli import main as run
 
     run()
+
+
+def show_arguments(args: list[str]) -> tuple[str, str | None, int, bool] | None:
+    """`show`'s REF, --db, --branch and --json from its arguments, or None for anything but the
+    plain forms: one REF not starting with `-`, `--db DB` / `--db=DB` and `--branch N` /
+    `--branch=N` (N decimal digits) at most once each, `--json` at most once. A --db naming
+    something click's path check refuses (a directory, an unreadable file) is left to click."""
+    ref: str | None = None
+    given: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        name, eq, value = arg.partition("=")
+        if name in ("--db", "--branch"):
+            if not eq:
+                if not rest:
+                    return None
+                value = rest.pop(0)
+            if name in given or not value or value.startswith("-"):
+                return None
+            given[name] = value
+        elif arg == "--json" and arg not in given:
+            given[arg] = ""
+        elif ref is None and arg and not arg.startswith("-"):
+            ref = arg
+        else:
+            return None
+    branch = given.get("--branch", "0")
+    if ref is None or not (branch.isascii() and branch.isdigit()):
+        return None
+    db = given.get("--db")
+    if db is not None and not _path_passes(db):
+        return None
+    return ref, db, int(branch), "--json" in given
+
+
+def _path_passes(path: str) -> bool:
+    """Whether click's `Path(dir_okay=False)` takes `path` as it is: missing, or there, not a
+    directory and readable."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True
+    return not stat.S_ISDIR(mode) and os.access(path, os.R_OK)
+
+
+def answer_show(ref: str, db: str | None, branch: int, as_json: bool) -> bool:
+    """Print what `agency show` prints, or return False for click to do it: when reading the
+    run fails (click reports the error as it always did, reading again), or the text is one
+    `click.echo` would change (escape sequences it strips from a pipe, a stream it re-encodes).
+    Ctrl-C and a closed pipe end the command as under click."""
+    from debugger import signals
+
+    starting = signals.signal(signals.SIGINT, signals.default_int_handler)  # as cli.main does
+    try:
+        from debugger.run_reading import show_text
+
+        try:
+            text = show_text(ref, db, branch, as_json)
+        except Exception:
+            text = None
+        if text is None or not _printable_as_is(text):
+            signals.signal(signals.SIGINT, starting)  # click's start is quiet on Ctrl-C again
+            return False
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head`: click exits quietly with 1
+            _quiet_stdout()
+            sys.exit(1)
+    except KeyboardInterrupt:
+        from runtime.errors import EXIT_STOPPED
+
+        sys.stderr.write("\nagency: stopped (Ctrl-C)\n")
+        sys.exit(EXIT_STOPPED)
+    return True
+
+
+def _printable_as_is(text: str) -> bool:
+    """Whether `click.echo(text)` writes `text` unchanged to this stdout: no escape sequence
+    (it strips them when stdout is not a terminal), a stream whose encoding click keeps (it
+    re-encodes an ASCII one as UTF-8) and that can encode the text."""
+    import codecs
+
+    encoding = getattr(sys.stdout, "encoding", None)
+    if "\x1b" in text or not encoding or codecs.lookup(encoding).name == "ascii":
+        return False
+    try:
+        text.encode(encoding, getattr(sys.stdout, "errors", None) or "strict")
+    except (UnicodeError, LookupError):
+        return False
+    return True
+
+
+def _quiet_stdout() -> None:
+    """Send what is left in stdout's buffer to /dev/null: the pipe's reader is gone, and the
+    interpreter's own flush at exit would otherwise complain on stderr."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
