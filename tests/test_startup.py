@@ -177,7 +177,12 @@ def test_the_console_script_shows_a_run_without_click(tmp_path: Path) -> None:
     run_id = record(tmp_path, COUNT)
     db = str(tmp_path / "runs.db")
     avoided = (*HEAVY, *NOT_FOR_SHOW, *NOT_FOR_PLAIN_SHOW)
-    for args in ([f"{run_id}:3", "--db", db], [run_id, f"--db={db}", "--json", "--branch", "0"]):
+    plain = (
+        [f"{run_id}:3", "--db", db],
+        [run_id, f"--db={db}", "--json", "--branch", "0"],
+        [f"{run_id}:99", "--db", db],  # an error it reports itself, as click would
+    )
+    for args in plain:
         mods = console_loads("show", *args, cwd=tmp_path)
         assert "runtime.record.timeline" in mods, args
         assert not within(mods, avoided), (args, within(mods, avoided))
