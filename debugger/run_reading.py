@@ -1,9 +1,10 @@
 """Provides how the commands over recorded runs find what they read (`open_store`, `parse_ref`,
-`find_run`, `check_step`) and `show_text`, what `agency show` prints.
+`find_run`, `check_step`), and what `agency show` and `agency runs` print (`show_text`,
+`runs_text`).
 
-Nothing here imports click: the console script answers a plain `agency show` with these before
-click and the commands are loaded (`debugger/entry.py`, start-up time); the `show` command of
-`debugger/store_commands.py` prints the same text.
+Nothing here imports click: the console script answers a plain `agency show` or `agency runs`
+with these before click and the commands are loaded (`debugger/entry.py`, start-up time); the
+commands of `debugger/store_commands.py` print the same text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from typing import Any
 
 from runtime.errors import AgencyError, UsageError
 
-__all__ = ["check_step", "find_run", "first_recorded", "open_store", "parse_ref", "show_text"]
+__all__ = [
+    "check_step",
+    "find_run",
+    "first_recorded",
+    "open_store",
+    "parse_ref",
+    "runs_text",
+    "show_text",
+    "RUNS_LIMIT",
+]
+
+RUNS_LIMIT = 50  # how many runs `agency runs` lists without --limit
 
 
 def open_store(db: str | None, must_exist: bool = True, read_only: bool = False) -> Any:
@@ -174,3 +186,61 @@ def show_text(ref: str, db: str | None, branch: int, as_json: bool) -> str:
         f"  cost ${state.usage.cost:.4f}"
     )
     return "".join(line + "\n" for line in lines)
+
+
+def runs_text(db: str | None, limit: int, as_json: bool) -> tuple[str, str]:
+    """What `agency runs [--db DB] [--limit N] [--json]` prints: the table as rich renders it
+    for this stdout (escape sequences and all; empty with --json), then the lines
+    `click.echo` prints (the JSON, or what the table calls stale)."""
+    store = open_store(db, read_only=True)
+    records = store.list_runs(limit)
+    stale: dict[str, str] = {}
+    if any(r.status == "running" for r in records):  # only those can be stale (start-up time)
+        from runtime.runs.processes import stale_reason
+
+        stale = {r.id: why for r in records if (why := stale_reason(store, r)) is not None}
+    if as_json:
+        listed = [
+            {
+                "id": r.id,
+                "source": r.source_path,
+                "node": r.node,
+                "status": r.status,
+                "steps": r.step_count,
+                "created_at": r.created_at.isoformat(),
+                "error": r.error,
+                **({"damaged": r.meta["damaged"]} if "damaged" in r.meta else {}),
+                **({"stale": stale[r.id]} if r.id in stale else {}),
+            }
+            for r in records
+        ]
+        return "", json.dumps(listed) + "\n"
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(records)} run{'s' if len(records) != 1 else ''}")
+    for col in ("run", "source", "node", "status", "steps", "started"):
+        table.add_column(col)
+    for r in records:
+        style = {"failed": "red", "interrupted": "yellow", "running": "cyan"}.get(r.status, "")
+        status = f"[{style}]{r.status}[/]" if style else r.status
+        if r.id in stale:  # `running` in the store, but nothing runs it (said below the table)
+            status = "[yellow]stale[/]"
+        if "damaged" in r.meta:  # a field of its row would not read: shown, not hiding the rest
+            status += f" [red](damaged: {', '.join(r.meta['damaged'])})[/]"
+        table.add_row(
+            r.id,
+            r.source_path,
+            r.node,
+            status,
+            str(r.step_count),
+            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    console = Console()
+    with console.capture() as shown:  # what `console.print` writes to stdout, as text
+        console.print(table)
+    lines = "".join(
+        f"run {run_id} is stale: {why}; `agency resume {run_id}` continues it\n"
+        for run_id, why in stale.items()
+    )
+    return shown.get(), lines

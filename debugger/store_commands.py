@@ -14,7 +14,15 @@ from typing import Any
 import click
 
 from debugger.click_context import CONTEXT
-from debugger.run_reading import check_step, find_run, open_store, parse_ref, show_text
+from debugger.run_reading import (
+    RUNS_LIMIT,
+    check_step,
+    find_run,
+    open_store,
+    parse_ref,
+    runs_text,
+    show_text,
+)
 from runtime.errors import AgencyError, UsageError
 
 
@@ -68,7 +76,7 @@ def register(cli: click.Group) -> None:
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
-    default=50,
+    default=RUNS_LIMIT,
     show_default=True,
     help="How many runs, newest first.",
 )
@@ -79,55 +87,11 @@ def runs(db: str | None, as_json: bool, limit: int) -> None:
     Example:
       agency runs --limit 10
     """
-    from runtime.runs.processes import stale_reason
-
-    store = open_store(db, read_only=True)
-    records = store.list_runs(limit)
-    stale = {r.id: why for r in records if (why := stale_reason(store, r)) is not None}
-    if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "id": r.id,
-                        "source": r.source_path,
-                        "node": r.node,
-                        "status": r.status,
-                        "steps": r.step_count,
-                        "created_at": r.created_at.isoformat(),
-                        "error": r.error,
-                        **({"damaged": r.meta["damaged"]} if "damaged" in r.meta else {}),
-                        **({"stale": stale[r.id]} if r.id in stale else {}),
-                    }
-                    for r in records
-                ]
-            )
-        )
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{len(records)} run{'s' if len(records) != 1 else ''}")
-    for col in ("run", "source", "node", "status", "steps", "started"):
-        table.add_column(col)
-    for r in records:
-        style = {"failed": "red", "interrupted": "yellow", "running": "cyan"}.get(r.status, "")
-        status = f"[{style}]{r.status}[/]" if style else r.status
-        if r.id in stale:  # `running` in the store, but nothing runs it (said below the table)
-            status = "[yellow]stale[/]"
-        if "damaged" in r.meta:  # a field of its row would not read: shown, not hiding the rest
-            status += f" [red](damaged: {', '.join(r.meta['damaged'])})[/]"
-        table.add_row(
-            r.id,
-            r.source_path,
-            r.node,
-            status,
-            str(r.step_count),
-            r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-        )
-    Console().print(table)
-    for run_id, why in stale.items():
-        click.echo(f"run {run_id} is stale: {why}; `agency resume {run_id}` continues it")
+    table, lines = runs_text(db, limit, as_json)
+    if table:  # as rich prints it, escape sequences kept
+        sys.stdout.write(table)
+        sys.stdout.flush()
+    click.echo(lines, nl=False)
 
 
 @click.command(context_settings=CONTEXT)

@@ -173,24 +173,31 @@ def test_show_loads_only_what_reading_a_run_needs(tmp_path: Path) -> None:
     assert not within(mods, (*HEAVY, *NOT_FOR_SHOW)), within(mods, (*HEAVY, *NOT_FOR_SHOW))
 
 
-def test_the_console_script_shows_a_run_without_click(tmp_path: Path) -> None:
+def test_the_console_script_shows_and_lists_runs_without_click(tmp_path: Path) -> None:
     run_id = record(tmp_path, COUNT)
     db = str(tmp_path / "runs.db")
     avoided = (*HEAVY, *NOT_FOR_SHOW, *NOT_FOR_PLAIN_SHOW)
     plain = (
-        [f"{run_id}:3", "--db", db],
-        [run_id, f"--db={db}", "--json", "--branch", "0"],
-        [f"{run_id}:99", "--db", db],  # an error it reports itself, as click would
+        ["show", f"{run_id}:3", "--db", db],
+        ["show", run_id, f"--db={db}", "--json", "--branch", "0"],
+        ["show", f"{run_id}:99", "--db", db],  # an error it reports itself, as click would
+        ["runs", "--db", db, "--json", "--limit", "5"],
     )
     for args in plain:
-        mods = console_loads("show", *args, cwd=tmp_path)
-        assert "runtime.record.timeline" in mods, args
+        mods = console_loads(*args, cwd=tmp_path)
+        assert "runtime.record.sqlite_store" in mods, args
         assert not within(mods, avoided), (args, within(mods, avoided))
+    table = console_loads("runs", "--db", db, cwd=tmp_path)
+    assert "rich.table" in table  # rich imports dataclasses and inspect itself
+    no_click = (*HEAVY, "click", "debugger.cli", "debugger.store_commands", "runtime.runs")
+    assert not within(table, no_click), within(table, no_click)
     # what it does not take as it is goes to click
     assert "click" in console_loads("show", run_id, "--db", db, "--json", "--json", cwd=tmp_path)
 
 
-def agency_both_ways(args: list[str], cwd: Path, **io: Any) -> list[tuple[int, bytes, bytes]]:
+def agency_both_ways(
+    args: list[str], cwd: Path, **io: Any
+) -> list[subprocess.CompletedProcess[bytes]]:
     """(exit code, stdout, stderr) of `agency ARGS` by the console script, then by click."""
     return [
         subprocess.run(
@@ -207,10 +214,10 @@ def outcomes(done: list[subprocess.CompletedProcess[bytes]]) -> list[tuple[Any, 
     return [(d.returncode, d.stdout, d.stderr) for d in done]
 
 
-def test_the_console_scripts_show_prints_what_click_prints(tmp_path: Path) -> None:
-    """The same bytes, exit code and errors for every form: the ones the console script answers
-    itself and the ones it leaves to click (errors, help, forms it does not parse, text that
-    click.echo would change)."""
+def test_the_console_script_prints_what_click_prints(tmp_path: Path) -> None:
+    """The same bytes, exit code and errors for every form of `show` and `runs`: the ones the
+    console script answers itself and the ones it leaves to click (help, forms it does not
+    parse, text that click.echo would change)."""
     (tmp_path / "a dir").mkdir()
     loop = (
         'node main() {\n  let word = "héllo ✓"\n  let i = 0\n  while (i < 3) {\n'
@@ -220,47 +227,60 @@ def test_the_console_scripts_show_prints_what_click_prints(tmp_path: Path) -> No
     coloured = record(tmp_path, 'node main() {\n  print("\\u001b[31mred\\u001b[0m")\n}\n')
     db = str(tmp_path / "runs.db")
     cases = [
-        [run_id, "--db", db],
-        [f"{run_id}:5", "--db", db],
-        [f"{run_id}:5", "--db", db, "--json"],
-        ["--json", f"--db={db}", "--branch=0", f"{run_id[:6]}:0"],
-        ["last", "--branch", "0", "--db", db],
-        [coloured, "--db", db],
-        [f"{run_id}:999", "--db", db],
-        [f"{run_id}:x", "--db", db],
-        [":3", "--db", db],
-        ["", "--db", db],
-        ["nope", "--db", db],
-        [run_id, "--db", db, "--branch", "7"],
-        [run_id, "--db", db, "--branch", "-1"],
-        [run_id, "--db", db, "--branch", "x"],
-        [run_id, "--db", db, "extra"],
-        [run_id, "--db", db, "--json", "--json"],
-        [run_id, "--db", db, "--db", db],
-        [run_id, "--db"],
-        [run_id, "--db", str(tmp_path / "a dir")],
-        [run_id, "--db", str(tmp_path / "none.db")],
-        [run_id, "--dbx", db],
-        [run_id],
-        ["--help"],
-        [run_id, "-h"],
-        [],
+        ["show", run_id, "--db", db],
+        ["show", f"{run_id}:5", "--db", db],
+        ["show", f"{run_id}:5", "--db", db, "--json"],
+        ["show", "--json", f"--db={db}", "--branch=0", f"{run_id[:6]}:0"],
+        ["show", "last", "--branch", "0", "--db", db],
+        ["show", coloured, "--db", db],
+        ["show", f"{run_id}:999", "--db", db],
+        ["show", f"{run_id}:x", "--db", db],
+        ["show", ":3", "--db", db],
+        ["show", "", "--db", db],
+        ["show", "nope", "--db", db],
+        ["show", run_id, "--db", db, "--branch", "7"],
+        ["show", run_id, "--db", db, "--branch", "-1"],
+        ["show", run_id, "--db", db, "--branch", "x"],
+        ["show", run_id, "--db", db, "extra"],
+        ["show", run_id, "--db", db, "--json", "--json"],
+        ["show", run_id, "--db", db, "--db", db],
+        ["show", run_id, "--db"],
+        ["show", run_id, "--db", str(tmp_path / "a dir")],
+        ["show", run_id, "--db", str(tmp_path / "none.db")],
+        ["show", run_id, "--dbx", db],
+        ["show", run_id],
+        ["show", "--help"],
+        ["show", run_id, "-h"],
+        ["show"],
+        ["runs", "--db", db],
+        ["runs", f"--db={db}", "--json"],
+        ["runs", "--json", "--limit", "1", "--db", db],
+        ["runs", "--db", db, "--limit=0"],
+        ["runs", "--db", db, "--limit", "x"],
+        ["runs", "--db", db, "--json", "--json"],
+        ["runs", "--db", db, "extra"],
+        ["runs", "--db", str(tmp_path / "none.db")],
+        ["runs", "--db", str(tmp_path / "a dir")],
+        ["runs", "-h"],
+        ["runs"],
     ]
     for args in cases:
-        console, click_ = outcomes(agency_both_ways(["show", *args], tmp_path))
+        console, click_ = outcomes(agency_both_ways(args, tmp_path))
         assert console == click_, args
         assert console[1] or console[2], args  # it printed something either way
     ascii_out = dict(os.environ, PYTHONIOENCODING="ascii")  # click writes UTF-8 to it instead
-    done = agency_both_ways(["show", f"{run_id}:9", "--db", db], tmp_path, env=ascii_out)
-    console, click_ = outcomes(done)
-    assert console == click_ and "✓".encode() in console[1]
-    read, write = os.pipe()  # a reader that is gone (`| head -0`): exit 1, nothing said
-    os.close(read)
-    try:
-        done = agency_both_ways(["show", run_id, "--db", db], tmp_path, stdout=write, stderr=-1)
-    finally:
-        os.close(write)
-    assert [(d.returncode, d.stderr) for d in done] == [(1, b"")] * 2
+    for args in (["show", f"{run_id}:9", "--db", db], ["runs", "--db", db]):
+        console, click_ = outcomes(agency_both_ways(args, tmp_path, env=ascii_out))
+        assert console == click_, args
+        assert args[0] == "runs" or "✓".encode() in console[1]
+    for args in (["show", run_id, "--db", db], ["runs", "--db", db]):
+        read, write = os.pipe()  # a reader that is gone (`| head -0`): exit 1, nothing said
+        os.close(read)
+        try:
+            done = agency_both_ways(args, tmp_path, stdout=write, stderr=-1)
+        finally:
+            os.close(write)
+        assert [(d.returncode, d.stderr) for d in done] == [(1, b"")] * 2, args
 
 
 @pytest.mark.parametrize("module", sorted(set(LAZY_COMMANDS.values())))
