@@ -147,8 +147,8 @@ def test_the_fast_version_is_what_click_prints() -> None:
 
 
 def test_every_other_command_line_goes_to_click(tmp_path: Path) -> None:
-    """Only `agency --version` alone (and `agency show`, below) is answered early: with
-    anything beside it, click parses the line as it always did."""
+    """Only `agency --version` alone (and the plain forms of `show` and `runs`, below) is
+    answered early: with anything beside it, click parses the line as it always did."""
     for args in (["--version", "--help"], ["--help"], ["check", "--version"]):
         entry = subprocess.run(
             [sys.executable, "-m", "debugger", *args], cwd=tmp_path, capture_output=True, text=True
