@@ -209,8 +209,9 @@ def installed_python(tmp: str) -> str:
 
 
 def startup(roots: list[Path], rounds: int) -> list[dict[str, float]]:
-    """Best-of CPU time of `python -c pass`, `agency --version` and `agency show RUN:STEP`, for
-    each checkout in `roots`, rounds alternated between them so that they see the same load."""
+    """Best-of CPU time of `python -c pass`, `agency --version`, `agency show`, `agency runs` and
+    `agency --help`, for each checkout in `roots`, rounds alternated between them so that they
+    see the same load."""
     import compileall
 
     from runtime.language.program import compile_source
@@ -237,6 +238,10 @@ def startup(roots: list[Path], rounds: int) -> list[dict[str, float]]:
                     "python -c pass": [python, "-c", "pass"],
                     "agency --version": [*agency, "--version"],
                     "agency show RUN:STEP": [*agency, "show", f"{rec.run_id}:40", "--db", db],
+                    "agency show RUN --json": [*agency, "show", rec.run_id, "--db", db, "--json"],
+                    "agency runs": [*agency, "runs", "--db", db],
+                    "agency runs --json": [*agency, "runs", "--db", db, "--json"],
+                    "agency --help": [*agency, "--help"],
                 }
                 for label, argv in cases.items():
                     keep_best(out, {label: child_cpu(argv, tmp, env)})

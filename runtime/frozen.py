@@ -1,6 +1,6 @@
 """Provides `Frozen`, the base of the immutable records that reading a recorded run makes (the
-store's records in `runtime.record.contract`, the views in `runtime.record.views`, `Location`):
-what a frozen slotted dataclass gives them, equality and a hash over the fields, a repr, no
+store's records in `runtime.record.contract`, the views in `runtime.record.views`, `Location`)
+and the errors' `Span` and `Diagnostic` (`runtime.errors`): what a frozen slotted dataclass gives them, equality and a hash over the fields, a repr, no
 assignment, copies, `replace` and `as_dict`, without building the class when it is imported.
 
 Why not a dataclass: `@dataclass(frozen=True, slots=True)` generates and compiles six methods
@@ -8,12 +8,12 @@ and builds the class twice each time its module is imported, ~0.6 ms a class on 
 (twice that on a busy one), and `agency show` imports twenty of them, about a sixth of its
 start-up; a class written out costs ~0.02 ms. A subclass lists its fields in `__slots__`, in
 order, annotates them, and writes its `__init__` with `set_field`; a field whose dataclass
-default was a new dict takes None for it.
+default was a new dict takes None for it. `dataclasses` itself is imported only to raise its
+`FrozenInstanceError` (it imports `inspect`, which every command would otherwise pay for).
 """
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
 from operator import attrgetter
 from typing import Any, ClassVar, Self, dataclass_transform
 
@@ -50,9 +50,13 @@ class Frozen:
         return f"{type(self).__qualname__}({shown})"
 
     def __setattr__(self, name: str, value: Any) -> None:
+        from dataclasses import FrozenInstanceError  # when it happens (start-up time)
+
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy, deepcopy and pickle rebuild it by __init__

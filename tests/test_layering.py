@@ -2,10 +2,10 @@
 import the UI libraries.
 
 Layers, lowest first (README, "How it works"):
-    runtime.errors | runtime.frozen → runtime.language → runtime.llm → runtime.vm | runtime.record
+    runtime.frozen → runtime.errors → runtime.language → runtime.llm → runtime.vm | runtime.record
     → runtime.runs → runtime.agents → runtime.api (and the package `runtime`) → debugger
-`runtime.vm` and `runtime.record` are siblings: neither imports the other (nor do
-`runtime.errors` and `runtime.frozen`, the records' base class). An import may only
+`runtime.vm` and `runtime.record` are siblings: neither imports the other. `runtime.frozen`,
+the records' base class, is below everything (the errors' `Span` is one). An import may only
 go down (or sideways within one package); there is no import cycle anywhere, and no import
 inside a function except the few listed in LAZY, each for start-up cost, never to dodge a cycle.
 """
@@ -28,7 +28,8 @@ PURE = ("session.py", "commands.py", "formatting.py", "errors.py")
 UI = re.compile(r"^\s*(from|import)\s+(textual|rich)\b", re.M)
 
 LAYERS: list[tuple[str, ...]] = [
-    ("runtime.errors", "runtime.frozen", "runtime.message_text"),
+    ("runtime.frozen",),
+    ("runtime.errors", "runtime.message_text"),
     ("runtime.language",),
     ("runtime.llm",),
     ("runtime.vm", "runtime.record"),
