@@ -326,15 +326,19 @@ class Recorder:
                     code.name,
                     code.kind,
                     tuple(code.param_names),
-                    {k: enc(v) for k, v in f.locals.items() if not k.startswith("__")},
+                    {
+                        k: v if type(v) in _PRIMITIVE else enc(v)
+                        for k, v in f.locals.items()
+                        if k[:2] != "__"
+                    },
                     line,
                     col,
                 ]
             )
         state = {
             "frames": frames,
-            "globals": {k: enc(v) for k, v in m.globals.items()},
-            "shared": {k: enc(v) for k, v in m.shared.items()},
+            "globals": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.globals.items()},
+            "shared": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.shared.items()},
             "threads": {
                 tid: _appended(grown, "thread:" + tid, msgs, enc) for tid, msgs in m.threads.items()
             },

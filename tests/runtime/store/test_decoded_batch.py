@@ -77,3 +77,15 @@ def test_a_damaged_batch_is_refused() -> None:
     # A batch of the older form holds no names: a str there is damage, not a local write.
     with pytest.raises(BlobError, match="neither a marker nor a write"):
         DecodedBatch(encode_record((1, 1, 1, ["x", 1, 8])))
+
+
+def test_a_batch_of_the_older_form_reads_as_before() -> None:
+    # Stores written before local writes became names and values hold a tuple for every write.
+    entries = [(R_LOCAL, 1, "a", 16), 8, PUSH, 16, (R_LOCAL, 2, "n", 5), (R_POP_FRAME,), 24]
+    batch = DecodedBatch(encode_record((3, 2, 2, entries)))
+    assert (batch.first, batch.last) == (3, 5)
+    assert batch.record(3) == (1, 0, ((R_LOCAL, 1, "a", 16),), 2)
+    assert batch.record(5) == (3, 0, ((R_LOCAL, 2, "n", 5), (R_POP_FRAME,)), 2)
+    raw = RawState(_state(2), 2)
+    raw.apply(batch.entries)
+    assert raw.frames[1][3] == {"a": 16} and len(raw.frames) == 2
