@@ -289,9 +289,9 @@ def safe_loads(blob: bytes) -> Any:
 BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`decode_batch`)
 
 
-def decode_batch(blob: bytes) -> tuple[int, int, int, list[Any]]:
-    """(first step, depth before, depth after, entries) of a stored step batch, its writes as
-    `R_*` tuples whichever way it was stored."""
+def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
+    """(first step, depth before, depth after, entries, whether local writes are `name, value`
+    entries) of a stored step batch, its entries as stored (checked by their reader)."""
     value = safe_loads(blob)
     if (
         type(value) is not tuple
@@ -301,16 +301,22 @@ def decode_batch(blob: bytes) -> tuple[int, int, int, list[Any]]:
         or (len(value) == 5 and value[4] != BATCH_LOCALS)
     ):
         raise BlobError("damaged step batch: not (first, depth, depth, entries)")
-    entries = value[3]
-    if len(value) == 5:
-        entries = _expand_locals(value[1], entries)
+    return value[0], value[1], value[2], value[3], len(value) == 5
+
+
+def decode_batch(blob: bytes) -> tuple[int, int, int, list[Any]]:
+    """(first step, depth before, depth after, entries) of a stored step batch, its writes as
+    `R_*` tuples whichever way it was stored."""
+    first, before, after, entries, pairs = batch_entries(blob)
+    if pairs:
+        entries = expand_locals(before, entries)
     for entry in entries:
         if type(entry) is not int and (type(entry) is not tuple or not entry):
             raise BlobError("damaged step batch: an entry is neither a marker nor a write")
-    return value[0], value[1], value[2], entries
+    return first, before, after, entries
 
 
-def _expand_locals(depth: int, entries: list[Any]) -> list[Any]:
+def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
     """The entries of a batch whose writes to a local of the current frame are two entries,
     the name (the only kind of entry that is a str) and the value, as `R_LOCAL` tuples: the
     depth they leave out is derived from the frame pushes and pops before them, from `depth`

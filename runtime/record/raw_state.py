@@ -21,13 +21,16 @@ from runtime.record.format import (
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
+    R_RESET,
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
     R_STATUS,
     R_THREAD,
     R_USAGE,
-    decode_batch,
+    BlobError,
+    batch_entries,
+    expand_locals,
 )
 from runtime.record.requests import common_prefix
 from runtime.record.views import (
@@ -99,7 +102,16 @@ class RawState:
     def apply(self, writes: tuple[Any, ...] | list[Any]) -> None:  # noqa: C901 - one dispatch on write kind
         frames = self.frames
         heap = self.heap
-        for w in writes:
+        items = iter(writes)
+        for w in items:
+            t = type(w)
+            if t is str:  # a local of the innermost frame: its name, then its value
+                v = next(items)
+                if w[:2] != "__" and frames:
+                    frames[-1][3][w] = v
+                continue
+            if t is int:  # a step marker
+                continue
             code = w[0]
             if code == R_LOCAL:
                 name = w[2]
@@ -388,41 +400,74 @@ class SharedParts:
 
 
 class DecodedBatch:
-    """A decoded batch: flat entries, where each step's marker sits; depths on demand."""
+    """A decoded batch: its entries as stored (step markers, writes, and a write to a local of
+    the innermost frame as two entries, its name and its value, which `RawState.apply` takes as
+    they are) and where each step's marker sits, found in one pass; depths on demand."""
 
     __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
 
     def __init__(self, blob: bytes) -> None:
-        first, self.depth_before, self.depth_after, entries = decode_batch(blob)
+        first, self.depth_before, self.depth_after, entries, pairs = batch_entries(blob)
         self.first: int = first
         self.entries: list[Any] = entries
-        self.marks: list[int] = [i for i, e in enumerate(entries) if type(e) is int]
+        self.marks: list[int] = _marks(entries, pairs)
         self.last: int = first + len(self.marks) - 1
         self.depths: list[int] | None = None
 
     def record(self, step: int) -> tuple[Any, ...]:
-        """(location id, kind code, writes, depth) of `step`."""
+        """(location id, kind code, writes as `R_*` tuples, depth) of `step`."""
         i = step - self.first
         end = self.marks[i]
         start = self.marks[i - 1] + 1 if i else 0
         marker = self.entries[end]
-        return (marker >> 3, marker & 7, tuple(self.entries[start:end]), self.depth(i))
+        before = self.depth(i - 1) if i else self.depth_before
+        writes = expand_locals(before, self.entries[start:end])
+        return (marker >> 3, marker & 7, tuple(writes), self.depth(i))
+
+    def marker(self, step: int) -> int:
+        """The marker of `step`: its location id << 3 | its kind code."""
+        return int(self.entries[self.marks[step - self.first]])
 
     def depth(self, i: int) -> int:
+        """Frames on the stack at the batch's `i`th step."""
         if self.depths is None:
             depths = []
             depth = self.depth_before
-            for e in self.entries:
-                if type(e) is int:
+            items = iter(self.entries)
+            for e in items:
+                t = type(e)
+                if t is int:
                     depths.append(depth)
+                elif t is str:
+                    next(items)  # its value
                 elif e[0] == R_PUSH_FRAME:
                     depth += 1
                 elif e[0] == R_POP_FRAME:
                     depth -= 1
+                elif e[0] == R_RESET and len(e) > 1 and type(e[1]) is int:
+                    depth = e[1]
             if depths:
                 depths[-1] = self.depth_after
             self.depths = depths
         return int(self.depths[i])
+
+
+def _marks(entries: list[Any], pairs: bool) -> list[int]:
+    """Where the step markers (ints) of a batch's entries are; a name (a str, when `pairs`)
+    is followed by its value, which may be an int too. `BlobError` for anything else."""
+    marks: list[int] = []
+    add = marks.append
+    items = iter(enumerate(entries))
+    for i, e in items:
+        t = type(e)
+        if t is int:
+            add(i)
+        elif t is str and pairs:
+            if next(items, None) is None:
+                raise BlobError("damaged step batch: a local write without its value")
+        elif t is not tuple or not e:
+            raise BlobError("damaged step batch: an entry is neither a marker nor a write")
+    return marks
 
 
 def _json_text(v: Any) -> str:

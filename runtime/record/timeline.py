@@ -120,6 +120,11 @@ class Timeline:
         with self._reading_record(step):
             return self._batch(step).record(step)
 
+    def _marker(self, step: int) -> int:
+        """The step marker of one step (its location id << 3 | its kind code)."""
+        with self._reading_record(step):
+            return self._batch(step).marker(step)
+
     @contextlib.contextmanager
     def _reading_record(self, step: int) -> Iterator[None]:
         """Reading what the store holds for `step`: the store is a file from disk, so a record
@@ -198,15 +203,17 @@ class Timeline:
     # -- per step -------------------------------------------------------------------------------
 
     def location_at(self, step: int) -> Location | None:
-        loc_id = self._record(self._check(step))[0]
+        loc_id = self._marker(self._check(step)) >> 3
         return self.locations[loc_id] if 0 <= loc_id < len(self.locations) else None
 
     def kind_at(self, step: int) -> str:
-        return KINDS[self._record(self._check(step))[1]]
+        return KINDS[self._marker(self._check(step)) & 7]
 
     def depth_at(self, step: int) -> int:
         """Frames on the stack at `step`, the module frame included."""
-        return int(self._record(self._check(step))[3])
+        with self._reading_record(step):
+            batch = self._batch(self._check(step))
+            return batch.depth(step - batch.first)
 
     def writes_at(self, step: int) -> tuple[Any, ...]:
         return self._record(self._check(step))[2]  # type: ignore[no-any-return]
@@ -270,7 +277,7 @@ class Timeline:
             near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
             if near and self._marks_resets and not self._fork_between(cur.step, step):
                 writes = self._writes(cur.step + 1, step)
-                if not any(w[0] == R_RESET for w in writes):
+                if not any(type(w) is tuple and w[0] == R_RESET for w in writes):
                     cur.apply(writes)
                     cur.step = step
                     return cur
@@ -290,7 +297,8 @@ class Timeline:
         raw.apply(self._writes(a, b))
 
     def _writes(self, a: int, b: int) -> list[Any]:
-        """The writes of steps `a..b`, in order, a batch's run of steps at a time."""
+        """The entries of steps `a..b` as stored, in order, a batch's run of steps at a time
+        (their step markers and local writes as names and values included: `RawState.apply`)."""
         out: list[Any] = []
         s = a
         while s <= b:
@@ -299,8 +307,7 @@ class Timeline:
             # the fork step: those steps are not this lineage's
             i = s - batch.first
             start = batch.marks[i - 1] + 1 if i else 0
-            writes = batch.entries[start : batch.marks[hi - batch.first]]
-            out.extend([w for w in writes if type(w) is not int])  # without the step markers
+            out.extend(batch.entries[start : batch.marks[hi - batch.first]])  # as stored
             s = hi + 1
         return out
 

@@ -1,0 +1,91 @@
+"""A batch is read in one pass (`DecodedBatch`): its entries stay as stored, a local write of the
+innermost frame as its name and its value, and what a reader asks of one step (its writes as
+`R_*` tuples, its depth, its marker) or of a run of steps (`RawState.apply`) is the same as
+the tuple-per-write form gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.record.format import (
+    BATCH_LOCALS,
+    R_LOCAL,
+    R_POP_FRAME,
+    R_PUSH_FRAME,
+    BlobError,
+    decode_batch,
+    encode_record,
+)
+from runtime.record.raw_state import DecodedBatch, RawState
+
+
+def _state(frames: int) -> dict[str, object]:
+    return {
+        "frames": [[f"f{d}", "def", (), {}, 1, 1] for d in range(frames)],
+        "globals": {},
+        "threads": {},
+        "active": "0",
+        "output": [],
+        "usage": [0, 0, 0.0],
+        "status": "running",
+        "result": None,
+        "error": None,
+        "heap": {},
+    }
+
+
+# Steps 10..14, two frames at the start: step 10's writes set `a` (an int value, like a marker)
+# and `s` (a str value, like a name); step 11 calls into a third frame whose `n` is written at
+# step 12; step 13 returns from it and writes `a` again; step 14 writes nothing.
+PUSH = (R_PUSH_FRAME, "g", "def", ("n",), {"n": 0}, 3, 4)
+ENTRIES = ["a", 16, "s", "t", 8, PUSH, 24, "n", 5, 32, (R_POP_FRAME,), "a", 40, 16, 8]
+
+
+def test_one_pass_reads_what_the_tuple_form_gives() -> None:
+    blob = encode_record((10, 2, 2, ENTRIES, BATCH_LOCALS))
+    batch = DecodedBatch(blob)
+    assert (batch.first, batch.last) == (10, 14)
+    tuples = decode_batch(blob)[3]
+    steps, writes = [], []
+    for e in tuples:
+        if type(e) is int:
+            steps.append((e, tuple(writes)))
+            writes = []
+        else:
+            writes.append(e)
+    depths = [2, 3, 3, 2, 2]
+    for i, (marker, want) in enumerate(steps):
+        assert batch.record(10 + i) == (marker >> 3, marker & 7, want, depths[i])
+        assert batch.marker(10 + i) == marker
+        assert batch.depth(i) == depths[i]
+    assert batch.record(10)[2] == ((R_LOCAL, 1, "a", 16), (R_LOCAL, 1, "s", "t"))
+    assert batch.record(12)[2] == ((R_LOCAL, 2, "n", 5),)
+
+    # Applied as stored, markers and names included, the state is what the tuples make.
+    as_stored, as_tuples = RawState(_state(2), 9), RawState(_state(2), 9)
+    as_stored.apply(batch.entries)
+    as_tuples.apply([e for e in tuples if type(e) is not int])
+    assert as_stored.frames == as_tuples.frames
+    assert as_stored.frames[1][3] == {"a": 40, "s": "t"}
+
+
+def test_a_damaged_batch_is_refused() -> None:
+    with pytest.raises(BlobError, match="without its value"):
+        DecodedBatch(encode_record((1, 1, 1, [8, "x"], BATCH_LOCALS)))
+    with pytest.raises(BlobError, match="neither a marker nor a write"):
+        DecodedBatch(encode_record((1, 1, 1, [8, [1], 16], BATCH_LOCALS)))
+    # A batch of the older form holds no names: a str there is damage, not a local write.
+    with pytest.raises(BlobError, match="neither a marker nor a write"):
+        DecodedBatch(encode_record((1, 1, 1, ["x", 1, 8])))
+
+
+def test_a_batch_of_the_older_form_reads_as_before() -> None:
+    # Stores written before local writes became names and values hold a tuple for every write.
+    entries = [(R_LOCAL, 1, "a", 16), 8, PUSH, 16, (R_LOCAL, 2, "n", 5), (R_POP_FRAME,), 24]
+    batch = DecodedBatch(encode_record((3, 2, 2, entries)))
+    assert (batch.first, batch.last) == (3, 5)
+    assert batch.record(3) == (1, 0, ((R_LOCAL, 1, "a", 16),), 2)
+    assert batch.record(5) == (3, 0, ((R_LOCAL, 2, "n", 5), (R_POP_FRAME,)), 2)
+    raw = RawState(_state(2), 2)
+    raw.apply(batch.entries)
+    assert raw.frames[1][3] == {"a": 16} and len(raw.frames) == 2
