@@ -80,7 +80,7 @@ class Machine(CallingMachine):
 
     def step(self, n: int = 1) -> None:
         """Run until `n` more steps have started (or the run ends)."""
-        self.stop_at = self.step_index + n
+        self.stop_at = float(self.step_index + n)
         self._run()
 
     def run_until(self, predicate: Callable[[Machine], bool], limit: int = 10**9) -> bool:
