@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # fields; a compiled class's base must be compiled too).
 MODULES = (
     "runtime.vm.frames",
+    "runtime.vm.operations",
+    "runtime.vm.methods",
     "runtime.vm.machine_state",
     "runtime.vm.calls",
     "runtime.vm.machine",
