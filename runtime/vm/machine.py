@@ -121,8 +121,8 @@ class Machine(CallingMachine):
                 except AgencyRuntimeError as err:
                     if not self._raise(err):
                         return
-                except Exception as exc:  # noqa: BLE001 - a damaged checkpoint, never a crash
-                    if not self._raise(AgencyRuntimeError(f"restore: damaged checkpoint ({exc})")):
+                except Exception as why:  # noqa: BLE001 - a damaged checkpoint, never a crash
+                    if not self._raise(AgencyRuntimeError(f"restore: damaged checkpoint ({why})")):
                         return
             except RejectSignal as rejected:
                 self._reject(rejected.value)
@@ -130,9 +130,9 @@ class Machine(CallingMachine):
                 self._unwind(unwind.depth, unwind.value)
             except BranchCancelled:
                 pass  # a race branch lost: its frames are gone, the race frame goes on
-            except PauseSignal as sig:
+            except PauseSignal as paused:  # (not `sig`: mypyc types a name by its first use)
                 self.status = INTERRUPTED
-                self.pending = sig.payload
+                self.pending = paused.payload
                 return
             except AgencyRuntimeError as err:
                 if not self._raise(err):
