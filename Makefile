@@ -9,7 +9,7 @@ $(BIN)/agency: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: demo test check lint
+.PHONY: demo test check lint compiled clean
 demo: $(BIN)/agency
 	$(BIN)/agency run examples/dice.agency --mock examples/dice.mocks.json --no-record
 
@@ -23,3 +23,11 @@ test: $(BIN)/agency lint
 	$(BIN)/pytest -n 2 --durations=20 tests
 
 check: test
+
+# Optional: the interpreter's hot modules compiled with mypyc (needs a C compiler); the runtime
+# uses them while their sources are unchanged (runtime/vm/compiled.py), and pure Python without.
+compiled: $(BIN)/agency
+	$(BIN)/python -c 'import sys; from runtime.vm.compiled import main; sys.exit(main(["build"]))'
+
+clean:
+	rm -rf runtime/vm/_native build

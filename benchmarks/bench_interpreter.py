@@ -15,6 +15,10 @@ same run (say the interpreter as it was when issue 13 was filed: `git archive c6
 /tmp/before`): each round runs this tree, then that one in a child process (`--one`), so both
 see the same load, and the table gives both and the speed-up (theirs / ours, best against best);
 `--part startup --against DIR` alternates the start-up rounds between the two trees.
+
+With the compiled interpreter built (`make compiled`), each round also runs this tree as pure
+Python in a child process (`AGENCY_PURE_PYTHON=1`), and the table gives compiled, pure and
+CPython side by side.
 """
 
 from __future__ import annotations
@@ -158,13 +162,22 @@ def measure(name: str, n: int, rounds: int) -> dict[str, float]:
     return best
 
 
-def measure_against(root: Path, name: str, n: int) -> dict[str, float]:
-    """One round of `measure` on the checkout at `root`, in a child process."""
+def measure_against(root: Path, name: str, n: int, pure: bool = False) -> dict[str, float]:
+    """One round of `measure` on the checkout at `root`, in a child process (with the compiled
+    interpreter turned off if `pure`)."""
     argv = [sys.executable, __file__, "--root", str(root), "--one", name, "--size", str(n)]
-    done = subprocess.run(argv, capture_output=True, text=True)
+    env = dict(os.environ, AGENCY_PURE_PYTHON="1") if pure else None
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"measuring {name!r} on {root} failed:\n{done.stderr}")
     return dict(json.loads(done.stdout))
+
+
+def compiled_machine() -> bool:
+    """True if the machine this process imported is the compiled one (`make compiled`)."""
+    import runtime.vm.machine
+
+    return not str(runtime.vm.machine.__file__).endswith(".py")
 
 
 def keep_best(best: dict[str, float], got: dict[str, float]) -> None:
@@ -296,9 +309,11 @@ def main() -> None:
         print(json.dumps(measure(opts.one, opts.size, 1)))
         return
     against = opts.against.resolve() if opts.against else None
+    compiled = compiled_machine()
     print(
         f"# bench_interpreter ({'quick' if opts.quick else 'full'}) — {root}, "
-        f"python {platform.python_version()}, nproc {os.cpu_count()}"
+        f"python {platform.python_version()}, nproc {os.cpu_count()}, "
+        + ("compiled interpreter (make compiled)" if compiled else "pure Python")
     )
     if opts.part != "startup":
         print(
@@ -308,6 +323,8 @@ def main() -> None:
             f"{'program':<16} {'steps':>8} {'cpython':>9} {'bare':>9} {'recorded':>9}"
             f" {'bare/py':>8} {'rec/py':>8} {'rec/bare':>9} {'µs/step':>8}"
         )
+        if compiled:
+            head += f" | {'pure':>9} {'recorded':>9} {'pure/py':>8} {'speed-up':>9}"
         if against:
             head += f" | {'--against':>9} {'recorded':>9} {'rec/bare':>9} {'speed-up':>9}"
         print(head)
@@ -315,8 +332,11 @@ def main() -> None:
     for name, n in sizes.items() if opts.part != "startup" else ():
         r: dict[str, float] = {}
         o: dict[str, float] = {}
-        for _ in range(opts.rounds):  # alternated, so both trees see the same load
+        p: dict[str, float] = {}
+        for _ in range(opts.rounds):  # alternated, so every column sees the same load
             keep_best(r, measure(name, n, 1))
+            if compiled:
+                keep_best(p, measure_against(root, name, n, pure=True))
             if against:
                 keep_best(o, measure_against(against, name, n))
         line = (
@@ -325,12 +345,22 @@ def main() -> None:
             f" {r['recorded'] / r['cpython']:>7.1f}x {r['recorded'] / r['bare']:>8.2f}x"
             f" {r['bare'] / r['steps'] * 1e6:>8.2f}"
         )
+        if p:
+            line += (
+                f" | {p['bare']:>8.3f}s {p['recorded']:>8.3f}s {p['bare'] / r['cpython']:>7.1f}x"
+                f" {p['bare'] / r['bare']:>8.2f}x"
+            )
         if o:
             line += (
                 f" | {o['bare']:>8.3f}s {o['recorded']:>8.3f}s {o['recorded'] / o['bare']:>8.2f}x"
                 f" {o['bare'] / r['bare']:>8.2f}x"
             )
         print(line)
+    if compiled and opts.part != "startup":
+        print(
+            "(pure: this tree with AGENCY_PURE_PYTHON=1, in a child process; speed-up: its bare"
+            " time / the compiled one's, best of each)"
+        )
     if against and opts.part != "startup":
         print(f"(--against {against}; speed-up: its bare time / this tree's, best of each)")
     if opts.part == "interpreter":

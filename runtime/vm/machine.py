@@ -80,7 +80,7 @@ class Machine(CallingMachine):
 
     def step(self, n: int = 1) -> None:
         """Run until `n` more steps have started (or the run ends)."""
-        self.stop_at = self.step_index + n
+        self.stop_at = float(self.step_index + n)
         self._run()
 
     def run_until(self, predicate: Callable[[Machine], bool], limit: int = 10**9) -> bool:
@@ -121,8 +121,8 @@ class Machine(CallingMachine):
                 except AgencyRuntimeError as err:
                     if not self._raise(err):
                         return
-                except Exception as exc:  # noqa: BLE001 - a damaged checkpoint, never a crash
-                    if not self._raise(AgencyRuntimeError(f"restore: damaged checkpoint ({exc})")):
+                except Exception as why:  # noqa: BLE001 - a damaged checkpoint, never a crash
+                    if not self._raise(AgencyRuntimeError(f"restore: damaged checkpoint ({why})")):
                         return
             except RejectSignal as rejected:
                 self._reject(rejected.value)
@@ -130,9 +130,9 @@ class Machine(CallingMachine):
                 self._unwind(unwind.depth, unwind.value)
             except BranchCancelled:
                 pass  # a race branch lost: its frames are gone, the race frame goes on
-            except PauseSignal as sig:
+            except PauseSignal as paused:  # (not `sig`: mypyc types a name by its first use)
                 self.status = INTERRUPTED
-                self.pending = sig.payload
+                self.pending = paused.payload
                 return
             except AgencyRuntimeError as err:
                 if not self._raise(err):
@@ -176,7 +176,8 @@ class Machine(CallingMachine):
                             # STEP (below) and the instruction after it, in one dispatch.
                             frame.stmt_pc = pc - 1
                             frame.stmt_sp = len(stack)
-                            at, self.location, op, next_arg, next_pc = arg
+                            fused: tuple[int, Any, int, Any, int] = arg  # typed for mypyc
+                            at, self.location, op, next_arg, next_pc = fused
                             step = self.step_index = self.step_index + 1
                             if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                                 frame.pc = pc
@@ -188,7 +189,8 @@ class Machine(CallingMachine):
                             pc = next_pc
                         if op >= 63:  # (a STEP_NEXT's next instruction may be one)
                             if op == 63:  # LOCAL_OP_LOCAL_STORE (a, b, fn, int fn, name, next pc)
-                                x, y, fn, fast, name, pc = arg
+                                lls: tuple[str, str, Any, Any, str, int] = arg
+                                x, y, fn, fast, name, pc = lls
                                 a = L.get(x)
                                 b = L.get(y)
                                 if fast is not None and type(a) is int and type(b) is int:
@@ -204,7 +206,8 @@ class Machine(CallingMachine):
                                     wlog.append(e)
                                 continue
                             if op == 64:  # LOCAL_OP_CONST_STORE (a, b, fn, int fn, name, next pc)
-                                x, b, fn, fast, name, pc = arg
+                                lcs: tuple[str, Any, Any, Any, str, int] = arg
+                                x, b, fn, fast, name, pc = lcs
                                 a = L.get(x)
                                 if fast is not None and type(a) is int:
                                     v = L[name] = fast(a, b)  # a number or a boolean
@@ -219,7 +222,8 @@ class Machine(CallingMachine):
                                     wlog.append(e)
                                 continue
                             if op == 72:  # BINARY_STORE (fn, name, next pc)
-                                fn, name, next_pc = arg
+                                bs: tuple[Any, str, int] = arg
+                                fn, name, next_pc = bs
                                 b = pop()
                                 a = pop()
                                 pc = next_pc
@@ -236,7 +240,8 @@ class Machine(CallingMachine):
                                     wlog.append(e)
                                 continue
                             if op == 70:  # FOR_RANGE (target, slot, var, end slot): RANGE_NEXT
-                                target, slot, var, end_slot = arg
+                                fr: tuple[int, str, str, str] = arg
+                                target, slot, var, end_slot = fr
                                 i = L[slot]
                                 if i >= L[end_slot]:
                                     pc = target
@@ -249,7 +254,8 @@ class Machine(CallingMachine):
                                 continue
                             if op == 71:  # FOR_EACH (target, slot, var, index slot)
                                 # ITER_NEXT without a second variable
-                                target, slot, var, index_slot = arg
+                                fe: tuple[int, str, str, str] = arg
+                                target, slot, var, index_slot = fe
                                 seq = L[slot]
                                 i = L[index_slot]
                                 if i >= len(seq):
@@ -264,14 +270,16 @@ class Machine(CallingMachine):
                                     wlog.append(e)
                                 continue
                             if op == 65:  # LOCAL_OP_CONST_JUMP (a, b, fn, int fn, target, next pc)
-                                x, b, fn, fast, target, pc = arg
+                                lcj: tuple[str, Any, Any, Any, int, int] = arg
+                                x, b, fn, fast, target, pc = lcj
                                 a = L.get(x)
                                 v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
                                 if v is not True and (v is False or v is None or not truthy(v)):
                                     pc = target
                                 continue
                             if op == 66:  # LOCAL_OP_LOCAL_JUMP (a, b, fn, int fn, target, next pc)
-                                x, y, fn, fast, target, pc = arg
+                                llj: tuple[str, str, Any, Any, int, int] = arg
+                                x, y, fn, fast, target, pc = llj
                                 a = L.get(x)
                                 b = L.get(y)
                                 if fast is not None and type(a) is int and type(b) is int:
@@ -282,14 +290,16 @@ class Machine(CallingMachine):
                                     pc = target
                                 continue
                             if op == 67:  # LOCAL_OP_CONST (a, b, fn, int fn, next pc)
-                                x, b, fn, fast, pc = arg
+                                lc: tuple[str, Any, Any, Any, int] = arg
+                                x, b, fn, fast, pc = lc
                                 a = L.get(x)
                                 push(
                                     fast(a, b) if fast is not None and type(a) is int else fn(a, b)
                                 )
                                 continue
                             if op == 68:  # LOCAL_OP_LOCAL (a, b, fn, int fn, next pc)
-                                x, y, fn, fast, pc = arg
+                                ll: tuple[str, str, Any, Any, int] = arg
+                                x, y, fn, fast, pc = ll
                                 a = L.get(x)
                                 b = L.get(y)
                                 if fast is not None and type(a) is int and type(b) is int:
@@ -298,7 +308,8 @@ class Machine(CallingMachine):
                                     push(fn(a, b))
                                 continue
                             if op == 69:  # OP_CONST_JUMP (b, fn, int fn, target, next pc)
-                                b, fn, fast, target, pc = arg
+                                ocj: tuple[Any, Any, Any, int, int] = arg
+                                b, fn, fast, target, pc = ocj
                                 a = pop()
                                 v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
                                 if v is not True and (v is False or v is None or not truthy(v)):
@@ -377,7 +388,8 @@ class Machine(CallingMachine):
                     elif op == 14:  # POP
                         pop()
                     elif op == 15:  # ITER_NEXT (target, slot, var, second)
-                        target, slot, var, second = arg
+                        it: tuple[int, str, str, str | None] = arg
+                        target, slot, var, second = it
                         seq = L[slot]
                         ikey = slot + "i"
                         i = L[ikey]
@@ -403,7 +415,8 @@ class Machine(CallingMachine):
                                 wlog.append(second)
                                 wlog.append(e)
                     elif op == 16:  # RANGE_NEXT (target, slot, var)
-                        target, slot, var = arg
+                        rn: tuple[int, str, str] = arg
+                        target, slot, var = rn
                         i = L[slot]
                         if i >= L[slot + "e"]:
                             pc = target
