@@ -638,9 +638,10 @@ class Machine(CallingMachine):
                         loc = self.current_location()
                         if loc is not None:
                             self.location = loc
-                        if self.on_step is not None:
+                        hook = self.on_step  # (mypyc calls `self.on_step(…)` as a method)
+                        if hook is not None:
                             frame.pc = pc
-                            self.on_step(self, arg)
+                            hook(self, arg)
                         elif self.on_mark is not None:
                             frame.pc = pc
                             self.on_mark(self, arg)

@@ -130,7 +130,8 @@ node main() {
       total += x
     }
   }
-  print(`total ${total} fib ${fib(12)}`)
+  let said = llm("Say a number")
+  print(`total ${total} fib ${fib(12)} said ${said}`)
   return xs[40].length
 }
 """
@@ -145,11 +146,13 @@ import runtime.vm.machine
 program = compile_source(sys.stdin.read(), "probe.agency")
 config = RunConfig(model_spec="sim", root=sys.argv[1], quiet=True)
 m = new_machine(program, config)
+kinds = []
+m.on_step = lambda machine, kind: kinds.append((machine.step_index, kind))  # MARK_STEP too
 m.run()
 timeline = record_program(program, config).timeline
 states = [repr(timeline.state_at(k)) for k in range(len(timeline))]
 print(json.dumps({"file": runtime.vm.machine.__file__, "status": m.status, "output": m.output,
-    "error": str(m.error), "steps": m.step_index, "result": m.result, "states": len(states),
+    "error": str(m.error), "steps": m.step_index, "result": m.result, "kinds": kinds, "states": len(states),
     "digest": hashlib.sha256("\\n".join(states).encode()).hexdigest()}))
 """
 
