@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from runtime.errors import AgencyError, UsageError
@@ -19,6 +20,7 @@ __all__ = [
     "check_step",
     "find_run",
     "first_recorded",
+    "lowest_where",
     "open_store",
     "parse_ref",
     "runs_text",
@@ -130,11 +132,17 @@ def _recorded(tl: Any, step: int) -> bool:
 
 
 def first_recorded(tl: Any, n: int) -> int:
-    """The lowest recorded step (the last one always is)."""
+    """The lowest step of `n` that `show` can read (the last one always is)."""
+    return lowest_where(n, lambda step: _recorded(tl, step))
+
+
+def lowest_where(n: int, holds: Callable[[int], bool]) -> int:
+    """The lowest of steps 0..n-1 for which `holds` is true, given that it holds for the last
+    one and for every step after one where it holds (a binary search: O(log n) calls)."""
     lo, hi = -1, n - 1
     while lo + 1 < hi:
         mid = (lo + hi) // 2
-        if _recorded(tl, mid):
+        if holds(mid):
             hi = mid
         else:
             lo = mid

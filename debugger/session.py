@@ -26,6 +26,7 @@ from debugger.commands import parse_literal
 from debugger.edits import Editing, EditPrompt, Edits
 from debugger.errors import SessionError
 from debugger.points import Points
+from debugger.run_reading import lowest_where
 from debugger.shapes import (
     SCAN_REPORT_EVERY,
     STOP_EVENTS,
@@ -67,18 +68,10 @@ class Variables:
 
 
 def _first_step(timeline: Any) -> int:
-    """The lowest recorded step (binary search on `kind_at`, which refuses unrecorded ones)."""
-    n = len(timeline)
-    if n == 0 or _recorded(timeline, 0):
-        return 0
-    lo, hi = 0, n - 1  # step hi is recorded (the last one always is)
-    while lo + 1 < hi:
-        mid = (lo + hi) // 2
-        if _recorded(timeline, mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    """The lowest recorded step (`kind_at` refuses unrecorded ones)."""
+    return (
+        lowest_where(len(timeline), lambda step: _recorded(timeline, step)) if len(timeline) else 0
+    )
 
 
 def _recorded(timeline: Any, step: int) -> bool:
