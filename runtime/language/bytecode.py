@@ -346,6 +346,7 @@ class ParamInfo:
     type: A.TypeExpr | None
     has_default: bool
     rest: bool
+    optional: bool = False  # declared `name?: T`
 
 
 @dataclass(slots=True)
