@@ -141,7 +141,10 @@ BUILTIN_NAMES = frozenset(
         "__is_decision",
         "__is_function",
         "__llm_call",
+        "__llm_inject",
+        "__llm_memory",
         "__llm_open",
+        "__llm_start_data",
         "__llm_tool_result",
         "__llm_round_end",
         "__attachment",
@@ -346,6 +349,7 @@ class ParamInfo:
     type: A.TypeExpr | None
     has_default: bool
     rest: bool
+    optional: bool = False  # declared `name?: T`
 
 
 @dataclass(slots=True)

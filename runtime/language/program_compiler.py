@@ -144,7 +144,9 @@ class ProgramCompiler:
         )
 
     def compile_function(self, d: A.FuncDecl, file: str, kind: str) -> Code:
-        params = [ParamInfo(p.name, p.type, p.default is not None, p.rest) for p in d.params]
+        params = [
+            ParamInfo(p.name, p.type, p.default is not None, p.rest, p.optional) for p in d.params
+        ]
         code = Code(
             d.name,
             kind,
@@ -224,7 +226,9 @@ class ProgramCompiler:
         owner = owner_fc.code
         self.blocks += 1
         name = f"{owner.name}.block{self.blocks}"
-        params = [ParamInfo(p.name, p.type, p.default is not None, p.rest) for p in b.params]
+        params = [
+            ParamInfo(p.name, p.type, p.default is not None, p.rest, p.optional) for p in b.params
+        ]
         code = Code(name, "block", owner.file, params, span=b.span)
         declared = {p.name for p in b.params}
         assigned: set[str] = set()

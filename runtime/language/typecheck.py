@@ -11,7 +11,8 @@ What it checks (each diagnostic has the reference implementation's stable `AG###
 - AG2012: a def or node with a return type whose body can end without a `return`.
 - AG4005: assigning to (or `++`-ing) a `const`. AG4004: calling a function nothing defines.
 - AG6016/AG6017/AG6018: the wrong number of arguments to a def of the module; AG6025: a named
-  argument it has no parameter for; AG6019/AG6014: an argument whose type does not fit.
+  argument it has no parameter for; AG6026: a named argument for a parameter a positional
+  argument fills; AG6019/AG6014: an argument whose type does not fit.
 - AG1006: an annotation naming a type that is not defined, built in or imported.
 - AG7006: a def marked both `destructive` and `idempotent`.
 - AG3009 (warning): a node calls a function that may raise interrupts (it, or what it calls,
@@ -96,6 +97,10 @@ MESSAGES = {
         "in call to '{fn}'."
     ),
     "AG6025": "Unknown named argument '{name}' in call to '{fn}'.",
+    "AG6026": (
+        "Named argument '{name}' conflicts with positional argument at position {position} "
+        "in call to '{fn}'."
+    ),
     "AG7006": (
         "Function '{name}' cannot be both destructive and idempotent — those markers are "
         "contradictory. Pick one."
@@ -578,6 +583,9 @@ class Checker:
         for a, _ in named:
             if a.name not in by_name and not rest:
                 self.report("AG6025", a.span, name=a.name, fn=f.name)
+            elif a.name in by_name and by_name[a.name] in fixed[: len(positional)]:
+                at = fixed.index(by_name[a.name]) + 1
+                self.report("AG6026", a.span, name=a.name, fn=f.name, position=at)
         required = sum(
             1 for p in fixed if p.default is None and not _schema(p) and not self.optional(p)
         )

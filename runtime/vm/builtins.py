@@ -46,7 +46,15 @@ from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
-from runtime.vm.llm_calls import call_model, call_tool, open_request, tool_result
+from runtime.vm.llm_calls import (
+    call_model,
+    call_tool,
+    inject_facts,
+    memory_facts,
+    open_request,
+    start_data,
+    tool_result,
+)
 from runtime.vm.methods import PREAPPROVE
 from runtime.vm.values import (
     FUNCTION_TYPES,
@@ -430,6 +438,21 @@ def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     answer = call_model(m, args[0])
     builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
     return answer
+
+
+@builtin("__llm_memory")
+def _llm_memory(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return memory_facts(m, args[0])
+
+
+@builtin("__llm_inject")
+def _llm_inject(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    inject_facts(m, args[0], args[1] if len(args) > 1 else None)
+
+
+@builtin("__llm_start_data")
+def _llm_start_data(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    return start_data(m, args[0])
 
 
 @builtin("__call_tool")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 REGISTRY = "__callbacks"  # where registrations live: a frame's local, or a module global
 ACTIVE = "__hooks"  # module global set once anything registered: the machine's cheap test
 HOOKED_CALL = "__hooked_call"  # the prelude function that runs the callbacks, then the call
+FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's callbacks
 
 
 def _log(m: Machine, record: tuple[Any, ...], value: Any) -> None:
@@ -68,7 +69,9 @@ def active_callbacks(m: Machine, hook: str) -> JSArray:
     """The callbacks a `hook` event raised now runs, in order; none while a callback runs."""
     found = JSArray()
     for f in reversed(m.frames):
-        if f.code.name == HOOKED_CALL and f.locals.get("__firing"):
+        if (f.code.name == HOOKED_CALL or f.code.name == FIRE_CALLBACKS) and f.locals.get(
+            "__firing"
+        ):
             return JSArray()
         for h, fn in f.locals.get(REGISTRY) or ():
             if h == hook:

@@ -31,6 +31,7 @@ from runtime.vm.operations import (
     accepts_results,
     bind_block,
     callee_text,
+    check_named,
     has_failure,
     repush_args,
     spread_items,
@@ -111,6 +112,8 @@ class CallingMachine(MachineState):
         stack = frame.stack
         args, named = self._pop_args(stack, spec)
         callee = stack.pop()
+        if named and type(callee) is FuncRef:
+            self._check_named(callee.name, args, named)
         if type(callee) is not FuncRef:
             if type(callee) is BoundFunction:
                 return self._invoke_bound(frame, callee, args, named, spec, pc)
@@ -118,6 +121,13 @@ class CallingMachine(MachineState):
                 return self._invoke(frame, callee, args, named, spec, pc)
             raise AgencyRuntimeError(f"{callee_text(callee)} is not a function")
         return self._invoke(frame, callee.name, args, named, spec, pc)
+
+    def _check_named(self, name: str, args: list[Any], named: dict[str, Any]) -> None:
+        """A written call with named arguments, of a def or node: its names checked (see
+        `check_named`). Calls the runtime makes (tool calls, bound functions) are not."""
+        code = self.functions.get(name)
+        if code is not None and (code.kind == "def" or code.kind == "node"):
+            check_named(code, args, named)
 
     def _invoke(
         self,
@@ -176,6 +186,8 @@ class CallingMachine(MachineState):
         if type(obj) is JSObject:
             fn = obj.get(name)
             if type(fn) is FuncRef:
+                if named:
+                    self._check_named(fn.name, args, named)
                 return self._invoke(frame, fn.name, args, named, None, frame.pc)
             if type(fn) is BoundFunction:
                 return self._invoke_bound(frame, fn, args, named, None, frame.pc)
@@ -281,7 +293,9 @@ class CallingMachine(MachineState):
                         extra = locals_["__named"] = JSObject()
                     extra[key] = v
                 else:
-                    raise AgencyRuntimeError(f"`{code.name}` has no parameter named `{key}`")
+                    raise AgencyRuntimeError(
+                        f"Unknown named argument '{key}' in call to '{code.name}'"
+                    )
         return locals_
 
     def _enter_block(self, block: Closure, args: list[Any], named: dict[str, Any]) -> None:

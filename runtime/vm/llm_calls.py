@@ -30,6 +30,7 @@ from runtime.vm.values import (
     stringify,
     to_plain,
     to_str,
+    truthy,
 )
 from runtime.vm.writelog import W_SHARED, W_USAGE
 
@@ -71,10 +72,13 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             params[key] = opts[key]
     extra = opts.get("messages")
     thread = m.active_thread()
-    m.append_message(thread, {"role": "user", "content": well_formed(to_str(prompt))})
+    text = well_formed(to_str(prompt))
+    m.append_message(thread, {"role": "user", "content": text})
     return JSObject(
         {
             "thread": thread,
+            "prompt": text,
+            "memory": truthy(opts.get("memory")),
             "schema": schema,
             "tools": tool_names,
             "tool_fns": tool_fns,
@@ -151,13 +155,7 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         )
     m.set_key(req, "round", rnd + 1)
     thread = to_str(req["thread"])
-    messages: list[dict[str, Any]] = []
-    extra = req.get("messages")
-    if type(extra) is JSArray:
-        messages.extend(
-            {k: to_plain(v) for k, v in msg.items()} for msg in extra if type(msg) is JSObject
-        )
-    messages.extend(dict(msg) for msg in m.threads.get(thread, []))
+    messages = request_messages(m, req, rnd)
     schema = to_plain(req.get("schema"))
     tools = tool_specs(m, list(_tool_values(req)))
     params = to_plain(req.get("params") or JSObject())
@@ -253,6 +251,63 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
     if not calls and failed is not None:
         raise AgencyRuntimeError(str(failed))
     return JSObject({"done": not calls, "value": value, "calls": calls})
+
+
+def request_messages(m: Machine, req: JSObject, rnd: int) -> list[dict[str, Any]]:
+    """The messages request round `rnd` (0: the first) sends: the `messages` option, the
+    thread, and on the first round the memory's facts (`memory: true`), which the thread does
+    not keep (as the reference removes them once the call is made)."""
+    messages: list[dict[str, Any]] = []
+    extra = req.get("messages")
+    if type(extra) is JSArray:
+        messages.extend(
+            {k: to_plain(v) for k, v in msg.items()} for msg in extra if type(msg) is JSObject
+        )
+    messages.extend(dict(msg) for msg in m.threads.get(to_str(req["thread"]), []))
+    inject = req.get("inject")
+    if rnd == 0 and type(inject) is str and inject:
+        messages.append({"role": "system", "content": inject})
+    return messages
+
+
+MEMORY_FACTS = "__memoryFacts"  # std::memory's recall for injection (no question, no model)
+MEMORY_HEADING = "Relevant context from memory:\n"
+
+
+def memory_facts(m: Machine, req: JSObject) -> Any:
+    """For `llm(prompt, {memory: true})`: a call of std::memory's `__memoryFacts(prompt)` when
+    the program has std::memory, else null (nothing to inject)."""
+    if req.get("memory") is not True or MEMORY_FACTS not in m.functions:
+        return None
+    return TailCall(MEMORY_FACTS, [req.get("prompt") or ""])
+
+
+def inject_facts(m: Machine, req: JSObject, facts: Any) -> None:
+    """Keep the facts on the request for its first round (none found: nothing is injected)."""
+    if type(facts) is str and facts.strip():
+        m.set_key(req, "inject", MEMORY_HEADING + facts)
+
+
+def start_data(m: Machine, req: JSObject) -> JSObject:
+    """What `onLLMCallStart` callbacks get before each request: the prompt, the tools (name,
+    description, schema), the model and the messages about to be sent."""
+    rnd = int(req.get("round") or 0)
+    params = req.get("params")
+    model = params.get("model") if type(params) is JSObject else None
+    if not isinstance(model, str) or not model:
+        model = getattr(m.model, "model", None)
+    tools = JSArray(
+        JSObject({"name": t.name, "description": t.description, "schema": from_plain(t.parameters)})
+        for t in tool_specs(m, list(_tool_values(req)))
+    )
+    return JSObject(
+        {
+            "prompt": req.get("prompt"),
+            "tools": tools,
+            "model": model,
+            "messages": from_plain(request_messages(m, req, rnd)),
+        }
+    )
 
 
 def model_for(m: Machine, requested: Any) -> Any:

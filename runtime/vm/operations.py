@@ -68,6 +68,49 @@ def bind_block(
     return args, named
 
 
+def check_named(code: Code, args: list[Any], named: dict[str, Any]) -> None:
+    """A call the program writes with named arguments (`fn(a: 1, z: 9)`, direct or through a
+    variable) is checked as the reference checks it, with its wording: every name must be a
+    parameter, none may also be filled by position, and each parameter without a default up
+    to the last one named (or after the positional ones, until a defaulted one nothing later
+    is named past) must be given. A call without named arguments is not checked: a missing
+    argument is null, as in JavaScript."""
+    given = [k for k in named if k != "&"]
+    if not given:
+        return
+    params = [p for p in code.params if not p.name.startswith("__")]
+    catch_all = len(params) != len(code.params) and any(p.name == "__named" for p in code.params)
+    fixed = [p for p in params if not p.rest]
+    rest = params[-1].name if params and params[-1].rest else None
+    at = {p.name: i for i, p in enumerate(fixed)}
+    for key in given:
+        i = at.get(key)
+        if i is None:
+            if key != rest and not catch_all:
+                raise AgencyRuntimeError(f"Unknown named argument '{key}' in call to '{code.name}'")
+        elif i < len(args):
+            raise AgencyRuntimeError(
+                f"Named argument '{key}' conflicts with positional argument at position {i + 1} "
+                f"in call to '{code.name}'"
+            )
+    block = fixed[-1].name if "&" in named and fixed and rest is None else None
+    for i in range(len(args), len(fixed)):
+        p = fixed[i]
+        if p.name in named or p.name == block:
+            continue
+        if p.has_default or p.optional or _schema_param(p.type):
+            if not any(q.name in named for q in fixed[i + 1 :]):
+                break
+            continue
+        raise AgencyRuntimeError(f"Missing required argument '{p.name}' in call to '{code.name}'")
+
+
+def _schema_param(t: Any) -> bool:
+    """A `Schema<T>` parameter: a direct call is given it by the compiler when it leaves it
+    out, so a call through a variable may leave it out too."""
+    return (type(t) is A.TName or type(t) is A.TGeneric) and t.name == "Schema"
+
+
 def has_failure(args: list[Any], named: dict[str, Any]) -> bool:
     for a in args:
         if type(a) is Result and not a.ok:

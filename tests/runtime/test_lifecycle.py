@@ -120,10 +120,13 @@ def _files(root: Path) -> dict[str, str]:
     """A directory's files, with what differs between two runs of one program (the run id and
     the time in a saved checkpoint) blanked."""
     out = {}
-    for p in sorted(root.iterdir()):
+    for p in sorted(root.rglob("*")):
+        if p.is_dir():  # a directory the program made is compared through its files
+            out[p.relative_to(root).as_posix() + "/"] = ""
+            continue
         text = p.read_text(encoding="utf-8", errors="replace")
         text = re.sub(r'"(run_id|created_at)": "[^"]*"', r'"\1": ""', text)
-        out[p.name] = text
+        out[p.relative_to(root).as_posix()] = text
     return out
 
 

@@ -91,6 +91,11 @@ def codes(source: str) -> list[str]:
             "AG6025",
         ),
         (
+            "def add(a: number, b: number) { }\nnode main() { add(1, a: 2) }",
+            "def add(a: number, b: number) { }\nnode main() { add(1, b: 2) }",
+            "AG6026",
+        ),
+        (
             'def add(a: number) { }\nnode main() { add(a: "1") }',
             "def add(a: number) { }\nnode main() { add(a: 1) }",
             "AG6014",

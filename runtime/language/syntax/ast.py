@@ -684,6 +684,7 @@ class Param:
     default: Expr | None = None
     rest: bool = False
     span: Span = _span()
+    optional: bool = False  # `name?: T`: a call may leave it out (it is null)
 
 
 @dataclass(frozen=True, slots=True)

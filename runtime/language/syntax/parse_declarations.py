@@ -74,7 +74,7 @@ class DeclarationParser(ExpressionParser):
         start = self.peek().span
         rest = self.accept("...") is not None
         name = self.expect_name("a parameter name").text
-        self.accept("?")  # `prefix?: string`: optional; an omitted argument is null anyway
+        optional = self.accept("?") is not None  # `prefix?: string`: may be left out (null)
         type_ = self.type_expr() if self.accept(":") else None
         default = None
         if self.at("="):
@@ -82,7 +82,7 @@ class DeclarationParser(ExpressionParser):
             default = self.expr_after(eq)
             if rest:
                 self.report("a `...rest` parameter cannot have a default", eq.span)
-        return ast.Param(name, type_, default, rest, self.span_from(start))
+        return ast.Param(name, type_, default, rest, self.span_from(start), optional)
 
     def type_alias(self) -> ast.TypeAlias:
         start = self.advance().span  # type
