@@ -3,8 +3,10 @@
 A guard is the prelude function `guard` (runtime/language/prelude.agency). Its frame holds the
 guard's state as an ordinary local, `__g` (limits, the cost and clock readings it started from,
 what it has been granted), so a checkpoint taken inside a guarded block carries its budget with
-it. The budget is checked where work is spent: before and after every LLM request, after
-`sleep`, after the fake clock moves, and when the block ends. An exceeded budget raises a
+it. The budget is checked where work is spent: both dimensions before and after every LLM
+request; time also after `sleep`, after the fake clock moves, and when the block ends. Inside
+a fork or race branch, time counts the branch's virtual clock (its sleeps), and a rejected trip
+of a guard around the fork stops only that branch until the join (see `_abort`). An exceeded budget raises a
 `std::guard` interrupt (the prelude's `__guard_check`); a rejection aborts the guard: every
 frame above it is dropped and the guard returns the block's saved draft (`saveDraft(v)`, kept
 in the frame's hidden `__draft` local) as a success, or a failure describing the trip.
@@ -19,7 +21,12 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import RETURN as _RETURN
 from runtime.language.bytecode import STORE_LOCAL as _STORE_LOCAL
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_fork import branch_sleep
+from runtime.vm.builtins_fork import (
+    FORK_LOCAL,
+    branch_clocks,
+    branch_sleep,
+    innermost_fork_above,
+)
 from runtime.vm.builtins_std import FAKE_CLOCK, now_ms
 from runtime.vm.builtins_values import MAX_SLEEP_MS, journaled_wait
 from runtime.vm.frames import Decision, Frame, TailCall, UnwindSignal
@@ -31,6 +38,7 @@ from runtime.vm.values import (
     to_number,
     to_plain,
     to_str,
+    truthy,
 )
 from runtime.vm.writelog import PLAIN, W_SHARED
 
@@ -61,11 +69,17 @@ def _guard_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
             "maxCost": max_cost,
             "maxTime": max_time,
             "costBase": m.usage["cost"],
-            "timeBase": now_ms(m) if max_time is not None else None,
+            "timeBase": guard_now(m) if max_time is not None else None,
             "disarmed": JSArray(),
             "aborted": None,
         }
     )
+
+
+def guard_now(m: Machine) -> Any:
+    """The instant time budgets are measured by: the clock plus the virtual time the running
+    fork branches have slept (a branch's `sleep` moves its own clock, not the real one)."""
+    return now_ms(m) + branch_clocks(m)
 
 
 def running_guards(m: Machine) -> list[tuple[int, JSObject]]:
@@ -90,17 +104,17 @@ def _draft_above(m: Machine, at: int) -> Any:
     return None
 
 
-def _over(m: Machine, g: JSObject) -> tuple[str, float, float] | None:
+def _over(m: Machine, g: JSObject, time_only: bool) -> tuple[str, float, float] | None:
     """(dimension, limit, spent) of the first exceeded budget of guard `g`, or None."""
     disarmed = g["disarmed"]
     limit = g["maxCost"]
-    if limit is not None and "cost" not in disarmed:
+    if limit is not None and "cost" not in disarmed and not time_only:
         spent = m.usage["cost"] - g["costBase"]
         if spent > limit + 1e-15:
             return "cost", limit, spent
     limit = g["maxTime"]
     if limit is not None and "time" not in disarmed and g["timeBase"] is not None:
-        spent = now_ms(m) - g["timeBase"]
+        spent = guard_now(m) - g["timeBase"]
         if spent > limit:
             return "time", limit, spent
     return None
@@ -108,9 +122,13 @@ def _over(m: Machine, g: JSObject) -> tuple[str, float, float] | None:
 
 @builtin("__guard_trip")
 def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    """The innermost guard over its budget, as {at, message, data}, or null."""
+    """The innermost guard over its budget, as {at, message, data}, or null. With `timeOnly`
+    (a step that spends no money: a sleep, the end of a guarded block) only time budgets are
+    read: a cost budget is asked about at the LLM calls that spend it, so a guard left over
+    budget by a rejected trip of a guard inside it is not asked again until it spends more."""
+    time_only = truthy(arg(args, named, 0, "timeOnly", False))
     for at, g in running_guards(m):
-        over = _over(m, g)
+        over = _over(m, g, time_only)
         if over is None:
             continue
         dimension, limit, spent = over
@@ -153,6 +171,46 @@ def _failure_data(trip: JSObject) -> JSObject:
 
 
 def _abort(m: Machine, trip: JSObject, error: Any) -> Any:
+    """A rejected trip. Raised inside a fork or race branch running in the guarded work, it
+    stops that branch only: the fork keeps the trip and runs its other branches (which meet the
+    same budget on their own, as concurrent branches would), and its join goes on with the
+    abort (`branch_trip_joined`). Otherwise the guarded work stops (`_abort_guard`)."""
+    at = int(trip["at"])
+    fork_at = innermost_fork_above(m, at, below=len(m.frames))
+    if fork_at is None:
+        return _abort_guard(m, trip, error)
+    return _abort_branch(m, fork_at, trip, error)
+
+
+def _abort_branch(m: Machine, fork_at: int, trip: JSObject, error: Any) -> Any:
+    """Drop the running branch of the fork at frame `fork_at`: what it saved or finalized is
+    not salvaged (a branch's partial result has no place in the fork's value)."""
+    state = m.frames[fork_at].locals[FORK_LOCAL]
+    if state.get("tripped") is None:
+        m.set_key(state, "tripped", JSObject({"trip": trip, "error": error}))
+    m.event("guard", "branch aborted", {"label": to_plain(trip["data"]["label"])})
+    raise UnwindSignal(fork_at, None)
+
+
+def branch_trip_joined(m: Machine, tripped: JSObject) -> Any:
+    """A fork whose branch was stopped by a trip has joined (the top frame is the fork's):
+    the abort goes on from here, through an enclosing fork's branch first."""
+    trip, error = tripped["trip"], tripped["error"]
+    fork_at = innermost_fork_above(m, int(trip["at"]), below=len(m.frames) - 1)
+    if fork_at is None:
+        return _abort_guard(m, trip, error)
+    return _abort_branch(m, fork_at, trip, error)
+
+
+def fork_time_joined(m: Machine, elapsed: Any) -> None:
+    """A fork outside any branch joined after `elapsed` virtual milliseconds (its slowest
+    branch's sleeps): the running time guards count that time as passed."""
+    for _at, g in running_guards(m):
+        if g["timeBase"] is not None:
+            m.set_key(g, "timeBase", g["timeBase"] - elapsed)
+
+
+def _abort_guard(m: Machine, trip: JSObject, error: Any) -> Any:
     """Stop the guarded work. The aborted frames are salvaged innermost first: a frame's value is
     its `finalize` block's (run by the prelude's `__guard_abort`), else what the frame it was
     waiting on salvaged when that call was its `return` value, else its saved draft; a salvage
@@ -358,7 +416,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             f"sleep(ms): ms must be a number of at most {MAX_SLEEP_MS} (a day), not {to_str(ms)}"
         )
     if branch_sleep(m, ms):
-        return None
+        return TailCall("__guard_check", [True])
     if FAKE_CLOCK in m.mutable:
         value = m.mutable[FAKE_CLOCK] + ms
         value = int(value) if float(value).is_integer() else value
@@ -371,7 +429,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
                 left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
         journaled_wait(m, ms, deadline)
-    return TailCall("__guard_check", [])
+    return TailCall("__guard_check", [True])
 
 
 # -- destructive regions --------------------------------------------------------------------------
