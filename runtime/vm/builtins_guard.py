@@ -320,12 +320,16 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     g = m.frames[int(trip["at"])].locals["__g"]
     cost = time_ = 0.0
     disarm: list[str] = []
+    messages: list[str] = []
     for d in approvals:
         grant = d.value if type(d) is Decision else None
         if type(grant) is not JSObject:
             continue
         cost += _grant(grant.get("maxCost"), "maxCost")
         time_ += _grant(grant.get("maxTime"), "maxTime")
+        note = grant.get("message")
+        if type(note) is str and note:
+            messages.append(note)
         for name in grant.get("disarm") or ():
             if name in ("cost", "time") and name not in disarm:
                 disarm.append(name)
@@ -345,7 +349,45 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     for name in disarm:
         if name not in g["disarmed"]:
             m.splice(g["disarmed"], len(g["disarmed"]), 0, (name,))
+    if messages:
+        _queue_feedback(m, "\n".join(messages))
     return None
+
+
+FEEDBACK = "__guard_feedback"  # hidden local: approvals' messages for the next LLM request
+
+
+def _feedback_holder(m: Machine) -> int:
+    """The frame that keeps this branch's feedback queue: the first frame of the innermost
+    fork or race branch running, else the bottom frame (a branch's queue ends with it)."""
+    fork_at = innermost_fork_above(m, -1, below=len(m.frames))
+    return 0 if fork_at is None else fork_at + 1
+
+
+def _queue_feedback(m: Machine, text: str) -> None:
+    """An approval carried `message`: it reaches the model as a user message before the
+    work's next request (`take_feedback`)."""
+    at = _feedback_holder(m)
+    f = m.frames[at]
+    queue = f.locals.get(FEEDBACK)
+    if type(queue) is not JSArray:
+        queue = JSArray()
+        f.locals[FEEDBACK] = queue
+        if m.wlog is not None:
+            m.wlog.append((1, at, FEEDBACK, m.rec.enc_now(queue)))
+    m.splice(queue, len(queue), 0, (text,))
+
+
+def take_feedback(m: Machine) -> list[str]:
+    """The queued feedback of the running branch (emptied): what the next request carries."""
+    if len(m.frames) == 0:
+        return []
+    queue = m.frames[_feedback_holder(m)].locals.get(FEEDBACK)
+    if type(queue) is not JSArray or not queue:
+        return []
+    texts = [to_str(t) for t in queue]
+    m.splice(queue, 0, len(queue), ())
+    return texts
 
 
 @builtin("__guard_handlers")

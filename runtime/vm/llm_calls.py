@@ -31,7 +31,7 @@ from runtime.vm.values import (
     to_plain,
     to_str,
 )
-from runtime.vm.writelog import W_SHARED, W_USAGE
+from runtime.vm.writelog import W_SHARED, W_THREAD, W_USAGE
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -71,6 +71,11 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             params[key] = opts[key]
     extra = opts.get("messages")
     thread = m.active_thread()
+    from runtime.vm.builtins_guard import take_feedback  # (it imports this module's callers)
+
+    for note in take_feedback(m):  # a guard approval's message goes before this prompt
+        m.append_message(thread, {"role": "user", "content": note})
+    prompt_at = len(m.threads.get(thread, []))
     m.append_message(thread, {"role": "user", "content": well_formed(to_str(prompt))})
     return JSObject(
         {
@@ -81,6 +86,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "params": params,
             "messages": extra if type(extra) is JSArray else None,
             "round": 0,
+            "promptAt": prompt_at,
         }
     )
 
@@ -140,6 +146,20 @@ def announce(m: Machine) -> None:
     sys.stderr.flush()
 
 
+def _deliver_feedback(m: Machine, thread: str, notes: list[str], prompt_at: Any) -> None:
+    """Messages of a guard approval answered since the request was opened: before its prompt
+    (a trip asked about just before the first request), else after what the thread holds."""
+    messages = m.threads.setdefault(thread, [])
+    added = [{"role": "user", "content": note} for note in notes]
+    if type(prompt_at) is int and 0 <= prompt_at < len(messages):
+        messages[prompt_at:prompt_at] = added
+        if m.wlog is not None:
+            m.wlog.append((W_THREAD, thread, tuple(messages)))
+        return
+    for msg in added:
+        m.append_message(thread, msg)
+
+
 def call_model(m: Machine, req: JSObject) -> JSObject:
     if m.model is None:
         raise AgencyRuntimeError("llm: no model is configured")
@@ -151,6 +171,11 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         )
     m.set_key(req, "round", rnd + 1)
     thread = to_str(req["thread"])
+    from runtime.vm.builtins_guard import take_feedback
+
+    notes = take_feedback(m)
+    if notes:
+        _deliver_feedback(m, thread, notes, req.get("promptAt") if rnd == 0 else None)
     messages: list[dict[str, Any]] = []
     extra = req.get("messages")
     if type(extra) is JSArray:
