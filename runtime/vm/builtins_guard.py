@@ -82,16 +82,28 @@ def guard_now(m: Machine) -> Any:
     return now_ms(m) + branch_clocks(m)
 
 
-def running_guards(m: Machine) -> list[tuple[int, JSObject]]:
-    """The running guards, innermost first: (frame index, state)."""
+def running_guards(m: Machine, deciding: bool = True) -> list[tuple[int, JSObject]]:
+    """The running guards, innermost first: (frame index, state). With `deciding` False, not
+    the guards whose trip is being decided (the tripped guard and those inside it, while the
+    handlers asked about its trip run): they neither trip nor count that time, as the
+    reference freezes a scope while its question is out."""
     out = []
     frames = m.frames
+    frozen: list[tuple[int, int]] = []
+    if not deciding:
+        for k in range(len(frames) - 1, -1, -1):
+            f = frames[k]
+            if f.code.kind == "prelude" and f.code.name == "__guard_check":
+                t = f.locals.get("__t")
+                if type(t) is JSObject and isinstance(f.locals.get("__n"), (int, float)):
+                    frozen.append((int(t["at"]), k))
     for i in range(len(frames) - 1, -1, -1):
         f = frames[i]
         if f.code.kind == "prelude" and f.code.name == "guard":
             g = f.locals.get("__g")
             if type(g) is JSObject and g.get("aborted") is None and not g.get("aborting"):
-                out.append((i, g))
+                if not any(lo <= i < hi for lo, hi in frozen):
+                    out.append((i, g))
     return out
 
 
@@ -104,8 +116,11 @@ def _draft_above(m: Machine, at: int) -> Any:
     return None
 
 
-def _over(m: Machine, g: JSObject, time_only: bool) -> tuple[str, float, float] | None:
-    """(dimension, limit, spent) of the first exceeded budget of guard `g`, or None."""
+def _over(
+    m: Machine, g: JSObject, time_only: bool, now: list[Any]
+) -> tuple[str, float, float] | None:
+    """(dimension, limit, spent) of the first exceeded budget of guard `g`, or None. `now`
+    caches the clock's reading (one journaled read per check)."""
     disarmed = g["disarmed"]
     limit = g["maxCost"]
     if limit is not None and "cost" not in disarmed and not time_only:
@@ -114,7 +129,9 @@ def _over(m: Machine, g: JSObject, time_only: bool) -> tuple[str, float, float] 
             return "cost", limit, spent
     limit = g["maxTime"]
     if limit is not None and "time" not in disarmed and g["timeBase"] is not None:
-        spent = guard_now(m) - g["timeBase"]
+        if not now:
+            now.append(guard_now(m))
+        spent = now[0] - g["timeBase"]
         if spent > limit:
             return "time", limit, spent
     return None
@@ -127,8 +144,9 @@ def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     read: a cost budget is asked about at the LLM calls that spend it, so a guard left over
     budget by a rejected trip of a guard inside it is not asked again until it spends more."""
     time_only = truthy(arg(args, named, 0, "timeOnly", False))
-    for at, g in running_guards(m):
-        over = _over(m, g, time_only)
+    now: list[Any] = []
+    for at, g in running_guards(m, deciding=False):
+        over = _over(m, g, time_only, now)
         if over is None:
             continue
         dimension, limit, spent = over
@@ -151,7 +169,10 @@ def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             f"{name} exceeded its {dimension} budget: spent {unit}{spent:g}{suffix} "
             f"of {unit}{limit:g}{suffix}"
         )
-        return JSObject({"at": at, "message": message, "data": data})
+        if not now and any(i >= at and h["maxTime"] is not None for i, h in running_guards(m)):
+            now.append(guard_now(m))
+        since = now[0] if now else None  # the decision's time is not the work's (_exempt_decision)
+        return JSObject({"at": at, "message": message, "data": data, "since": since})
     return None
 
 
@@ -297,6 +318,22 @@ def _abort_finalized(m: Machine, args: list[Any], named: dict[str, Any]) -> None
     return None
 
 
+def _exempt_decision(m: Machine, trip: JSObject) -> None:
+    """An approved trip goes on: the time its question was out (handlers running, a person
+    answering) is not the work's, for the tripped guard and the guards inside it."""
+    since = trip.get("since")
+    if since is None:
+        return
+    at = int(trip["at"])
+    waited = None
+    for i, g in running_guards(m):
+        if i >= at and g["timeBase"] is not None:
+            if waited is None:
+                waited = guard_now(m) - since
+            if waited > 0:
+                m.set_key(g, "timeBase", g["timeBase"] + waited)
+
+
 def _grant(v: Any, what: str) -> float:
     n = to_number(v) if v is not None else 0.0
     return 0.0 if n != n or n < 0 else float(n)  # a negative grant is no grant
@@ -333,6 +370,7 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         for name in grant.get("disarm") or ():
             if name in ("cost", "time") and name not in disarm:
                 disarm.append(name)
+    _exempt_decision(m, trip)
     dimension = trip["data"]["dimension"]
     granted = cost if dimension == "cost" else time_
     if granted <= 0 and dimension not in disarm:
@@ -466,7 +504,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         m.log((W_SHARED, "mutable:" + FAKE_CLOCK, value))
     elif ms > 0:
         deadline = float(ms)
-        for _at, g in running_guards(m):
+        for _at, g in running_guards(m, deciding=False):
             if g["maxTime"] is not None and g["timeBase"] is not None:
                 left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
