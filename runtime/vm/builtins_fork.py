@@ -183,13 +183,9 @@ def _fork_end(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     outer = _innermost(m, below=len(m.frames) - 1)
     if outer is not None and elapsed:
         m.set_key(outer[1], "clock", outer[1]["clock"] + elapsed)
-    m.set_key(state, "clock", 0)  # the branches' time is the parent's now (below)
-    from runtime.vm.builtins_guard import branch_trip_joined, fork_time_joined
-
-    if outer is None and elapsed:
-        fork_time_joined(m, elapsed)
-    if state.get("tripped") is not None:
-        return branch_trip_joined(m, state["tripped"])
+    m.set_key(state, "clock", 0)  # the branches' time is the parent's now
+    # the time guards' share (runtime/vm/builtins_guard.py's `__guard_fork_joined`)
+    m.set_key(state, "joined", 0 if outer is not None else elapsed)
     return state["winner"]
 
 

@@ -29,7 +29,9 @@ from runtime.vm.builtins_fork import (
 )
 from runtime.vm.builtins_std import FAKE_CLOCK, now_ms
 from runtime.vm.builtins_values import MAX_SLEEP_MS, journaled_wait
+from runtime.vm.effects import observe
 from runtime.vm.frames import Decision, Frame, TailCall, UnwindSignal
+from runtime.vm.guard_feedback import queue_feedback
 from runtime.vm.values import (
     Closure,
     JSArray,
@@ -105,6 +107,93 @@ def running_guards(m: Machine, deciding: bool = True) -> list[tuple[int, JSObjec
                 if not any(lo <= i < hi for lo, hi in frozen):
                     out.append((i, g))
     return out
+
+
+# -- time budgets at step boundaries ----------------------------------------------------------
+
+STEP_GUARD = "__step_guard"  # the prelude function a step boundary calls to ask a time guard
+POLL = "guard-poll"  # the observed effect marking the step where that call was made
+POLL_EVERY = 1024  # at most this many steps between looks at the running time guards
+POLL_MS = 1.0  # and about this much work: the next look comes at the step rate just measured
+
+
+def next_poll(m: Machine) -> int:
+    """The step at which to look at the running time guards next: about a millisecond of
+    work ahead (a few slow steps, or many fast ones). While re-executing a record, also each
+    step where the recorded run made its check (so it is made there again)."""
+    step = m.step_index
+    now = time.monotonic()
+    last_step, last_time = m.poll_mark
+    m.poll_mark = (step, now)
+    ahead = step + 16  # (no rate measured yet)
+    if 0 <= last_step < step and now > last_time:
+        per_ms = (step - last_step) / ((now - last_time) * 1000)
+        ahead = step + max(1, min(POLL_EVERY, int(per_ms * POLL_MS)))
+    recorded = m.host.recorded if m.replaying else None
+    if recorded:
+        steps = _poll_steps(m, recorded)
+        for s in steps:
+            if s > step:
+                return min(ahead, s)
+    return ahead
+
+
+_polls_cache: dict[int, tuple[Any, list[int]]] = {}
+
+
+def _poll_steps(m: Machine, recorded: dict[str, Any]) -> list[int]:
+    cached = _polls_cache.get(id(m))
+    if cached is not None and cached[0] is recorded:
+        return cached[1]
+    steps = sorted(
+        int(key.split(":")[0])
+        for key, entry in recorded.items()
+        if isinstance(entry, dict) and entry.get("kind") == POLL
+    )
+    _polls_cache.clear()  # one machine re-executes at a time
+    _polls_cache[id(m)] = (recorded, steps)
+    return steps
+
+
+def step_poll(m: Machine) -> bool:
+    """At a statement boundary of the program's own code: is a running time guard over its
+    budget? Then the statement waits while `__step_guard` asks about it (pushed here; it
+    returns to the statement's start). A long computation is stopped this way, as the
+    reference checks its time guards at every step. Live, the clock is peeked without being
+    recorded, and a check that fires is recorded (an observed effect at this step); a
+    re-execution fires where the record says, never by its own clock."""
+    frames = m.frames
+    if not frames:
+        return False
+    top = frames[-1]
+    if top.code.kind == "prelude":
+        return False
+    if m.replaying and m.host.recorded is not None:
+        entry = m.host.recorded.get(f"{m.step_index}:0")
+        if not isinstance(entry, dict) or entry.get("kind") != POLL:
+            return False
+    else:
+        guards = [
+            g
+            for _at, g in running_guards(m, deciding=False)
+            if g["maxTime"] is not None and "time" not in g["disarmed"]
+        ]
+        if not guards:
+            return False
+        now = (
+            m.mutable[FAKE_CLOCK] if FAKE_CLOCK in m.mutable else time.time() * 1000
+        ) + branch_clocks(m)
+        if not any(now - g["timeBase"] > g["maxTime"] for g in guards):
+            return False
+    if m.call_step != m.step_index:  # the check is this step's first effect
+        m.call_step, m.call_index = m.step_index, 0
+    if m.call_index != 0:
+        return False
+    observe(m, POLL, {}, lambda: True)
+    top.pc = top.stmt_pc  # the statement runs (from its start) once the check returns
+    code = m.functions[STEP_GUARD]
+    m._push_frame(code, [], {})
+    return True
 
 
 def _draft_above(m: Machine, at: int) -> Any:
@@ -211,6 +300,21 @@ def _abort_branch(m: Machine, fork_at: int, trip: JSObject, error: Any) -> Any:
         m.set_key(state, "tripped", JSObject({"trip": trip, "error": error}))
     m.event("guard", "branch aborted", {"label": to_plain(trip["data"]["label"])})
     raise UnwindSignal(fork_at, None)
+
+
+@builtin("__guard_fork_joined")
+def _guard_fork_joined(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The prelude's fork or race joined (`__fork_end` ran; the top frame is the fork's): a
+    fork outside any branch moves the running time guards on by its duration, and a trip a
+    branch's handlers rejected goes on stopping the guarded work."""
+    state = args[0]
+    elapsed = state.get("joined") or 0
+    if elapsed:
+        fork_time_joined(m, elapsed)
+    tripped = state.get("tripped")
+    if type(tripped) is JSObject:
+        return branch_trip_joined(m, tripped)
+    return None
 
 
 def branch_trip_joined(m: Machine, tripped: JSObject) -> Any:
@@ -388,44 +492,8 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         if name not in g["disarmed"]:
             m.splice(g["disarmed"], len(g["disarmed"]), 0, (name,))
     if messages:
-        _queue_feedback(m, "\n".join(messages))
+        queue_feedback(m, "\n".join(messages))
     return None
-
-
-FEEDBACK = "__guard_feedback"  # hidden local: approvals' messages for the next LLM request
-
-
-def _feedback_holder(m: Machine) -> int:
-    """The frame that keeps this branch's feedback queue: the first frame of the innermost
-    fork or race branch running, else the bottom frame (a branch's queue ends with it)."""
-    fork_at = innermost_fork_above(m, -1, below=len(m.frames))
-    return 0 if fork_at is None else fork_at + 1
-
-
-def _queue_feedback(m: Machine, text: str) -> None:
-    """An approval carried `message`: it reaches the model as a user message before the
-    work's next request (`take_feedback`)."""
-    at = _feedback_holder(m)
-    f = m.frames[at]
-    queue = f.locals.get(FEEDBACK)
-    if type(queue) is not JSArray:
-        queue = JSArray()
-        f.locals[FEEDBACK] = queue
-        if m.wlog is not None:
-            m.wlog.append((1, at, FEEDBACK, m.rec.enc_now(queue)))
-    m.splice(queue, len(queue), 0, (text,))
-
-
-def take_feedback(m: Machine) -> list[str]:
-    """The queued feedback of the running branch (emptied): what the next request carries."""
-    if len(m.frames) == 0:
-        return []
-    queue = m.frames[_feedback_holder(m)].locals.get(FEEDBACK)
-    if type(queue) is not JSArray or not queue:
-        return []
-    texts = [to_str(t) for t in queue]
-    m.splice(queue, 0, len(queue), ())
-    return texts
 
 
 @builtin("__guard_handlers")

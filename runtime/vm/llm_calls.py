@@ -20,6 +20,7 @@ from runtime.llm.schema import parse_structured, structured_value, type_to_schem
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
+from runtime.vm.guard_feedback import take_feedback
 from runtime.vm.reply_attachments import harvest
 from runtime.vm.values import (
     BoundFunction,
@@ -71,8 +72,6 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             params[key] = opts[key]
     extra = opts.get("messages")
     thread = m.active_thread()
-    from runtime.vm.builtins_guard import take_feedback  # (it imports this module's callers)
-
     for note in take_feedback(m):  # a guard approval's message goes before this prompt
         m.append_message(thread, {"role": "user", "content": note})
     prompt_at = len(m.threads.get(thread, []))
@@ -171,8 +170,6 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         )
     m.set_key(req, "round", rnd + 1)
     thread = to_str(req["thread"])
-    from runtime.vm.builtins_guard import take_feedback
-
     notes = take_feedback(m)
     if notes:
         _deliver_feedback(m, thread, notes, req.get("promptAt") if rnd == 0 else None)
