@@ -4,9 +4,11 @@ A guard is the prelude function `guard` (runtime/language/prelude.agency). Its f
 guard's state as an ordinary local, `__g` (limits, the cost and clock readings it started from,
 what it has been granted), so a checkpoint taken inside a guarded block carries its budget with
 it. The budget is checked where work is spent: both dimensions before and after every LLM
-request; time also after `sleep`, after the fake clock moves, and when the block ends. Inside
-a fork or race branch, time counts the branch's virtual clock (its sleeps), and a rejected trip
-of a guard around the fork stops only that branch until the join (see `_abort`). An exceeded budget raises a
+request (and after a child program's spend is charged); time also after `sleep`, after the
+fake clock moves, at statement boundaries about every millisecond of work (`step_poll`), and
+when the block ends. Inside a fork or race branch, time counts the branch's virtual clock (its
+sleeps), and a rejected trip of a guard around the fork stops only that branch until the join
+(see `_abort`). While a trip is being decided, its guard is frozen. An exceeded budget raises a
 `std::guard` interrupt (the prelude's `__guard_check`); a rejection aborts the guard: every
 frame above it is dropped and the guard returns the block's saved draft (`saveDraft(v)`, kept
 in the frame's hidden `__draft` local) as a success, or a failure describing the trip.
@@ -14,6 +16,7 @@ in the frame's hidden `__draft` local) as a success, or a failure describing the
 
 from __future__ import annotations
 
+import bisect
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -132,17 +135,16 @@ def next_poll(m: Machine) -> int:
     recorded = m.host.recorded if m.replaying else None
     if recorded:
         steps = _poll_steps(m, recorded)
-        for s in steps:
-            if s > step:
-                return min(ahead, s)
+        i = bisect.bisect_right(steps, step)
+        if i < len(steps):
+            return min(ahead, steps[i])
     return ahead
 
 
-_polls_cache: dict[int, tuple[Any, list[int]]] = {}
-
-
 def _poll_steps(m: Machine, recorded: dict[str, Any]) -> list[int]:
-    cached = _polls_cache.get(id(m))
+    """The steps where the record holds a check made by `step_poll`, in order (kept on the
+    machine while it re-executes that record)."""
+    cached = m.poll_steps
     if cached is not None and cached[0] is recorded:
         return cached[1]
     steps = sorted(
@@ -150,8 +152,7 @@ def _poll_steps(m: Machine, recorded: dict[str, Any]) -> list[int]:
         for key, entry in recorded.items()
         if isinstance(entry, dict) and entry.get("kind") == POLL
     )
-    _polls_cache.clear()  # one machine re-executes at a time
-    _polls_cache[id(m)] = (recorded, steps)
+    m.poll_steps = (recorded, steps)
     return steps
 
 

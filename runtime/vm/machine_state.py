@@ -127,6 +127,7 @@ class MachineState:
         self._check_at = -1  # the step at which to look at the write log's length next
         self._poll_at = 0  # the step at which to look at the running time guards next
         self.poll_mark: tuple[int, float] = (-1, 0.0)  # (step, monotonic s) of the last look
+        self.poll_steps: tuple[Any, list[int]] | None = None  # (record, its time-guard checks)
         self.reenter = False  # the slow path pushed a frame (a time guard's check) to run now
         self._checked = (-1, 0, 0.0)  # (step, length) of the last look; entries per step
         self.stop_on_debugger = False
