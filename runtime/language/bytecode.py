@@ -130,6 +130,7 @@ BUILTIN_NAMES = frozenset(
         "__guard_answer",
         "__guard_close",
         "__guard_exempt",
+        "__guard_fork_joined",
         "__guard_handlers",
         "__guard_mark",
         "__guard_open",

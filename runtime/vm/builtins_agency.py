@@ -51,7 +51,7 @@ from runtime.vm.effects import (
     perform,
     unpack,
 )
-from runtime.vm.frames import Decision, PauseSignal
+from runtime.vm.frames import Decision, PauseSignal, TailCall
 from runtime.vm.host import Host
 from runtime.vm.llm_calls import count_model_usage
 from runtime.vm.revive import revive
@@ -362,17 +362,19 @@ def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
     return _outcome("ask", ask=ask, state=state, spent=spent)
 
 
-def _charge(m: Machine, spent: dict[str, Any]) -> None:
-    """The child's LLM spend counts as the parent's (cost guards, getCost)."""
+def _charge(m: Machine, spent: dict[str, Any]) -> bool:
+    """The child's LLM spend counts as the parent's (cost guards, getCost). True when it cost
+    money: the parent's cost guards are then asked, as after one of its own LLM calls."""
     inp, out = int(spent.get("input_tokens", 0)), int(spent.get("output_tokens", 0))
     cost = float(spent.get("cost", 0.0))
     if not (inp or out or cost):
-        return
+        return False
     m.usage["input_tokens"] += inp
     m.usage["output_tokens"] += out
     m.usage["cost"] += cost
     m.log((W_USAGE, m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]))
     count_model_usage(m, "child program", inp, out, cost)
+    return cost > 0
 
 
 @builtin("__agency_child_run")
@@ -403,7 +405,7 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
     if type(done) is not JSObject:
         raise AgencyRuntimeError("run: the record does not hold this child run's outcome")
     outcome = to_plain(done)
-    _charge(m, outcome.get("spent") or {})
+    charged = _charge(m, outcome.get("spent") or {})
     result = JSObject({"kind": outcome["kind"]})
     if "value" in outcome:
         result["value"] = _unpacked(outcome["value"])
@@ -421,6 +423,8 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
             }
         )
         result["state"] = outcome["state"]
+    if charged:
+        return TailCall("__child_spent", [result])
     return result
 
 

@@ -9,7 +9,7 @@ branches is the fork's state, a plain object held in a local of the frame runnin
 machine's logged writes:
 
     {shared, race, saved, clock, times, best, winner, cancelled,
-     seenTokens, seenCost, spentTokens, spentCost}
+     seenTokens, seenCost, spentTokens, spentCost, tripped}
 
 * `saved` is the parent's module globals (the values themselves) when the fork started. A
   non-shared branch starts from a deep copy of them and its writes are thrown away: the parent's
@@ -22,6 +22,10 @@ machine's logged writes:
   frames unwound to the race) once its clock passes the winner's, at a `sleep` or after an LLM
   call, or when it would wait for a person at or after the winner's time: so only the winner's
   interrupts reach the person, as the reference's race aborts its losers.
+* A time guard counts the running branches' clocks as time passed, and a fork that joins
+  outside any branch moves the running time guards on by its duration. `tripped` holds a
+  guard's trip that a branch's handlers rejected (the guard is around the fork): the branch
+  stopped, the others ran, and the join goes on with the abort (runtime/vm/builtins_guard.py).
 * `getCost()`/`getTokens()` inside a branch see the parent's usage at the fork plus the
   branch's own calls (`seen*` + `spent*`); the run's totals count every branch, losers too.
 """
@@ -115,6 +119,7 @@ def _fork_begin(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
             "seenCost": cost,
             "spentTokens": 0,  # the current branch's own LLM usage
             "spentCost": 0,
+            "tripped": None,  # a guard around the fork whose trip a branch's handlers rejected
         }
     )
 
@@ -178,6 +183,9 @@ def _fork_end(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     outer = _innermost(m, below=len(m.frames) - 1)
     if outer is not None and elapsed:
         m.set_key(outer[1], "clock", outer[1]["clock"] + elapsed)
+    m.set_key(state, "clock", 0)  # the branches' time is the parent's now
+    # the time guards' share (runtime/vm/builtins_guard.py's `__guard_fork_joined`)
+    m.set_key(state, "joined", 0 if outer is not None else elapsed)
     return state["winner"]
 
 
@@ -198,6 +206,26 @@ def _innermost(m: Machine, below: int) -> tuple[int, JSObject] | None:
         if type(st) is JSObject and "saved" in st:
             return i, st
     return None
+
+
+def branch_clocks(m: Machine) -> Any:
+    """The virtual time the running branches have spent so far (each enclosing fork's current
+    branch's clock), which time guards count as time passed."""
+    total: Any = 0
+    for f in m.frames:
+        st = f.locals.get(FORK_LOCAL)
+        if type(st) is JSObject and "saved" in st:
+            total += st["clock"]
+    return total
+
+
+def innermost_fork_above(m: Machine, at: int, below: int) -> int | None:
+    """The frame index of the innermost fork or race running between frames `at` and
+    `below` (both excluded), or None."""
+    found = _innermost(m, below=below)
+    if found is None or found[0] <= at:
+        return None
+    return found[0]
 
 
 def branch_sleep(m: Machine, ms: Any) -> bool:

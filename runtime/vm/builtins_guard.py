@@ -3,8 +3,12 @@
 A guard is the prelude function `guard` (runtime/language/prelude.agency). Its frame holds the
 guard's state as an ordinary local, `__g` (limits, the cost and clock readings it started from,
 what it has been granted), so a checkpoint taken inside a guarded block carries its budget with
-it. The budget is checked where work is spent: before and after every LLM request, after
-`sleep`, after the fake clock moves, and when the block ends. An exceeded budget raises a
+it. The budget is checked where work is spent: both dimensions before and after every LLM
+request (and after a child program's spend is charged); time also after `sleep`, after the
+fake clock moves, at statement boundaries about every millisecond of work (`step_poll`), and
+when the block ends. Inside a fork or race branch, time counts the branch's virtual clock (its
+sleeps), and a rejected trip of a guard around the fork stops only that branch until the join
+(see `_abort`). While a trip is being decided, its guard is frozen. An exceeded budget raises a
 `std::guard` interrupt (the prelude's `__guard_check`); a rejection aborts the guard: every
 frame above it is dropped and the guard returns the block's saved draft (`saveDraft(v)`, kept
 in the frame's hidden `__draft` local) as a success, or a failure describing the trip.
@@ -12,6 +16,7 @@ in the frame's hidden `__draft` local) as a success, or a failure describing the
 
 from __future__ import annotations
 
+import bisect
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +24,17 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import RETURN as _RETURN
 from runtime.language.bytecode import STORE_LOCAL as _STORE_LOCAL
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_fork import branch_sleep
+from runtime.vm.builtins_fork import (
+    FORK_LOCAL,
+    branch_clocks,
+    branch_sleep,
+    innermost_fork_above,
+)
 from runtime.vm.builtins_std import FAKE_CLOCK, now_ms
 from runtime.vm.builtins_values import MAX_SLEEP_MS, journaled_wait
+from runtime.vm.effects import observe
 from runtime.vm.frames import Decision, Frame, TailCall, UnwindSignal
+from runtime.vm.guard_feedback import queue_feedback
 from runtime.vm.values import (
     Closure,
     JSArray,
@@ -31,6 +43,7 @@ from runtime.vm.values import (
     to_number,
     to_plain,
     to_str,
+    truthy,
 )
 from runtime.vm.writelog import PLAIN, W_SHARED
 
@@ -61,24 +74,127 @@ def _guard_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
             "maxCost": max_cost,
             "maxTime": max_time,
             "costBase": m.usage["cost"],
-            "timeBase": now_ms(m) if max_time is not None else None,
+            "timeBase": guard_now(m) if max_time is not None else None,
             "disarmed": JSArray(),
             "aborted": None,
         }
     )
 
 
-def running_guards(m: Machine) -> list[tuple[int, JSObject]]:
-    """The running guards, innermost first: (frame index, state)."""
+def guard_now(m: Machine) -> Any:
+    """The instant time budgets are measured by: the clock plus the virtual time the running
+    fork branches have slept (a branch's `sleep` moves its own clock, not the real one)."""
+    return now_ms(m) + branch_clocks(m)
+
+
+def running_guards(m: Machine, deciding: bool = True) -> list[tuple[int, JSObject]]:
+    """The running guards, innermost first: (frame index, state). With `deciding` False, not
+    the guards whose trip is being decided (the tripped guard and those inside it, while the
+    handlers asked about its trip run): they neither trip nor count that time, as the
+    reference freezes a scope while its question is out."""
     out = []
     frames = m.frames
+    frozen: list[tuple[int, int]] = []
+    if not deciding:
+        for k in range(len(frames) - 1, -1, -1):
+            f = frames[k]
+            if f.code.kind == "prelude" and f.code.name == "__guard_check":
+                t = f.locals.get("__t")
+                if type(t) is JSObject and isinstance(f.locals.get("__n"), (int, float)):
+                    frozen.append((int(t["at"]), k))
     for i in range(len(frames) - 1, -1, -1):
         f = frames[i]
         if f.code.kind == "prelude" and f.code.name == "guard":
             g = f.locals.get("__g")
             if type(g) is JSObject and g.get("aborted") is None and not g.get("aborting"):
-                out.append((i, g))
+                if not any(lo <= i < hi for lo, hi in frozen):
+                    out.append((i, g))
     return out
+
+
+# -- time budgets at step boundaries ----------------------------------------------------------
+
+STEP_GUARD = "__step_guard"  # the prelude function a step boundary calls to ask a time guard
+POLL = "guard-poll"  # the observed effect marking the step where that call was made
+POLL_EVERY = 1024  # at most this many steps between looks at the running time guards
+POLL_MS = 1.0  # and about this much work: the next look comes at the step rate just measured
+
+
+def next_poll(m: Machine) -> int:
+    """The step at which to look at the running time guards next: about a millisecond of
+    work ahead (a few slow steps, or many fast ones). While re-executing a record, also each
+    step where the recorded run made its check (so it is made there again)."""
+    step = m.step_index
+    now = time.monotonic()
+    last_step, last_time = m.poll_mark
+    m.poll_mark = (step, now)
+    ahead = step + 16  # (no rate measured yet)
+    if 0 <= last_step < step and now > last_time:
+        per_ms = (step - last_step) / ((now - last_time) * 1000)
+        ahead = step + max(1, min(POLL_EVERY, int(per_ms * POLL_MS)))
+    recorded = m.host.recorded if m.replaying else None
+    if recorded:
+        steps = _poll_steps(m, recorded)
+        i = bisect.bisect_right(steps, step)
+        if i < len(steps):
+            return min(ahead, steps[i])
+    return ahead
+
+
+def _poll_steps(m: Machine, recorded: dict[str, Any]) -> list[int]:
+    """The steps where the record holds a check made by `step_poll`, in order (kept on the
+    machine while it re-executes that record)."""
+    cached = m.poll_steps
+    if cached is not None and cached[0] is recorded:
+        return cached[1]
+    steps = sorted(
+        int(key.split(":")[0])
+        for key, entry in recorded.items()
+        if isinstance(entry, dict) and entry.get("kind") == POLL
+    )
+    m.poll_steps = (recorded, steps)
+    return steps
+
+
+def step_poll(m: Machine) -> bool:
+    """At a statement boundary of the program's own code: is a running time guard over its
+    budget? Then the statement waits while `__step_guard` asks about it (pushed here; it
+    returns to the statement's start). A long computation is stopped this way, as the
+    reference checks its time guards at every step. Live, the clock is peeked without being
+    recorded, and a check that fires is recorded (an observed effect at this step); a
+    re-execution fires where the record says, never by its own clock."""
+    frames = m.frames
+    if not frames:
+        return False
+    top = frames[-1]
+    if top.code.kind == "prelude":
+        return False
+    if m.replaying and m.host.recorded is not None:
+        entry = m.host.recorded.get(f"{m.step_index}:0")
+        if not isinstance(entry, dict) or entry.get("kind") != POLL:
+            return False
+    else:
+        guards = [
+            g
+            for _at, g in running_guards(m, deciding=False)
+            if g["maxTime"] is not None and "time" not in g["disarmed"]
+        ]
+        if not guards:
+            return False
+        now = (
+            m.mutable[FAKE_CLOCK] if FAKE_CLOCK in m.mutable else time.time() * 1000
+        ) + branch_clocks(m)
+        if not any(now - g["timeBase"] > g["maxTime"] for g in guards):
+            return False
+    if m.call_step != m.step_index:  # the check is this step's first effect
+        m.call_step, m.call_index = m.step_index, 0
+    if m.call_index != 0:
+        return False
+    observe(m, POLL, {}, lambda: True)
+    top.pc = top.stmt_pc  # the statement runs (from its start) once the check returns
+    code = m.functions[STEP_GUARD]
+    m._push_frame(code, [], {})
+    return True
 
 
 def _draft_above(m: Machine, at: int) -> Any:
@@ -90,17 +206,22 @@ def _draft_above(m: Machine, at: int) -> Any:
     return None
 
 
-def _over(m: Machine, g: JSObject) -> tuple[str, float, float] | None:
-    """(dimension, limit, spent) of the first exceeded budget of guard `g`, or None."""
+def _over(
+    m: Machine, g: JSObject, time_only: bool, now: list[Any]
+) -> tuple[str, float, float] | None:
+    """(dimension, limit, spent) of the first exceeded budget of guard `g`, or None. `now`
+    caches the clock's reading (one journaled read per check)."""
     disarmed = g["disarmed"]
     limit = g["maxCost"]
-    if limit is not None and "cost" not in disarmed:
+    if limit is not None and "cost" not in disarmed and not time_only:
         spent = m.usage["cost"] - g["costBase"]
         if spent > limit + 1e-15:
             return "cost", limit, spent
     limit = g["maxTime"]
     if limit is not None and "time" not in disarmed and g["timeBase"] is not None:
-        spent = now_ms(m) - g["timeBase"]
+        if not now:
+            now.append(guard_now(m))
+        spent = now[0] - g["timeBase"]
         if spent > limit:
             return "time", limit, spent
     return None
@@ -108,9 +229,14 @@ def _over(m: Machine, g: JSObject) -> tuple[str, float, float] | None:
 
 @builtin("__guard_trip")
 def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    """The innermost guard over its budget, as {at, message, data}, or null."""
-    for at, g in running_guards(m):
-        over = _over(m, g)
+    """The innermost guard over its budget, as {at, message, data}, or null. With `timeOnly`
+    (a step that spends no money: a sleep, the end of a guarded block) only time budgets are
+    read: a cost budget is asked about at the LLM calls that spend it, so a guard left over
+    budget by a rejected trip of a guard inside it is not asked again until it spends more."""
+    time_only = truthy(arg(args, named, 0, "timeOnly", False))
+    now: list[Any] = []
+    for at, g in running_guards(m, deciding=False):
+        over = _over(m, g, time_only, now)
         if over is None:
             continue
         dimension, limit, spent = over
@@ -133,7 +259,10 @@ def _guard_trip(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             f"{name} exceeded its {dimension} budget: spent {unit}{spent:g}{suffix} "
             f"of {unit}{limit:g}{suffix}"
         )
-        return JSObject({"at": at, "message": message, "data": data})
+        if not now and any(i >= at and h["maxTime"] is not None for i, h in running_guards(m)):
+            now.append(guard_now(m))
+        since = now[0] if now else None  # the decision's time is not the work's (_exempt_decision)
+        return JSObject({"at": at, "message": message, "data": data, "since": since})
     return None
 
 
@@ -153,6 +282,61 @@ def _failure_data(trip: JSObject) -> JSObject:
 
 
 def _abort(m: Machine, trip: JSObject, error: Any) -> Any:
+    """A rejected trip. Raised inside a fork or race branch running in the guarded work, it
+    stops that branch only: the fork keeps the trip and runs its other branches (which meet the
+    same budget on their own, as concurrent branches would), and its join goes on with the
+    abort (`branch_trip_joined`). Otherwise the guarded work stops (`_abort_guard`)."""
+    at = int(trip["at"])
+    fork_at = innermost_fork_above(m, at, below=len(m.frames))
+    if fork_at is None:
+        return _abort_guard(m, trip, error)
+    return _abort_branch(m, fork_at, trip, error)
+
+
+def _abort_branch(m: Machine, fork_at: int, trip: JSObject, error: Any) -> Any:
+    """Drop the running branch of the fork at frame `fork_at`: what it saved or finalized is
+    not salvaged (a branch's partial result has no place in the fork's value)."""
+    state = m.frames[fork_at].locals[FORK_LOCAL]
+    if state.get("tripped") is None:
+        m.set_key(state, "tripped", JSObject({"trip": trip, "error": error}))
+    m.event("guard", "branch aborted", {"label": to_plain(trip["data"]["label"])})
+    raise UnwindSignal(fork_at, None)
+
+
+@builtin("__guard_fork_joined")
+def _guard_fork_joined(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The prelude's fork or race joined (`__fork_end` ran; the top frame is the fork's): a
+    fork outside any branch moves the running time guards on by its duration, and a trip a
+    branch's handlers rejected goes on stopping the guarded work."""
+    state = args[0]
+    elapsed = state.get("joined") or 0
+    if elapsed:
+        fork_time_joined(m, elapsed)
+    tripped = state.get("tripped")
+    if type(tripped) is JSObject:
+        return branch_trip_joined(m, tripped)
+    return None
+
+
+def branch_trip_joined(m: Machine, tripped: JSObject) -> Any:
+    """A fork whose branch was stopped by a trip has joined (the top frame is the fork's):
+    the abort goes on from here, through an enclosing fork's branch first."""
+    trip, error = tripped["trip"], tripped["error"]
+    fork_at = innermost_fork_above(m, int(trip["at"]), below=len(m.frames) - 1)
+    if fork_at is None:
+        return _abort_guard(m, trip, error)
+    return _abort_branch(m, fork_at, trip, error)
+
+
+def fork_time_joined(m: Machine, elapsed: Any) -> None:
+    """A fork outside any branch joined after `elapsed` virtual milliseconds (its slowest
+    branch's sleeps): the running time guards count that time as passed."""
+    for _at, g in running_guards(m):
+        if g["timeBase"] is not None:
+            m.set_key(g, "timeBase", g["timeBase"] - elapsed)
+
+
+def _abort_guard(m: Machine, trip: JSObject, error: Any) -> Any:
     """Stop the guarded work. The aborted frames are salvaged innermost first: a frame's value is
     its `finalize` block's (run by the prelude's `__guard_abort`), else what the frame it was
     waiting on salvaged when that call was its `return` value, else its saved draft; a salvage
@@ -239,6 +423,22 @@ def _abort_finalized(m: Machine, args: list[Any], named: dict[str, Any]) -> None
     return None
 
 
+def _exempt_decision(m: Machine, trip: JSObject) -> None:
+    """An approved trip goes on: the time its question was out (handlers running, a person
+    answering) is not the work's, for the tripped guard and the guards inside it."""
+    since = trip.get("since")
+    if since is None:
+        return
+    at = int(trip["at"])
+    waited = None
+    for i, g in running_guards(m):
+        if i >= at and g["timeBase"] is not None:
+            if waited is None:
+                waited = guard_now(m) - since
+            if waited > 0:
+                m.set_key(g, "timeBase", g["timeBase"] + waited)
+
+
 def _grant(v: Any, what: str) -> float:
     n = to_number(v) if v is not None else 0.0
     return 0.0 if n != n or n < 0 else float(n)  # a negative grant is no grant
@@ -262,15 +462,20 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     g = m.frames[int(trip["at"])].locals["__g"]
     cost = time_ = 0.0
     disarm: list[str] = []
+    messages: list[str] = []
     for d in approvals:
         grant = d.value if type(d) is Decision else None
         if type(grant) is not JSObject:
             continue
         cost += _grant(grant.get("maxCost"), "maxCost")
         time_ += _grant(grant.get("maxTime"), "maxTime")
+        note = grant.get("message")
+        if type(note) is str and note:
+            messages.append(note)
         for name in grant.get("disarm") or ():
             if name in ("cost", "time") and name not in disarm:
                 disarm.append(name)
+    _exempt_decision(m, trip)
     dimension = trip["data"]["dimension"]
     granted = cost if dimension == "cost" else time_
     if granted <= 0 and dimension not in disarm:
@@ -287,6 +492,8 @@ def _guard_answer(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     for name in disarm:
         if name not in g["disarmed"]:
             m.splice(g["disarmed"], len(g["disarmed"]), 0, (name,))
+    if messages:
+        queue_feedback(m, "\n".join(messages))
     return None
 
 
@@ -358,7 +565,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             f"sleep(ms): ms must be a number of at most {MAX_SLEEP_MS} (a day), not {to_str(ms)}"
         )
     if branch_sleep(m, ms):
-        return None
+        return TailCall("__guard_check", [True])
     if FAKE_CLOCK in m.mutable:
         value = m.mutable[FAKE_CLOCK] + ms
         value = int(value) if float(value).is_integer() else value
@@ -366,12 +573,12 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         m.log((W_SHARED, "mutable:" + FAKE_CLOCK, value))
     elif ms > 0:
         deadline = float(ms)
-        for _at, g in running_guards(m):
+        for _at, g in running_guards(m, deciding=False):
             if g["maxTime"] is not None and g["timeBase"] is not None:
                 left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
         journaled_wait(m, ms, deadline)
-    return TailCall("__guard_check", [])
+    return TailCall("__guard_check", [True])
 
 
 # -- destructive regions --------------------------------------------------------------------------

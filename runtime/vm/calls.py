@@ -12,7 +12,7 @@ from runtime.vm.boundary import HOST_ERRORS, host_error
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
 from runtime.vm.builtins_callbacks import HOOKED_CALL, active_callbacks
 from runtime.vm.builtins_fork import FORK_LOCAL, fork_unwound
-from runtime.vm.builtins_guard import DESTRUCTIVE, destructive_return
+from runtime.vm.builtins_guard import DESTRUCTIVE, STEP_GUARD, destructive_return
 from runtime.vm.checkpoints import entry_checkpoint
 from runtime.vm.effects import begin_destructive, end_destructive, journaled
 from runtime.vm.frames import (
@@ -354,6 +354,8 @@ class CallingMachine(MachineState):
         if not frames:
             self._finish(value)
             return
+        if f.code.name == STEP_GUARD and f.code.kind == "prelude":
+            return  # called at a statement boundary, not by an expression: no value wanted
         frames[-1].stack.append(value)
 
     def _enter_node(self) -> None:

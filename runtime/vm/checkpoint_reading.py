@@ -237,7 +237,10 @@ def check_against_program(data: dict[str, Any], program: CompiledProgram, origin
     for i, f in enumerate(frames):
         code = program.module if f["scope"] == "<module>" else program.functions[f["scope"]]
         where = f"frame {i} (`{f['scope']}`)"
-        top = i == len(frames) - 1
+        # A frame below a time guard's check made at its statement boundary (`__step_guard`,
+        # runtime/vm/builtins_guard.py) waits at that boundary, as a top frame does.
+        stepped = i + 1 < len(frames) and frames[i + 1].get("scope") == "__step_guard"
+        top = i == len(frames) - 1 or stepped
         # `checkpoint()` is called from the program's own code, which may itself run under a
         # prelude call (a validator, a `map` callback): only the ends are the program's
         if code.kind == "prelude" and (i == 0 or (user and top)):

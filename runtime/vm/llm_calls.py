@@ -20,6 +20,7 @@ from runtime.llm.schema import parse_structured, structured_value, type_to_schem
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
+from runtime.vm.guard_feedback import take_feedback
 from runtime.vm.reply_attachments import harvest
 from runtime.vm.values import (
     BoundFunction,
@@ -32,7 +33,7 @@ from runtime.vm.values import (
     to_str,
     truthy,
 )
-from runtime.vm.writelog import W_SHARED, W_USAGE
+from runtime.vm.writelog import W_SHARED, W_THREAD, W_USAGE
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -72,6 +73,9 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             params[key] = opts[key]
     extra = opts.get("messages")
     thread = m.active_thread()
+    for note in take_feedback(m):  # a guard approval's message goes before this prompt
+        m.append_message(thread, {"role": "user", "content": note})
+    prompt_at = len(m.threads.get(thread, []))
     text = well_formed(to_str(prompt))
     m.append_message(thread, {"role": "user", "content": text})
     return JSObject(
@@ -85,6 +89,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "params": params,
             "messages": extra if type(extra) is JSArray else None,
             "round": 0,
+            "promptAt": prompt_at,
         }
     )
 
@@ -144,6 +149,20 @@ def announce(m: Machine) -> None:
     sys.stderr.flush()
 
 
+def _deliver_feedback(m: Machine, thread: str, notes: list[str], prompt_at: Any) -> None:
+    """Messages of a guard approval answered since the request was opened: before its prompt
+    (a trip asked about just before the first request), else after what the thread holds."""
+    messages = m.threads.setdefault(thread, [])
+    added = [{"role": "user", "content": note} for note in notes]
+    if type(prompt_at) is int and 0 <= prompt_at < len(messages):
+        messages[prompt_at:prompt_at] = added
+        if m.wlog is not None:
+            m.wlog.append((W_THREAD, thread, tuple(messages)))
+        return
+    for msg in added:
+        m.append_message(thread, msg)
+
+
 def call_model(m: Machine, req: JSObject) -> JSObject:
     if m.model is None:
         raise AgencyRuntimeError("llm: no model is configured")
@@ -155,6 +174,9 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
         )
     m.set_key(req, "round", rnd + 1)
     thread = to_str(req["thread"])
+    notes = take_feedback(m)
+    if notes:
+        _deliver_feedback(m, thread, notes, req.get("promptAt") if rnd == 0 else None)
     messages = request_messages(m, req, rnd)
     schema = to_plain(req.get("schema"))
     tools = tool_specs(m, list(_tool_values(req)))

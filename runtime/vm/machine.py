@@ -19,6 +19,7 @@ from typing import Any
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.boundary import host_error
 from runtime.vm.builtins_fork import BranchCancelled
+from runtime.vm.builtins_guard import next_poll, step_poll
 from runtime.vm.calls import CallingMachine
 from runtime.vm.checkpoints import apply_restore
 from runtime.vm.classes import items_of
@@ -78,6 +79,12 @@ class Machine(CallingMachine):
         self._run()
         return self.result
 
+    def poll_time_guards(self) -> bool:
+        """A step boundary where the running time guards are due a look (builtins_guard's
+        `step_poll`): True when it pushed a check of one to run before the statement."""
+        self._poll_at = next_poll(self)
+        return step_poll(self)
+
     def step(self, n: int = 1) -> None:
         """Run until `n` more steps have started (or the run ends)."""
         self.stop_at = float(self.step_index + n)
@@ -114,6 +121,9 @@ class Machine(CallingMachine):
         while True:
             try:
                 self._loop()
+                if self.reenter:  # a time guard's check was pushed at a step boundary
+                    self.reenter = False
+                    continue
                 return
             except RestoreSignal as sig:
                 try:

@@ -125,6 +125,10 @@ class MachineState:
         self._on_step: Callable[[Machine, str], None] | None = None
         self._wlog_limit = 4096
         self._check_at = -1  # the step at which to look at the write log's length next
+        self._poll_at = 0  # the step at which to look at the running time guards next
+        self.poll_mark: tuple[int, float] = (-1, 0.0)  # (step, monotonic s) of the last look
+        self.poll_steps: tuple[Any, list[int]] | None = None  # (record, its time-guard checks)
+        self.reenter = False  # the slow path pushed a frame (a time guard's check) to run now
         self._checked = (-1, 0, 0.0)  # (step, length) of the last look; entries per step
         self.stop_on_debugger = False
         self.stopped_by: str | None = None
@@ -199,6 +203,8 @@ class MachineState:
         limit = NEVER if stop >= NEVER else int(stop)
         if self.wlog is not None and self._check_at < limit:
             limit = self._check_at
+        if self._poll_at < limit:
+            limit = self._poll_at
         self.step_limit = limit
         if self._stop_at < limit:
             self.step_limit = int(self._stop_at)
@@ -220,7 +226,17 @@ class MachineState:
         if self._breakpoints and loc is not None and (loc.file, loc.line) in self._breakpoints:
             self.stopped_by = "breakpoint"
             return True
+        if self.step_index >= self._poll_at and self.poll_time_guards():
+            self.reenter = True  # (the loop starts again on the frame it pushed)
+            self.relimit()
+            return True
         self.relimit()
+        return False
+
+    def poll_time_guards(self) -> bool:
+        """Look at the running time guards (the machine does: runtime/vm/machine.py); True
+        when a check of one was pushed to run before the statement."""
+        self._poll_at = NEVER
         return False
 
     def _look(self) -> None:
