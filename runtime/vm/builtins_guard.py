@@ -12,7 +12,6 @@ in the frame's hidden `__draft` local) as a success, or a failure describing the
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
@@ -368,7 +367,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         deadline = float(ms)
         for _at, g in running_guards(m):
             if g["maxTime"] is not None and g["timeBase"] is not None:
-                left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
+                left = g["maxTime"] - (m.world.clock() - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
         journaled_wait(m, ms, deadline)
     return TailCall("__guard_check", [])
