@@ -89,12 +89,19 @@ class _Effects:
             if type(item) is A.FuncDecl:
                 self.funcs[item.name] = item  # the module's own definition wins
         self.memo: dict[str, list[str]] = {}
+        # Each function's calls, walked out of its body once: `of` follows a callee again for
+        # every caller (its answer depends on the callers in between), and walking the syntax
+        # tree each time was nearly all of a type check's time.
+        self.calls: dict[str, list[A.Call]] = {}
 
     def of(self, name: str, busy: frozenset[str] = frozenset()) -> list[str]:
         if name in self.memo:
             return self.memo[name]
+        calls = self.calls.get(name)
+        if calls is None:
+            calls = self.calls[name] = list(_calls(self.funcs[name].body))
         found: list[str] = []
-        for call in _calls(self.funcs[name].body):
+        for call in calls:
             effects: list[str] = []
             own = _raised(call)
             if own is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,12 +79,19 @@ if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
 
+def _wall_clock_ms() -> float:
+    return time.time() * 1000
+
+
 class World:
     """What the program can touch outside the machine: output stream and the file system.
 
     `root` is the working directory that paths resolve against. Tests use `quiet=True`.
     `writable` lists further directories where changes may happen as inside `root` (under
     `agency test`: the test file's folder, which `agency run` started there could change too).
+    `clock` is the wall clock in epoch milliseconds that `Date.now()`, `new Date()` and time
+    guards read (through the effect journal); a harness that pauses a machine between its steps
+    gives it a clock that stops while the machine is not running.
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
@@ -95,6 +104,7 @@ class World:
         self.fetch_mocks: list[Any] | None = None
         # The project's agency.json `memory` settings (std::memory's config when none is enabled).
         self.memory_config: dict[str, Any] | None = None
+        self.clock: Callable[[], float] = _wall_clock_ms
 
     def emit(self, text: str) -> None:
         if not self.quiet:

@@ -182,7 +182,7 @@ def step_poll(m: Machine) -> bool:
         if not guards:
             return False
         now = (
-            m.mutable[FAKE_CLOCK] if FAKE_CLOCK in m.mutable else time.time() * 1000
+            m.mutable[FAKE_CLOCK] if FAKE_CLOCK in m.mutable else m.world.clock()
         ) + branch_clocks(m)
         if not any(now - g["timeBase"] > g["maxTime"] for g in guards):
             return False
@@ -575,7 +575,7 @@ def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         deadline = float(ms)
         for _at, g in running_guards(m, deciding=False):
             if g["maxTime"] is not None and g["timeBase"] is not None:
-                left = g["maxTime"] - (time.time() * 1000 - g["timeBase"]) + 1
+                left = g["maxTime"] - (m.world.clock() - g["timeBase"]) + 1
                 deadline = min(deadline, max(left, 0.0))
         journaled_wait(m, ms, deadline)
     return TailCall("__guard_check", [True])

@@ -13,7 +13,6 @@ import datetime as _dt
 import difflib
 import os
 import posixpath
-import time
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -115,7 +114,7 @@ def now_ms(m: Machine) -> Any:
     """The current instant in epoch milliseconds (the fake clock's, under a fake clock)."""
     if FAKE_CLOCK in m.mutable:
         return m.mutable[FAKE_CLOCK]
-    return observe(m, "clock", {}, lambda: int(time.time() * 1000))
+    return observe(m, "clock", {}, lambda: int(m.world.clock()))
 
 
 @builtin("__date_now")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import time
 import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -118,7 +117,7 @@ def new_map(m: Machine, args: list[Any]) -> JSMap:
 
 def now_ms(m: Machine) -> int:
     """The wall clock in milliseconds, read once per call through the effect journal."""
-    return int(observe(m, "clock", {"what": "Date.now"}, lambda: int(time.time() * 1000)))
+    return int(observe(m, "clock", {"what": "Date.now"}, lambda: int(m.world.clock())))
 
 
 def new_date(m: Machine, args: list[Any]) -> JSDate:

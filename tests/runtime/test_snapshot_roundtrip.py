@@ -5,17 +5,29 @@ then, for step boundaries k, a fresh machine is stepped until k steps have start
 sent through `json.dumps`/`json.loads`, rebuilt with a fresh model and run to the end. The rebuilt
 run must end exactly like the straight one: same status, result, error and full printed output.
 
-Each run gets its own working directory; the prefix machine and the machine rebuilt from its
-snapshot share one, so a program that reads back a file it wrote before k sees it after the rebuild.
+One prefix machine steps through the run; at each boundary k its snapshot is rebuilt at the
+prefix's working directory's path, in a copy of that directory as it is then (a program that
+reads back a file it wrote before k sees it after the rebuild), and run to the end; the prefix's
+directory comes back and the prefix goes on untouched: at the end it
+must also end like the straight run, so taking a snapshot is shown not to change the run it is
+taken of. Each boundary used to replay its prefix from scratch; sharing one prefix halves the
+steps run (the rebuilt runs from k to the end remain).
+
+Time: every machine here reads a `HarnessClock` (World.clock) that stops while the harness works.
+The prefix's clock is paused while the rebuilt runs between its steps go on (else their wall time
+would count against a `guard(time: …)` the prefix is inside: input/slow_person), and a rebuilt
+machine's clock starts where the prefix's stood at the snapshot, as it would if the rebuild had
+happened at once.
 
 Sampling: every k in 0..N (N = steps of the straight run) when N <= 200, else `SAMPLES` evenly
-spaced k including 0, N-1 and N. Each k replays the prefix from scratch, so a long program costs
-O(samples * N); the conformance set's longest (declarations/recursion, ~4000 steps) stays under a second.
+spaced k including 0, N-1 and N.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,13 +134,38 @@ def _model(case: Case) -> Any:
     return MockModel(case.mocks, synthetic_usage=case.synthetic_usage)
 
 
-def _world(case: Case, root: Path) -> World:
+class HarnessClock:
+    """Wall-clock epoch milliseconds that move only while the harness lets its machine run:
+    `pause()` stops it (the harness goes off to rebuild and run other machines), `resume()` lets
+    it go on from where it stood. `start_ms` sets where it starts (now by default)."""
+
+    def __init__(self, start_ms: float | None = None) -> None:
+        self._base = time.time() * 1000 if start_ms is None else start_ms
+        self._since = time.monotonic()
+        self._paused: float | None = None
+
+    def __call__(self) -> float:
+        if self._paused is not None:
+            return self._paused
+        return self._base + (time.monotonic() - self._since) * 1000
+
+    def pause(self) -> None:
+        if self._paused is None:
+            self._paused = self()
+
+    def resume(self) -> None:
+        if self._paused is not None:
+            self._base, self._since, self._paused = self._paused, time.monotonic(), None
+
+
+def _world(case: Case, root: Path, clock: HarnessClock | None = None) -> World:
     world = World(root=root, quiet=True)
     world.fetch_mocks = case.fetch_mocks
+    world.clock = clock if clock is not None else HarnessClock()
     return world
 
 
-def _fresh(case: Case, root: Path) -> Machine:
+def _fresh(case: Case, root: Path, clock: HarnessClock | None = None) -> Machine:
     args, named = evaluate_input(case.input)
     m = Machine(
         _program(case),
@@ -136,7 +173,7 @@ def _fresh(case: Case, root: Path) -> Machine:
         args,
         named,
         model=_model(case),
-        world=_world(case, root),
+        world=_world(case, root, clock),
     )
     if case.fake_clock:
         m.mutable[FAKE_CLOCK] = FAKE_CLOCK_START
@@ -214,20 +251,20 @@ def boundaries(n: int) -> list[int]:
 
 
 def roundtrip(m: Machine, case: Case, root: Path) -> Machine:
-    """Snapshot `m`, pass it through JSON text and rebuild it with a fresh model in `root`."""
+    """Snapshot `m`, pass it through JSON text and rebuild it with a fresh model in `root`; the
+    rebuilt machine's clock starts where `m`'s stands."""
     data = json.loads(json.dumps(snapshot(m)))
-    return rebuild(_program(case), data, model=_model(case), world=_world(case, root))
+    clock = HarnessClock(m.world.clock())
+    return rebuild(_program(case), data, model=_model(case), world=_world(case, root, clock))
 
 
-def _check_from(case: Case, k: int, root: Path, expected: Outcome) -> None:
-    root.mkdir()
-    answers = Answers(case.handlers)
-    prefix = _fresh(case, root)
-    _step_to(prefix, k, answers)
+def _check_from(
+    prefix: Machine, answers: Answers, case: Case, root: Path, expected: Outcome
+) -> None:
+    """Rebuild `prefix` from its snapshot in `root` (a copy of the prefix's working directory as
+    it is now), run the rebuilt machine to the end and compare it with the straight run."""
+    k = prefix.step_index + 1
     where = f"{case.ident}: snapshot after {k} of {expected.steps} steps"
-    assert prefix.step_index + 1 == k, (
-        f"{where}: the prefix stopped at step {prefix.step_index + 1}"
-    )
     rebuilt = roundtrip(prefix, case, root)
     assert rebuilt.step_index == prefix.step_index, where
     got = _outcome(_drive(rebuilt, Answers(case.handlers, answers.used)))
@@ -245,8 +282,33 @@ def test_cases_found() -> None:
 def test_roundtrip_every_boundary(case: Case, tmp_path: Path) -> None:
     expected = straight(case, tmp_path / "straight")
     assert expected.status in (HALTED, FAILED, INTERRUPTED)
+    answers = Answers(case.handlers)
+    prefix_root = tmp_path / "prefix"
+    prefix_root.mkdir()
+    clock = HarnessClock()
+    prefix = _fresh(case, prefix_root, clock)
     for k in boundaries(expected.steps):
-        _check_from(case, k, tmp_path / f"k{k}", expected)
+        clock.resume()
+        _step_to(prefix, k, answers)
+        clock.pause()
+        assert prefix.step_index + 1 == k, (
+            f"{case.ident}: the prefix stopped at step {prefix.step_index + 1}, not {k}"
+        )
+        # The rebuilt machine runs at the prefix's own path (a program may hold an absolute path
+        # into its working directory, `cwd() + "/desk/final.txt"`), in a copy of the directory as
+        # it is now; the prefix's directory waits aside and comes back before it steps on.
+        aside = tmp_path / "prefix.paused"
+        prefix_root.rename(aside)
+        shutil.copytree(aside, prefix_root, symlinks=True)
+        _check_from(prefix, answers, case, prefix_root, expected)
+        prefix_root.rename(tmp_path / f"k{k}")
+        aside.rename(prefix_root)
+    clock.resume()
+    got = _outcome(_drive(prefix, answers))
+    assert got == expected, (
+        f"{case.ident}: the prefix machine, snapshotted at every boundary\n"
+        f" expected {expected}\n      got {got}"
+    )
 
 
 # -- snapshots taken while waiting on an interrupt ----------------------------------------------
