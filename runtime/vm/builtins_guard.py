@@ -122,9 +122,13 @@ POLL_MS = 1.0  # and about this much work: the next look comes at the step rate 
 
 def next_poll(m: Machine) -> int:
     """The step at which to look at the running time guards next: about a millisecond of
-    work ahead (a few slow steps, or many fast ones). While re-executing a record, also each
+    work ahead (a few slow steps, or many fast ones; the next step under a fake clock). While re-executing a record, also each
     step where the recorded run made its check (so it is made there again)."""
     step = m.step_index
+    if FAKE_CLOCK in m.mutable:
+        # The fake clock moves only when the program moves it, so the look comes at every
+        # statement: where a check fires is then the same in every run, rebuilt or replayed.
+        return step + 1
     now = time.monotonic()
     last_step, last_time = m.poll_mark
     m.poll_mark = (step, now)
