@@ -99,6 +99,47 @@ def test_a_deeply_nested_value_is_recorded(work: Path) -> None:
     assert shown.exit_code == 0 and "Traceback" not in shown.output
 
 
+LONE = """node main() {
+  const c = String.fromCharCode(55296)
+  const parsed = JSON.parse("[\\"a\\ud800\\"]")
+  const said = llm("say " + c)
+  print(parsed, said)
+  return c + said
+}
+"""
+
+
+def test_lone_surrogates_are_recorded_and_printed(work: Path) -> None:
+    # Half a UTF-16 pair, made by the program, a JSON text or the model, has no UTF-8 form: the
+    # run store refused it mid-run ("write failed", the run left interrupted) and `--json` was
+    # an internal error. JSON writes it escaped, as JavaScript does; print shows U+FFFD.
+    (work / "lone.agency").write_text(LONE)
+    (work / "lone.json").write_text('[{"return": "b\\ud800"}]')
+    cmd = [*AGENCY, "run", "lone.agency", "--mock", "lone.json", "--json", "--db", "r.db"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ['["a\\ud800"] b\ufffd', '"\\ud800b\\ud800"']
+    run = json.loads(agency("runs", "--db", "r.db", "--json").output)[0]
+    assert run["status"] == "finished"
+    shown = json.loads(agency("show", run["id"], "--db", "r.db", "--json").output)
+    assert shown["result"] == "\ud800b\ud800"  # kept as it was
+    clean(agency("replay", run["id"], "--db", "r.db"), 0)
+    greet = [*AGENCY, "run", "greet.agency", "--node", "greet", "--args", '["\\udc00"]']
+    proc = subprocess.run([*greet, "--json"], capture_output=True, text=True, timeout=60, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == '"hi \\udc00"'
+
+
+def test_a_program_whose_path_is_not_utf8(work: Path) -> None:
+    # Bytes that are not UTF-8 in a file name reach Python as lone surrogates, which the run
+    # store cannot keep: one clear refusal before the run, and --no-record still runs it.
+    name = os.fsdecode(b"b\xffad.agency")
+    (work / name).write_text(OK)
+    clean(agency("run", name), 2, "its path is not UTF-8 text", "--no-record")
+    assert agency("runs", "--json").output.strip() in ("", "[]")
+    clean(agency("run", name, "--no-record"), 0, "hi")
+
+
 def test_unexpected_errors_are_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import runtime.language.program
 

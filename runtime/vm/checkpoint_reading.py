@@ -80,6 +80,12 @@ def validate(
                 raise CheckpointFormatError(f"{origin}: frame {i} position is outside `{scope}`")
         check_against_program(data, program, origin)
         trial_decode(data, program, origin)
+        # The checkpoints the program saved inside this one are restored by id later
+        # (`restore(cp)`): each is checked as strictly now, not when the run reaches it.
+        extra = data.get("machine")
+        saved = extra.get("checkpoints") if isinstance(extra, dict) else None
+        for k, inner in (saved or {}).items():
+            validate(inner, program, f"{origin}: saved checkpoint {k}")
     return data
 
 
