@@ -33,6 +33,7 @@ from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
+from debugger.widgets.option_lists import guard_paging
 from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
@@ -42,6 +43,8 @@ from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
 from runtime.runs.stopping import Stopper
+
+guard_paging()
 
 Opener = Callable[[Callable[[int], None]], Session]
 """Builds the session (records the program, opens a stored run...) in a worker; gets a

@@ -42,3 +42,29 @@ async def test_random_keys_never_break_the_app(
         await settle(pilot)
         assert app.is_running
         assert 0 <= app.session.step <= app.session.last
+
+
+async def test_page_keys_in_the_palette_before_its_list_is_drawn(dice: Session) -> None:
+    # Textual's option lists index their lines by what was laid out: page up/down pressed in
+    # the command palette the moment it opens (or in a list squeezed to no height) was a
+    # KeyError that ended the app.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in ("pageup", "pagedown"):
+            await pilot.press("ctrl+p", "n", key, key)
+            await settle(pilot)
+            await pilot.press("escape", "escape")
+            await settle(pilot)
+        assert app.is_running
+
+
+@pytest.mark.parametrize("size", [(20, 6), (40, 10), (8, 3)])
+async def test_page_keys_in_panels_of_a_tiny_window(dice: Session, size: tuple[int, int]) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for _ in range(6):  # through every panel that takes focus
+            await pilot.press("tab", "pageup", "pagedown", "home", "end", "up", "down")
+            await settle(pilot)
+        assert app.is_running
