@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input
@@ -741,6 +742,16 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._refresh_view()
 
     # -- the command palette ---------------------------------------------------------------------
+
+    def action_command_palette(self) -> None:
+        # Textual asks only whether the palette is the top screen; a worker's answer (`:trace`'s
+        # list, a printed value) may have landed on top of it, and a second palette with the
+        # same id ended the app (DuplicateIds).
+        if any(isinstance(screen, CommandPalette) for screen in self.screen_stack):
+            if not isinstance(self.screen, CommandPalette):
+                self.notify("the command palette is open under this dialog: esc closes the dialog")
+            return
+        super().action_command_palette()
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
         yield from super().get_system_commands(screen)

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import click
@@ -316,3 +317,32 @@ def test_closed_stdout_keeps_the_run_resumable(tmp_path: Path) -> None:
     )
     assert runs[0]["status"] == "interrupted"
     assert "output was closed" in runs[0]["error"]
+
+
+def test_show_says_a_killed_run_stopped_and_how_to_go_on(tmp_path: Path) -> None:
+    # The last recorded state of a run killed with -9 says `running` (a step is recorded before
+    # its end is known): `show` printed "status running" for a run nothing runs any more.
+    (tmp_path / "loop.agency").write_text(LOOP.replace("  while", '  print("ready")\n  while'))
+    p = spawn(tmp_path, "run", "loop.agency", "--db", "r.db")
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [*AGENCY, "runs", "--db", "r.db", "--json"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the writer has committed some steps
+        listed = subprocess.run(runs, cwd=tmp_path, capture_output=True, env=env).stdout
+        if json.loads(listed or b"[]") and json.loads(listed)[0]["steps"] > 0:
+            break
+    p.kill()
+    p.wait(timeout=30)
+    show = [*AGENCY, "show", "last", "--db", "r.db"]
+    shown = subprocess.run(show, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    first, second = shown.stdout.splitlines()[:2]
+    assert first.endswith("status interrupted") or first.endswith("status stale"), first
+    assert "`agency resume r" in second
+    as_json = subprocess.run([*show, "--json"], cwd=tmp_path, capture_output=True, env=env)
+    assert json.loads(as_json.stdout)["status"] in ("interrupted", "stale")
+    step0 = [*AGENCY, "show", "last:0", "--db", "r.db"]
+    before = subprocess.run(step0, cwd=tmp_path, capture_output=True, env=env)
+    assert b"status running" in before.stdout  # an earlier step is as it was

@@ -68,3 +68,24 @@ async def test_page_keys_in_panels_of_a_tiny_window(dice: Session, size: tuple[i
             await pilot.press("tab", "pageup", "pagedown", "home", "end", "up", "down")
             await settle(pilot)
         assert app.is_running
+
+
+async def test_the_palette_under_a_screen_a_worker_opened(dice: Session) -> None:
+    # A worker's answer (`:trace`'s list, `p`'s value) can land on top of the open command
+    # palette; ctrl+p there opened a second palette with the same id: DuplicateIds, app gone.
+    from debugger.widgets.list_screen import ListScreen
+
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        app.push_screen(ListScreen("found", [(1, "step 1")]))
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert app.is_running
+        for _ in range(4):
+            await pilot.press("escape")
+            await settle(pilot)
+        assert app.is_running and len(app.screen_stack) == 1
