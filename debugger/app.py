@@ -23,11 +23,12 @@ from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from debugger.app_commands import Commands
 from debugger.app_editing import EditingKeys
 from debugger.commands import COMMANDS
+from debugger.errors import internal_error_line
 from debugger.session import Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
@@ -258,7 +259,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._begin(self._opening, cancellable=self._stopper is not None, runs=True)
         self._open_worker()
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _open_worker(self) -> None:
         assert self._opener is not None
         try:
@@ -504,7 +505,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._begin(label, cancellable=True)
         self._scan_worker(fn)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
         worker = get_current_worker()
         s = self._live
@@ -715,7 +716,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._begin("indexing the run", cancellable=True)
         self._index_worker(fn)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _index_worker(self, fn: Callable[[], object]) -> None:
         assert self.session is not None
         worker = get_current_worker()
@@ -740,6 +741,18 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._end()
         self._fail(error)
         self._refresh_view()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Long work runs with exit_on_error=False: an exception no layer foresaw (a bug, a
+        # file nested past the recursion limit) ends the work, said in one line with its crash
+        # file, and the debugger stays open on what it showed.
+        worker = event.worker
+        if event.state is not WorkerState.ERROR or worker.group != "work":
+            return
+        error = worker.error
+        if error is None:
+            return
+        self._work_failed(internal_error_line(error))
 
     # -- the command palette ---------------------------------------------------------------------
 

@@ -488,6 +488,8 @@ def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, An
         raise CheckpointFormatError(
             f"{path}: {what} checkpoint JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise CheckpointFormatError(f"{path}: not a checkpoint (nested too deeply)") from None
     return validate(data, program, origin=path)
 
 
