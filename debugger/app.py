@@ -35,7 +35,7 @@ from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
-from debugger.widgets.option_lists import guard_paging
+from debugger.widgets.option_lists import DebuggerPalette, guard_paging
 from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
@@ -764,7 +764,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             if not isinstance(self.screen, CommandPalette):
                 self.notify("the command palette is open under this dialog: esc closes the dialog")
             return
-        super().action_command_palette()
+        if self.use_command_palette:
+            self.push_screen(DebuggerPalette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
         yield from super().get_system_commands(screen)

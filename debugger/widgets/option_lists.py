@@ -1,4 +1,5 @@
-"""Makes Textual's option lists safe to page through before they are laid out.
+"""Makes Textual's option lists safe to page through before they are laid out, and its command
+palette safe to close at once (`DebuggerPalette`).
 
 Textual (8.2) maps options to lines only once a list has room to draw: page up or page down in
 a list with no height yet (the command palette the moment it opens, the call stack of a window
@@ -10,9 +11,12 @@ laid out for the highlight there is no page to move by, and the key does nothing
 
 from __future__ import annotations
 
+from textual import work
+from textual.command import CommandList, CommandPalette
+from textual.css.query import NoMatches
 from textual.widgets import OptionList
 
-__all__ = ["guard_paging"]
+__all__ = ["DebuggerPalette", "guard_paging"]
 
 _move_page = OptionList._move_page
 
@@ -26,3 +30,22 @@ def _guarded_move_page(self: OptionList, direction: int) -> None:
 def guard_paging() -> None:
     """Install the guard (idempotent)."""
     OptionList._move_page = _guarded_move_page  # type: ignore[method-assign]
+
+
+class DebuggerPalette(CommandPalette):
+    """Textual's command palette, whose gathering of commands may outlive its list.
+
+    The palette fills its list from a worker started when it mounts and at each edit of its
+    field; closed at once (ctrl+p then Escape, Backspace then Escape) the worker could run
+    after the list was gone, and the NoMatches it raised ended the app. A gathering that finds
+    no list has nothing to fill and stops.
+    """
+
+    @work(exclusive=True, group=CommandPalette._GATHER_COMMANDS_GROUP)
+    async def _gather_commands(self, search_value: str) -> None:
+        if not self.is_attached or not self.query(CommandList):
+            return
+        try:
+            await CommandPalette._gather_commands.__wrapped__(self, search_value)  # type: ignore[attr-defined]
+        except NoMatches:  # the palette closed while it gathered
+            return

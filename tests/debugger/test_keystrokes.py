@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
@@ -88,4 +89,26 @@ async def test_the_palette_under_a_screen_a_worker_opened(dice: Session) -> None
         for _ in range(4):
             await pilot.press("escape")
             await settle(pilot)
+        assert app.is_running and len(app.screen_stack) == 1
+
+
+async def test_the_palette_closed_as_soon_as_it_opens(dice: Session) -> None:
+    # The palette gathers its commands in a worker started when it mounts; closed before that
+    # worker ran, it found no list to fill (NoMatches) and the app ended.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for keys in (("ctrl+p", "escape"), ("ctrl+p", "x", "escape"), ("ctrl+p", "escape") * 3):
+            await pilot.press(*keys)
+        await settle(pilot)
+        # What a fast Escape (or Backspace, then Escape) gets to: a gathering that runs once
+        # the palette's list is gone.
+        app.action_command_palette()
+        await settle(pilot)
+        palette = app.screen
+        await palette.query_one(CommandList).remove()
+        palette._gather_commands("")  # noqa: SLF001 - what Textual calls on mount and input
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
         assert app.is_running and len(app.screen_stack) == 1
