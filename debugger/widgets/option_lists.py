@@ -1,5 +1,6 @@
-"""Makes Textual's option lists safe to page through before they are laid out, and its command
-palette safe to close at once (`DebuggerPalette`).
+"""Makes Textual's option lists safe to page through before they are laid out and to measure in
+a window too narrow for their text, and its command palette safe to close at once
+(`DebuggerPalette`).
 
 Textual (8.2) maps options to lines only once a list has room to draw: page up or page down in
 a list with no height yet (the command palette the moment it opens, the call stack of a window
@@ -11,8 +12,11 @@ laid out for the highlight there is no page to move by, and the key does nothing
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import work
 from textual.command import CommandList, CommandPalette
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.widgets import OptionList
 
@@ -27,9 +31,20 @@ def _guarded_move_page(self: OptionList, direction: int) -> None:
     _move_page(self, direction)  # type: ignore[arg-type]
 
 
+_wrap_and_format = Content._wrap_and_format
+
+
+def _wrap_at_least_one_cell(self: Content, width: int, *args: Any, **kwargs: Any) -> Any:
+    # An option list measures its options at its width less their padding: in a window a few
+    # cells wide that is 0 or less, and wrapping text at width 0 raised ValueError (a range with
+    # step 0, in rich's chop_cells), which ended the app. One cell is the narrowest wrap.
+    return _wrap_and_format(self, max(1, width), *args, **kwargs)
+
+
 def guard_paging() -> None:
-    """Install the guard (idempotent)."""
+    """Install the guards (idempotent)."""
     OptionList._move_page = _guarded_move_page  # type: ignore[method-assign]
+    Content._wrap_and_format = _wrap_at_least_one_cell  # type: ignore[method-assign]
 
 
 class DebuggerPalette(CommandPalette):

@@ -112,3 +112,24 @@ async def test_the_palette_closed_as_soon_as_it_opens(dice: Session) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert app.is_running and len(app.screen_stack) == 1
+
+
+TINY_KEYS = [
+    "question_mark", "escape", "p", "x", "enter", "g", "9", "9", "enter", "ctrl+p", "enter",
+    "escape", "B", "escape", "colon", "x", "enter", "z", "escape", "right", "left",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), (6, 20), (2, 40)])
+async def test_dialogs_and_notices_in_a_window_a_few_cells_wide(
+    dice: Session, size: tuple[int, int]
+) -> None:
+    # A list measured its options at its width less their padding: 0 or less here, and text
+    # wrapped at width 0 raised ValueError (rich's chop_cells), which ended the app.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for key in TINY_KEYS:
+            await pilot.press(key)
+            await settle(pilot)
+            assert app.is_running, key
