@@ -19,20 +19,23 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from debugger.app_commands import Commands
 from debugger.app_editing import EditingKeys
 from debugger.commands import COMMANDS
+from debugger.errors import internal_error_line
 from debugger.session import Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
+from debugger.widgets.option_lists import DebuggerPalette, guard_paging
 from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
@@ -42,6 +45,8 @@ from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
 from runtime.runs.stopping import Stopper
+
+guard_paging()
 
 Opener = Callable[[Callable[[int], None]], Session]
 """Builds the session (records the program, opens a stored run...) in a worker; gets a
@@ -254,7 +259,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._begin(self._opening, cancellable=self._stopper is not None, runs=True)
         self._open_worker()
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _open_worker(self) -> None:
         assert self._opener is not None
         try:
@@ -500,7 +505,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._begin(label, cancellable=True)
         self._scan_worker(fn)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _scan_worker(self, fn: Callable[[Any, Any], Move]) -> None:
         worker = get_current_worker()
         s = self._live
@@ -711,7 +716,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._begin("indexing the run", cancellable=True)
         self._index_worker(fn)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _index_worker(self, fn: Callable[[], object]) -> None:
         assert self.session is not None
         worker = get_current_worker()
@@ -737,7 +742,30 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._fail(error)
         self._refresh_view()
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Long work runs with exit_on_error=False: an exception no layer foresaw (a bug, a
+        # file nested past the recursion limit) ends the work, said in one line with its crash
+        # file, and the debugger stays open on what it showed.
+        worker = event.worker
+        if event.state is not WorkerState.ERROR or worker.group != "work":
+            return
+        error = worker.error
+        if error is None:
+            return
+        self._work_failed(internal_error_line(error))
+
     # -- the command palette ---------------------------------------------------------------------
+
+    def action_command_palette(self) -> None:
+        # Textual asks only whether the palette is the top screen; a worker's answer (`:trace`'s
+        # list, a printed value) may have landed on top of it, and a second palette with the
+        # same id ended the app (DuplicateIds).
+        if any(isinstance(screen, CommandPalette) for screen in self.screen_stack):
+            if not isinstance(self.screen, CommandPalette):
+                self.notify("the command palette is open under this dialog: esc closes the dialog")
+            return
+        if self.use_command_palette:
+            self.push_screen(DebuggerPalette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
         yield from super().get_system_commands(screen)

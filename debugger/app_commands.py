@@ -120,13 +120,13 @@ class Commands(_App):
         if not path:
             self._fail("give the checkpoint file to open")
             return
-        if not Path(path).is_file():
+        if not Path(path).exists():
             self._fail(f"{path}: no such checkpoint file")
             return
         self._begin(f"opening {path}")
         self._open_checkpoint_worker(path)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _open_checkpoint_worker(self, path: str) -> None:
         try:
             self._live.open_checkpoint(path, self._step_progress)
@@ -183,7 +183,7 @@ class Commands(_App):
         self._begin(f"{action} and run on", cancellable=True, runs=True)
         self._answer_worker(action, value, self._stopper)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _answer_worker(self, action: str, value: Any, stopper: Stopper) -> None:
         try:
             self._live.answer_interrupt(action, value, self._step_progress, stopper)
@@ -268,7 +268,7 @@ class Commands(_App):
         self._begin(f"tracing {rest.strip()}", cancellable=True)
         self._trace_worker(rest)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _trace_worker(self, text: str) -> None:
         worker = get_current_worker()
         try:

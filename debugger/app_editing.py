@@ -144,7 +144,7 @@ class EditingKeys(_App):
         self._begin(f"restoring from step {self.session.step}", cancellable=True, runs=True)
         self._restore_worker(self._stopper)
 
-    @work(thread=True, exclusive=True, group="work")
+    @work(thread=True, exclusive=True, group="work", exit_on_error=False)
     def _restore_worker(self, stopper: Stopper) -> None:
         assert self.session is not None
         try:

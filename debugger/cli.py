@@ -48,27 +48,14 @@ def report(exc: AgencyError) -> None:
 def internal_error(exc: BaseException) -> None:
     """A bug in agency: one line naming it and where the traceback went (AGENCY_DEBUG=1 prints
     it), exit 70."""
-    import tempfile
     import traceback
 
-    text = "".join(traceback.format_exception(exc))
+    from debugger.errors import internal_error_line
+
     if os.environ.get("AGENCY_DEBUG"):
-        click.echo(text, err=True, nl=False)
+        click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
         sys.exit(EXIT_INTERNAL)
-    where = ""
-    try:
-        fd, path = tempfile.mkstemp(prefix="agency-crash-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        where = f"; the traceback is in {path}"
-    except OSError:
-        where = "; rerun with AGENCY_DEBUG=1 for the traceback"
-    detail = str(exc).splitlines()[0][:200] if str(exc) else ""
-    click.echo(
-        f"agency: internal error: {type(exc).__name__}{': ' + detail if detail else ''}"
-        f" (a bug in agency, please report it{where})",
-        err=True,
-    )
+    click.echo(f"agency: {internal_error_line(exc)}", err=True)
     sys.exit(EXIT_INTERNAL)
 
 

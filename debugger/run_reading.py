@@ -174,10 +174,15 @@ def show_text(ref: str, db: str | None, branch: int, as_json: bool) -> str:
     n = len(tl)
     state = tl.state_at(step)
     status = status_at(run, branch, step, n, state.status)
+    stopped = _stopped_here(store, run, branch, step == n - 1, status)
+    if stopped is not None:
+        status = stopped[0]
     if as_json:
         return json.dumps({**state.as_dict(), "status": status}, default=str) + "\n"
     loc = state.location
     lines = [f"run {run.id}  step {step}/{n - 1}  branch {branch}  status {status}"]
+    if stopped is not None:
+        lines.append(f"  {stopped[1]}; `agency resume {run.id}` continues it")
     if loc:
         lines.append(f"at {loc.file}:{loc.line}:{loc.col} in {loc.scope}")
     for f in state.frames:
@@ -194,6 +199,25 @@ def show_text(ref: str, db: str | None, branch: int, as_json: bool) -> str:
         f"  cost ${state.usage.cost:.4f}"
     )
     return "".join(line + "\n" for line in lines)
+
+
+def _stopped_here(
+    store: Any, run: Any, branch: int, last: bool, status: str
+) -> tuple[str, str] | None:
+    """(status, why) when the last recorded step of a run's line says `running` but nothing
+    runs it any more: its process was killed or crashed (the state of a step is recorded
+    before its end is known, so only the run's row can tell)."""
+    if not last or branch != 0 or status != "running":
+        return None
+    if run.status == "interrupted":
+        return "interrupted", "the run stopped after this step"
+    if run.status == "running":
+        from runtime.runs.processes import stale_reason
+
+        why = stale_reason(store, run)
+        if why is not None:
+            return "stale", f"nothing runs it any more: {why}"
+    return None
 
 
 def runs_text(db: str | None, limit: int, as_json: bool) -> tuple[str, str]:

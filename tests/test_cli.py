@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import click
@@ -97,6 +98,47 @@ def test_a_deeply_nested_value_is_recorded(work: Path) -> None:
     assert runs[0]["status"] == "finished"
     shown = agency("show", runs[0]["id"], "--db", "r.db")
     assert shown.exit_code == 0 and "Traceback" not in shown.output
+
+
+LONE = """node main() {
+  const c = String.fromCharCode(55296)
+  const parsed = JSON.parse("[\\"a\\ud800\\"]")
+  const said = llm("say " + c)
+  print(parsed, said)
+  return c + said
+}
+"""
+
+
+def test_lone_surrogates_are_recorded_and_printed(work: Path) -> None:
+    # Half a UTF-16 pair, made by the program, a JSON text or the model, has no UTF-8 form: the
+    # run store refused it mid-run ("write failed", the run left interrupted) and `--json` was
+    # an internal error. JSON writes it escaped, as JavaScript does; print shows U+FFFD.
+    (work / "lone.agency").write_text(LONE)
+    (work / "lone.json").write_text('[{"return": "b\\ud800"}]')
+    cmd = [*AGENCY, "run", "lone.agency", "--mock", "lone.json", "--json", "--db", "r.db"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ['["a\\ud800"] b\ufffd', '"\\ud800b\\ud800"']
+    run = json.loads(agency("runs", "--db", "r.db", "--json").output)[0]
+    assert run["status"] == "finished"
+    shown = json.loads(agency("show", run["id"], "--db", "r.db", "--json").output)
+    assert shown["result"] == "\ud800b\ud800"  # kept as it was
+    clean(agency("replay", run["id"], "--db", "r.db"), 0)
+    greet = [*AGENCY, "run", "greet.agency", "--node", "greet", "--args", '["\\udc00"]']
+    proc = subprocess.run([*greet, "--json"], capture_output=True, text=True, timeout=60, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == '"hi \\udc00"'
+
+
+def test_a_program_whose_path_is_not_utf8(work: Path) -> None:
+    # Bytes that are not UTF-8 in a file name reach Python as lone surrogates, which the run
+    # store cannot keep: one clear refusal before the run, and --no-record still runs it.
+    name = os.fsdecode(b"b\xffad.agency")
+    (work / name).write_text(OK)
+    clean(agency("run", name), 2, "its path is not UTF-8 text", "--no-record")
+    assert agency("runs", "--json").output.strip() in ("", "[]")
+    clean(agency("run", name, "--no-record"), 0, "hi")
 
 
 def test_unexpected_errors_are_one_line(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -275,3 +317,32 @@ def test_closed_stdout_keeps_the_run_resumable(tmp_path: Path) -> None:
     )
     assert runs[0]["status"] == "interrupted"
     assert "output was closed" in runs[0]["error"]
+
+
+def test_show_says_a_killed_run_stopped_and_how_to_go_on(tmp_path: Path) -> None:
+    # The last recorded state of a run killed with -9 says `running` (a step is recorded before
+    # its end is known): `show` printed "status running" for a run nothing runs any more.
+    (tmp_path / "loop.agency").write_text(LOOP.replace("  while", '  print("ready")\n  while'))
+    p = spawn(tmp_path, "run", "loop.agency", "--db", "r.db")
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [*AGENCY, "runs", "--db", "r.db", "--json"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the writer has committed some steps
+        listed = subprocess.run(runs, cwd=tmp_path, capture_output=True, env=env).stdout
+        if json.loads(listed or b"[]") and json.loads(listed)[0]["steps"] > 0:
+            break
+    p.kill()
+    p.wait(timeout=30)
+    show = [*AGENCY, "show", "last", "--db", "r.db"]
+    shown = subprocess.run(show, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    first, second = shown.stdout.splitlines()[:2]
+    assert first.endswith("status interrupted") or first.endswith("status stale"), first
+    assert "`agency resume r" in second
+    as_json = subprocess.run([*show, "--json"], cwd=tmp_path, capture_output=True, env=env)
+    assert json.loads(as_json.stdout)["status"] in ("interrupted", "stale")
+    step0 = [*AGENCY, "show", "last:0", "--db", "r.db"]
+    before = subprocess.run(step0, cwd=tmp_path, capture_output=True, env=env)
+    assert b"status running" in before.stdout  # an earlier step is as it was

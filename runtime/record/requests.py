@@ -40,9 +40,23 @@ _KEYS = ["messages", "tools", "schema", "params"]
 def _dumps(value: Any) -> str:
     """JSON text as the stores write it (`rows.dumps`), with the same error for a bad value."""
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"LLM request is not JSON-serialisable: {exc}") from exc
+    return text if has_utf8(text) else json.dumps(value, separators=(",", ":"))
+
+
+def has_utf8(text: str) -> bool:
+    """Whether `text` has a UTF-8 form (a database's text column needs one): not when it holds
+    a lone surrogate (`String.fromCharCode(0xD800)`, a JSON `"\\ud800"`). JSON text that has
+    none is written with `ensure_ascii`, which escapes it and reads back as the same string."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def packable(request: Any) -> bool:

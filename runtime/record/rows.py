@@ -28,7 +28,7 @@ from runtime.record.contract import (
     Segment,
     StoreError,
 )
-from runtime.record.requests import PACKED
+from runtime.record.requests import PACKED, has_utf8
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, in ASCII order: sorts right
 _id_lock = threading.Lock()
@@ -85,9 +85,18 @@ def lease_left(lease_until: str | None, now: datetime) -> float | None:
 def dumps(value: Any, what: str) -> str:
     """JSON text for a stored value, encoded by the caller so a bad value fails at the call."""
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} is not JSON-serialisable: {exc}") from exc
+    return text if has_utf8(text) else json.dumps(value, separators=(",", ":"))
+
+
+def well_formed(text: str) -> str:
+    """Free text for a text column (an event's summary, a run's error): a lone surrogate, which
+    has no UTF-8 form, replaced by U+FFFD."""
+    if has_utf8(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def loads(text: str | None) -> Any:
@@ -231,6 +240,8 @@ def run_update_columns(fields: dict[str, Any], now: datetime) -> dict[str, Any]:
             columns["finished_at"] = None if value is None else format_ts(value)
         elif name in ("args", "config", "meta", "result"):
             columns[f"{name}_json"] = dumps(value, f"run {name}")
+        elif type(value) is str:
+            columns[name] = well_formed(value)
         else:
             columns[name] = value
     return columns
@@ -307,6 +318,13 @@ def _parse_optional_ts(text: str | None) -> datetime | None:
 def run_row(run_id: str, meta: RunMeta, now: datetime) -> dict[str, Any]:
     """A row of the runs table for a new run."""
     check_status(meta.status)
+    if not has_utf8(meta.source_path):
+        # A file name of bytes that are not UTF-8 (Python holds them as lone surrogates): the
+        # text column cannot keep it, and a lossy copy would name another file on resume.
+        raise StoreError(
+            f"cannot record a run of {meta.source_path!r}: its path is not UTF-8 text;"
+            " rename the file, or run it with --no-record"
+        )
     stamp = format_ts(now)
     return {
         "id": run_id,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.record.requests import PACKED, packable
-from runtime.record.rows import stored_int, stored_json
+from runtime.record.rows import stored_int, stored_json, well_formed
 from runtime.record.sql_base import SQLBase
 from runtime.record.store import (
     EFFECT_STATUSES,
@@ -61,7 +61,9 @@ class SQLJournal(SQLBase):
         data: dict[str, Any] | None = None,
     ) -> None:
         data_json = dumps({} if data is None else data, "event data")
-        self._enqueue(Op(_INSERT_EVENT, (run_id, branch, step, kind, summary, data_json)))
+        self._enqueue(
+            Op(_INSERT_EVENT, (run_id, branch, step, kind, well_formed(summary), data_json))
+        )
 
     def events(
         self,

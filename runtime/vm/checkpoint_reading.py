@@ -80,6 +80,12 @@ def validate(
                 raise CheckpointFormatError(f"{origin}: frame {i} position is outside `{scope}`")
         check_against_program(data, program, origin)
         trial_decode(data, program, origin)
+        # The checkpoints the program saved inside this one are restored by id later
+        # (`restore(cp)`): each is checked as strictly now, not when the run reaches it.
+        extra = data.get("machine")
+        saved = extra.get("checkpoints") if isinstance(extra, dict) else None
+        for k, inner in (saved or {}).items():
+            validate(inner, program, f"{origin}: saved checkpoint {k}")
     return data
 
 
@@ -485,6 +491,8 @@ def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, An
         raise CheckpointFormatError(
             f"{path}: {what} checkpoint JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise CheckpointFormatError(f"{path}: not a checkpoint (nested too deeply)") from None
     return validate(data, program, origin=path)
 
 

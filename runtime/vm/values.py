@@ -667,6 +667,18 @@ def stringify(v: Any, indent: int | str | None = None) -> str:
     return _json_text(plain, pad, "")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_string(s: str) -> str:
+    """A JSON string literal, non-ASCII kept; a lone surrogate escaped (`\\ud800`), as
+    JavaScript's JSON.stringify writes it, so the text always has a UTF-8 form."""
+    text = json.dumps(s, ensure_ascii=False)
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _json_text(v: Any, pad: str, at: str) -> str:
     """Plain data as JSON text, numbers written the JavaScript way (`1e-7`, not `1e-07`)."""
     if v is None:
@@ -677,7 +689,7 @@ def _json_text(v: Any, pad: str, at: str) -> str:
         return "false"
     t = type(v)
     if t is str:
-        return json.dumps(v, ensure_ascii=False)
+        return _json_string(v)
     if t is int or t is float:
         return format_number(v)
     inner = at + pad
@@ -689,7 +701,7 @@ def _json_text(v: Any, pad: str, at: str) -> str:
             return "[" + ",".join(items) + "]"
         return "[\n" + inner + (",\n" + inner).join(items) + "\n" + at + "]"
     pairs = [
-        json.dumps(str(k), ensure_ascii=False) + (": " if pad else ":") + _json_text(x, pad, inner)
+        _json_string(str(k)) + (": " if pad else ":") + _json_text(x, pad, inner)
         for k, x in v.items()
     ]
     if not pairs:

@@ -353,6 +353,61 @@ async def test_write_a_checkpoint_and_open_it(calls: Session, tmp_path) -> None:
         assert app.query_one(OutputPanel).lines == ["counter is 5"]
 
 
+async def test_opening_hostile_checkpoint_files_leaves_the_app_as_it_was(
+    calls: Session, tmp_path
+) -> None:
+    # A file nested past the recursion limit ended the app from its worker; a directory was
+    # called "no such checkpoint file".
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    half = tmp_path / "half.json"
+    half.write_text('{"format": "agency-checkpoint", "version": 1, "stack": [')
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seen = watch_errors(app)
+        run_id = app.session.timeline.run_id
+        for path, needle in (
+            (deep, "nested too deeply"),
+            (half, "truncated checkpoint JSON"),
+            (tmp_path, "Is a directory"),
+        ):
+            app.run_command(f"open {path}")
+            await settle(pilot)
+            assert app.is_running
+            assert any(needle in e for e in seen), seen
+            assert app.session.timeline.run_id == run_id
+
+
+async def test_a_bug_in_long_work_is_one_line_and_the_app_stays(
+    calls: Session, monkeypatch: Any
+) -> None:
+    # Whatever a worker raises that no layer foresaw ends that work, not the debugger.
+    import threading
+
+    trace = calls.trace
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            return trace(*args, **kwargs)  # the command is checked at once, in the app
+        raise ZeroDivisionError("boom")  # the scan, in a worker
+
+    monkeypatch.setattr(calls, "trace", broken)
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seen = watch_errors(app)
+        await pilot.press("right", "right")
+        app.run_command("trace x")
+        await settle(pilot)
+        assert app.is_running
+        assert any("internal error: ZeroDivisionError: boom" in e for e in seen), seen
+        assert any("agency-crash-" in e for e in seen), seen
+        await pilot.press("right")  # still answering
+        await settle(pilot)
+        assert app.session.step == 3
+
+
 async def test_timeline_click_and_drag(dice: Session) -> None:
     app = DebuggerApp(dice)
     async with app.run_test(size=SIZE) as pilot:

@@ -116,6 +116,12 @@ def structural_paths(data: dict[str, Any]) -> list[tuple[Any, ...]]:
             if key in f["position"]:
                 out.append(("stack", i, "position", key))
         out.append(("stack", i, "scope"))
+    saved = (data.get("machine") or {}).get("checkpoints") or {}
+    for k, inner in saved.items():  # restored by id later in the run: checked when read
+        for i in range(len(inner["stack"])):
+            for key in ("pc", "stmt_pc", "stmt_sp"):
+                out.append(("machine", "checkpoints", k, "stack", i, "position", key))
+            out.append(("machine", "checkpoints", k, "stack", i, "scope"))
     for key in ("step", "id", "branch", "node"):
         out.append((key,))
     for key in ("step_index", "cp_counter", "thread_counter", "llm_calls", "status"):

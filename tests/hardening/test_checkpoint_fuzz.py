@@ -214,3 +214,28 @@ def test_a_callee_whose_variable_a_block_reassigned_is_not_refused(tmp_path: Pat
     data, _ = _inside(tmp_path, "inc", "dbl")
     code, out = _restore(tmp_path, data)
     assert code == 0 and "in g\n11 40 true" in out, out
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("traps", "../../etc/passwd"), ("traps", [[1]]), ("handlers", ["x"]), ("stack", [1, 2])],
+)
+def test_a_saved_checkpoint_inside_the_file_is_checked_when_the_file_is_read(
+    corpus: Any, field: str, value: Any
+) -> None:
+    # dice-4 holds the checkpoint `main` saved at line 3, which the run restores by id after a
+    # bad roll: a damaged frame in it was an internal error at that restore, mid-run.
+    def edit(d: dict[str, Any]) -> None:
+        saved = d["machine"]["checkpoints"]
+        assert saved, "dice-4 holds a saved checkpoint"
+        next(iter(saved.values()))["stack"][0][field] = value
+
+    out = refused(corpus, edit)
+    assert "saved checkpoint 0: frame 0 (`main`)" in out
+
+
+def test_a_saved_checkpoint_from_another_program_is_refused(corpus: Any) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        next(iter(d["machine"]["checkpoints"].values()))["source"]["sha256"] = "0" * 64
+
+    assert "saved checkpoint 0 was taken from" in refused(corpus, edit)
