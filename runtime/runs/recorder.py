@@ -20,6 +20,7 @@ recorded state is what a person inspects; exact machine state is rebuilt by re-e
 
 from __future__ import annotations
 
+import itertools
 import time
 import zlib
 from collections.abc import Callable
@@ -55,6 +56,19 @@ MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
 FULL_KEYFRAME_BUDGET = 10
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
+
+# Object ids come from one counter for the whole process, not one per recorder: an id is kept on
+# the object itself, and some objects outlive a run (a typed llm() call's schema belongs to the
+# compiled program), so a second recorder of the same program, or a second fork of one
+# timeline, would otherwise give the same id to another object and read it back in its place.
+_oids = itertools.count(1)
+
+
+def _oids_from(first: int) -> None:
+    """Make every id given from now on at least `first`."""
+    global _oids
+    if next(_oids) < first:
+        _oids = itertools.count(first)
 
 
 def location_table(program: CompiledProgram) -> list[list[Any]]:
@@ -101,7 +115,7 @@ class Recorder:
             for loc in code.locations:
                 self.loc_ids[id(loc)] = n
                 n += 1
-        self.next_oid = next_oid
+        _oids_from(next_oid)
         self.known: set[int] = set()
         self.first_step = machine.step_index + 1  # the first step of the pending chunk
         self.depth = len(machine.frames)  # frames at the step before `first_step`
@@ -136,9 +150,7 @@ class Recorder:
     def oid_of(self, c: Any) -> int:
         oid = getattr(c, "oid", None)
         if oid is None:
-            oid = self.next_oid
-            self.next_oid += 1
-            c.oid = oid
+            oid = c.oid = next(_oids)
         return oid
 
     def enc(self, v: Any, out: list[Any]) -> Any:

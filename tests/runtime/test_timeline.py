@@ -545,3 +545,59 @@ def test_an_edited_llm_answer_is_what_the_branch_shows_for_that_call() -> None:
     assert branch.state_at(len(branch) - 1).output[-1] == "Good roll: 6 after 1 rolls"
     original = tl.llm_call_at(4)
     assert original is not None and original["value"] == 2 and not original["edited"]
+
+
+# A typed llm() call hands the machine its schema: an object of the compiled program, shared by
+# every run of that program in the process. The recorder names each object it meets with an id
+# kept on the object, so an id given by one recorder must not be given again by another.
+TYPED = """type Person = {name: string, age: number}
+
+node main() {
+  const p: Person = llm("Describe a person")
+  const tags: string[] = llm("Give tags")
+  return {name: p.name, older: p.age + 1, tags: tags}
+}
+"""
+TYPED_MOCKS = [{"return": {"name": "Ada", "age": 36}}, {"return": ["a", "b"]}]
+
+
+def test_one_program_recorded_twice_in_a_process_reads_back_each_run() -> None:
+    program = compile_source(TYPED, "typed.agency")
+    for _ in range(3):
+        record_and_check(program, RunConfig(mocks=TYPED_MOCKS, quiet=True), None, None)
+
+
+ASK_LATER = """type Person = {name: string, age: number}
+
+def describe(): Person {
+  const p: Person = llm("Describe a person")
+  return p
+}
+
+node main() {
+  let ask = false
+  let who = null
+  if (ask) {
+    who = describe()
+  }
+  let n = [1, 2, 3]
+  return [who, n]
+}
+"""
+
+
+def test_branches_forked_in_one_process_read_back_their_own_states() -> None:
+    # The run never asks the model; each branch asks it, so each meets the schema first.
+    program = compile_source(ASK_LATER, "later.agency")
+    mocks = [{"return": {"name": "Ada", "age": 36}}] * 3
+    tl = record_program(program, RunConfig(mocks=mocks, quiet=True)).timeline
+    at = next(k for k in range(len(tl)) if "ask" in tl.state_at(k).frames[-1].locals)
+    for _ in range(3):
+        branch = tl.fork(at, {"locals": {"ask": True}})
+        end = branch.state_at(len(branch) - 1).result
+        assert end == [{"name": "Ada", "age": 36}, [1, 2, 3]], end
+        for k in range(at, len(branch)):
+            for frame in branch.state_at(k).frames:
+                for name in ("p", "who", "n"):
+                    value = frame.locals.get(name)
+                    assert value in (None, {"name": "Ada", "age": 36}, [1, 2, 3]), (k, name, value)
