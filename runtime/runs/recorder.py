@@ -55,6 +55,8 @@ MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
 FULL_KEYFRAME_BUDGET = 10
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
+# A code object's name, kind, parameters, recorded parameter names, positions by statement pc.
+_Head = tuple[Any, str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]]]
 
 
 def location_table(program: CompiledProgram) -> list[list[Any]]:
@@ -120,6 +122,8 @@ class Recorder:
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
+        # Per code object (by id, the object kept to check it): `frame_head`, `position`.
+        self.heads: dict[int, _Head] = {}
         machine.wlog = [(R_RESET, len(machine.frames))]  # a new recorder: the past is replaced
         machine.rec = self
         machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
@@ -209,7 +213,10 @@ class Recorder:
             if start < self.full_lens.get(oid, 0):
                 self.touched.add(oid)
             wlog = self.m.wlog
-            new = _primitives(items) or [self.enc(x, wlog) for x in items]  # type: ignore[arg-type]
+            if len(items) == 1 and type(items[0]) in _PRIMITIVE:  # a push: the common splice
+                new = [items[0]]
+            else:
+                new = _primitives(items) or [self.enc(x, wlog) for x in items]  # type: ignore[arg-type]
             wlog.append((5, oid, start, delete, new))  # type: ignore[union-attr]
 
     def log_del(self, obj: Any, key: str) -> None:
@@ -218,22 +225,51 @@ class Recorder:
             self.dirty[oid] = obj
             self.m.wlog.append((4, oid, key))  # type: ignore[union-attr]
 
-    def log_frame(self, f: Any, caller_pos: tuple[int, int]) -> None:
+    def log_frame(self, f: Any, caller: Any) -> None:
+        """A frame pushed (`caller`: the frame below it, or None): its scope, parameters and
+        locals, and where the caller stands."""
         wlog = self.m.wlog
         assert wlog is not None
+        heads = self.heads
         code = f.code
-        local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}
-        wlog.append(
-            (
-                6,
-                code.name,
-                code.kind,
-                tuple(code.param_names),
-                local_vals,
-                caller_pos[0],
-                caller_pos[1],
-            )
-        )
+        head = heads.get(id(code))
+        if head is None or head[0] is not code:
+            head = self.frame_head(code)
+        local_vals = f.locals
+        if local_vals.keys() <= head[4] and _PRIMITIVE.issuperset(map(type, local_vals.values())):
+            vals = dict(local_vals)  # the common call: plain arguments, copied in C
+        else:
+            vals = {k: self.enc(v, wlog) for k, v in local_vals.items() if k[:2] != "__"}
+        if caller is None:
+            wlog.append((6, head[1], head[2], head[3], vals, 0, 0))
+            return
+        code = caller.code
+        below = heads.get(id(code))
+        if below is None or below[0] is not code:
+            below = self.frame_head(code)
+        at = below[5].get(caller.stmt_pc)
+        if at is None:
+            at = below[5][caller.stmt_pc] = stmt_position(caller)
+        wlog.append((6, head[1], head[2], head[3], vals, at[0], at[1]))
+
+    def frame_head(self, code: Any) -> _Head:
+        """(code, its name, kind, parameter names, the names a frame of it may hold that are
+        recorded as they are, its statements' positions by pc), made once per code object."""
+        params = tuple(code.param_names)
+        clean = frozenset(p for p in params if p[:2] != "__")
+        head = self.heads[id(code)] = (code, code.name, code.kind, params, clean, {})
+        return head
+
+    def position(self, f: Any) -> tuple[int, int]:
+        """`stmt_position(f)`, remembered per code object and statement."""
+        code = f.code
+        head = self.heads.get(id(code))
+        if head is None or head[0] is not code:
+            head = self.frame_head(code)
+        at = head[5].get(f.stmt_pc)
+        if at is None:
+            at = head[5][f.stmt_pc] = stmt_position(f)
+        return at
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
@@ -320,21 +356,22 @@ class Recorder:
         frames = []
         for f in m.frames:
             code = f.code
-            line, col = stmt_position(f)
-            frames.append(
-                [
-                    code.name,
-                    code.kind,
-                    tuple(code.param_names),
-                    {
-                        k: v if type(v) in _PRIMITIVE else enc(v)
-                        for k, v in f.locals.items()
-                        if k[:2] != "__"
-                    },
-                    line,
-                    col,
-                ]
-            )
+            head = self.heads.get(id(code))
+            if head is None or head[0] is not code:
+                head = self.frame_head(code)
+            local_vals = f.locals
+            if local_vals.keys() <= head[4] and _PRIMITIVE.issuperset(
+                map(type, local_vals.values())
+            ):
+                vals = dict(local_vals)
+            else:
+                vals = {
+                    k: v if type(v) in _PRIMITIVE else enc(v)
+                    for k, v in local_vals.items()
+                    if k[:2] != "__"
+                }
+            line, col = self.position(f)
+            frames.append([head[1], head[2], head[3], vals, line, col])
         state = {
             "frames": frames,
             "globals": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.globals.items()},
