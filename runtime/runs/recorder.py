@@ -354,9 +354,10 @@ class Recorder:
                     heap[oid] = None
                     pending.append((oid, c))
         frames = []
+        heads = self.heads
         for f in m.frames:
             code = f.code
-            head = self.heads.get(id(code))
+            head = heads.get(id(code))
             if head is None or head[0] is not code:
                 head = self.frame_head(code)
             local_vals = f.locals
@@ -370,21 +371,28 @@ class Recorder:
                     for k, v in local_vals.items()
                     if k[:2] != "__"
                 }
-            line, col = self.position(f)
-            frames.append([head[1], head[2], head[3], vals, line, col])
+            at = head[5].get(f.stmt_pc)
+            if at is None:
+                at = head[5][f.stmt_pc] = stmt_position(f)
+            frames.append([head[1], head[2], head[3], vals, at[0], at[1]])
+        glob, shared, usage, error = m.globals, m.shared, m.usage, m.error
         state = {
             "frames": frames,
-            "globals": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.globals.items()},
-            "shared": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.shared.items()},
+            "globals": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in glob.items()}
+            if glob
+            else {},
+            "shared": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in shared.items()}
+            if shared
+            else {},
             "threads": {
                 tid: _appended(grown, "thread:" + tid, msgs, enc) for tid, msgs in m.threads.items()
             },
             "active": m.active_thread(),
             "output": _appended(grown, "output", m.output, None),
-            "usage": [m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]],
+            "usage": [usage["input_tokens"], usage["output_tokens"], usage["cost"]],
             "status": m.status if m.status in (HALTED, FAILED, INTERRUPTED) else "running",
-            "result": enc(m.result),
-            "error": m.error.message if m.error else None,
+            "result": m.result if type(m.result) in _PRIMITIVE else enc(m.result),
+            "error": error.message if error else None,
             "heap": heap,
         }
         drain()
@@ -542,7 +550,8 @@ class Recorder:
         self.force_keyframe = False
         if full:
             self.full_step, self.full_size = step, len(raw)
-            self.full_lens = {o: len(c) for o, c in state["heap"].items() if type(c) is list}
+            heap = state["heap"]
+            self.full_lens = {o: len(c) for o, c in heap.items() if type(c) is list} if heap else {}
             self.touched = set()
             m = self.m
             self.full_seqs = {"output": _seq_mark(m.output)}
