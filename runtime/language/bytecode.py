@@ -361,9 +361,6 @@ class Code:
     locations: list[Location] = field(default_factory=list)
     step_pcs: list[int] = field(default_factory=list)  # pc of each location's STEP
     markers: list[int] = field(default_factory=list)  # recorder step markers: global id << 3
-    # per location: its marker and the local its statement stores, as one write-log entry, or
-    # None (set when the machine links the code: `runtime.vm.fuse`)
-    fused_markers: list[bytes | None] = field(default_factory=list)
     doc: str | None = None
     modifiers: tuple[str, ...] = ()
     return_type: A.TypeExpr | None = None

@@ -175,12 +175,11 @@ def fuse(code: Code) -> None:
         if new_ops[pc] in _THREADED:  # its next instruction a JUMP: go to the JUMP's target
             arg = new_args[pc]
             new_args[pc] = (*arg[:-1], _through_jumps(ops, args, arg[-1]))
-    code.fused_markers = [None] * len(code.locations)
     for pc in range(n - 1):
         if ops[pc] == STEP and ops[pc + 1] != STEP:
             at = args[pc]
             new_ops[pc] = STEP_NEXT
-            new_args[pc] = (at, code.locations[at], new_ops[pc + 1], new_args[pc + 1], pc + 2)
-            code.fused_markers[at] = _fused_entry(code, at, new_ops[pc + 1], new_args[pc + 1])
+            step = (at, code.locations[at], new_ops[pc + 1], new_args[pc + 1], pc + 2)
+            new_args[pc] = (*step, _fused_entry(code, at, new_ops[pc + 1], new_args[pc + 1]))
     ops[:] = new_ops
     args[:] = new_args

@@ -176,15 +176,15 @@ class Machine(CallingMachine):
                             # STEP (below) and the instruction after it, in one dispatch.
                             frame.stmt_pc = pc - 1
                             frame.stmt_sp = len(stack)
-                            fused: tuple[int, Any, int, Any, int] = arg  # typed for mypyc
-                            at, self.location, op, next_arg, next_pc = fused
+                            fused: tuple[int, Any, int, Any, int, bytes | None] = arg  # mypyc
+                            at, self.location, op, next_arg, next_pc = fused[:5]
                             step = self.step_index = self.step_index + 1
                             if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                                 frame.pc = pc
                                 if self.at_limit(markers[at]):
                                     return
                             elif wlog is not None:
-                                fz = code.fused_markers[at]
+                                fz = fused[5]
                                 if fz is None:
                                     wlog.append(markers[at])
                                 else:

@@ -224,21 +224,20 @@ class MachineState:
         return False
 
     def _look(self) -> None:
-        """Flush the write log if it is long, and say when to look again: a little past the
-        limit at the rate entries came in since the last look, so that a batch of a steady
-        loop costs one look (each costs a few µs) and holds up to ~1/8 more than the limit."""
+        """Flush the write log if it is long, and say when to look again: halfway to the
+        limit at the rate entries came in since the last look."""
         wlog = self.wlog
         assert wlog is not None
         n = len(wlog)
+        if n > self._wlog_limit and self.on_flush is not None:
+            self.on_flush(self)  # type: ignore[arg-type]
+            n = len(wlog)
         step = self.step_index
         last_step, last_n, rate = self._checked
         if step > last_step and n > last_n:
             rate = (n - last_n) / (step - last_step)
-        if n > self._wlog_limit and self.on_flush is not None:
-            self.on_flush(self)  # type: ignore[arg-type]
-            n = len(wlog)
         room = self._wlog_limit - n
-        ahead = int(room * 1.125 / rate) if rate > 0 else room // 2
+        ahead = int(room / (2 * rate)) if rate > 0 else room // 2
         self._check_at = step + max(1, ahead)
         self._checked = (step, n, rate)
 
