@@ -5,11 +5,9 @@ whose first item is an `R_*` code: the machine's write-log codes (`runtime.vm.wr
 numbers; a test holds them together), with containers replaced by their object ids, plus
 `R_CONTENTS`, which defines a container's whole contents the first time it becomes visible.
 A batch of consecutive steps is stored as `(first step, frames before, frames after, entries,
-BATCH_FUSED)`: step markers (ints), writes, and a write to a local of the innermost frame (most
-writes) as two entries, its name and its value, which `decode_batch` makes an `R_LOCAL` tuple again;
-a step marker and the local its statement stores may be one `FUSED` entry (bytes) before the value
-(batches of version `BATCH_LOCALS` have none; older stores' batches have no fifth item and every
-write a tuple). A keyframe is the full visible
+BATCH_LOCALS)`: step markers (ints), writes, and a write to a local of the innermost frame (most
+writes) as two entries, its name and its value, which `decode_batch` makes an `R_LOCAL` tuple again
+(older stores' batches have no fifth item and every write a tuple). A keyframe is the full visible
 state, zlib-compressed when large (`ZLIB_PREFIX`). They are read back by `safe_loads`, never by `marshal.loads`. An
 incremental keyframe has a `base` (the step of a full keyframe of its branch): its `heap` holds only
 the containers defined or changed since the base, and a list in the heap, a thread or the output
@@ -306,31 +304,6 @@ def safe_loads(blob: bytes) -> Any:
 
 
 BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`decode_batch`)
-# ... and some step markers as `FUSED` entries: a step's marker and the name of the local its
-# statement stores, as one bytes entry `b"<marker>\0<name>"`, then the value (so the stored
-# `marker, name, value` is `fused, value`). The machine writes one for `x = a op b` and loop
-# heads (`runtime.vm.fuse`). Batches of version 2 have none.
-BATCH_FUSED = 3
-_BATCH_VERSIONS = (BATCH_LOCALS, BATCH_FUSED)
-_FUSED: dict[bytes, tuple[int, str]] = {}  # fused entries met, parsed
-
-
-def fused_parts(entry: bytes) -> tuple[int, str]:
-    """(step marker, local name) of a `FUSED` entry; `BlobError` for a damaged one."""
-    found = _FUSED.get(entry)
-    if found is not None:
-        return found
-    marker, sep, name = entry.partition(b"\x00")
-    try:
-        if not sep or not name or not marker.isdigit():
-            raise ValueError
-        found = (int(marker), name.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError is one
-        raise BlobError("damaged step batch: a fused step marker is not `marker, name`") from None
-    if len(_FUSED) > 4096:  # a program's statements: a few; a tampered store: no more than this
-        _FUSED.clear()
-    _FUSED[entry] = found
-    return found
 
 
 def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
@@ -342,7 +315,7 @@ def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
         or len(value) not in (4, 5)
         or not all(type(x) is int for x in value[:3])
         or type(value[3]) is not list
-        or (len(value) == 5 and value[4] not in _BATCH_VERSIONS)
+        or (len(value) == 5 and value[4] != BATCH_LOCALS)
     ):
         raise BlobError("damaged step batch: not (first, depth, depth, entries)")
     return value[0], value[1], value[2], value[3], len(value) == 5
@@ -375,14 +348,6 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
             if v is _END:
                 raise BlobError("damaged step batch: a local write without its value")
             append((R_LOCAL, depth - 1, e, v))
-            continue
-        if t is bytes:  # a step marker and a local write: `FUSED`
-            marker, name = fused_parts(e)
-            v = next(items, _END)
-            if v is _END:
-                raise BlobError("damaged step batch: a local write without its value")
-            append(marker)
-            append((R_LOCAL, depth - 1, name, v))
             continue
         append(e)
         if t is tuple and e:

@@ -31,7 +31,6 @@ from runtime.record.format import (
     BlobError,
     batch_entries,
     expand_locals,
-    fused_parts,
 )
 from runtime.record.requests import common_prefix
 from runtime.record.views import (
@@ -112,12 +111,6 @@ class RawState:
                     frames[-1][3][w] = v
                 continue
             if t is int:  # a step marker
-                continue
-            if t is bytes:  # a step marker and a local write (`FUSED`), then its value
-                w = fused_parts(w)[1]
-                v = next(items)
-                if w[:2] != "__" and frames:
-                    frames[-1][3][w] = v
                 continue
             code = w[0]
             if code == R_LOCAL:
@@ -424,27 +417,16 @@ class DecodedBatch:
     def record(self, step: int) -> tuple[Any, ...]:
         """(location id, kind code, writes as `R_*` tuples, depth) of `step`."""
         i = step - self.first
-        entries = self.entries
         end = self.marks[i]
         start = self.marks[i - 1] + 1 if i else 0
-        marker = _marker_of(entries[end])
+        marker = self.entries[end]
         before = self.depth(i - 1) if i else self.depth_before
-        part = entries[start:end]
-        if i and type(entries[start - 1]) is bytes:  # the last step's marker named a write
-            part.insert(0, fused_parts(entries[start - 1])[1])
-        writes = expand_locals(before, part)
+        writes = expand_locals(before, self.entries[start:end])
         return (marker >> 3, marker & 7, tuple(writes), self.depth(i))
 
     def marker(self, step: int) -> int:
         """The marker of `step`: its location id << 3 | its kind code."""
-        return _marker_of(self.entries[self.marks[step - self.first]])
-
-    def lead(self, i: int) -> list[Any]:
-        """What the entries of the batch's step `i` start with beyond its first stored one:
-        the name of a local written at once, when the step before's marker is `FUSED`."""
-        if i and type(self.entries[self.marks[i - 1]]) is bytes:
-            return [fused_parts(self.entries[self.marks[i - 1]])[1]]
-        return []
+        return int(self.entries[self.marks[step - self.first]])
 
     def depth(self, i: int) -> int:
         """Frames on the stack at the batch's `i`th step."""
@@ -458,9 +440,6 @@ class DecodedBatch:
                     depths.append(depth)
                 elif t is str:
                     next(items)  # its value
-                elif t is bytes:  # a marker, then a local's value
-                    depths.append(depth)
-                    next(items)
                 elif e[0] == R_PUSH_FRAME:
                     depth += 1
                 elif e[0] == R_POP_FRAME:
@@ -473,15 +452,9 @@ class DecodedBatch:
         return int(self.depths[i])
 
 
-def _marker_of(entry: Any) -> int:
-    """A step marker, stored as it is or in a `FUSED` entry."""
-    return fused_parts(entry)[0] if type(entry) is bytes else int(entry)
-
-
 def _marks(entries: list[Any], pairs: bool) -> list[int]:
-    """Where the step markers (ints, or `FUSED` entries) of a batch's entries are; a name (a
-    str, when `pairs`) or a fused marker is followed by its value, which may be an int too.
-    `BlobError` for anything else."""
+    """Where the step markers (ints) of a batch's entries are; a name (a str, when `pairs`)
+    is followed by its value, which may be an int too. `BlobError` for anything else."""
     marks: list[int] = []
     add = marks.append
     items = iter(enumerate(entries))
@@ -490,11 +463,6 @@ def _marks(entries: list[Any], pairs: bool) -> list[int]:
         if t is int:
             add(i)
         elif t is str and pairs:
-            if next(items, None) is None:
-                raise BlobError("damaged step batch: a local write without its value")
-        elif t is bytes and pairs:
-            fused_parts(e)
-            add(i)
             if next(items, None) is None:
                 raise BlobError("damaged step batch: a local write without its value")
         elif t is not tuple or not e:

@@ -307,8 +307,6 @@ class Timeline:
             # the fork step: those steps are not this lineage's
             i = s - batch.first
             start = batch.marks[i - 1] + 1 if i else 0
-            if i and type(batch.entries[start - 1]) is bytes:
-                out.extend(batch.lead(i))  # the step before's marker holds a write's name
             out.extend(batch.entries[start : batch.marks[hi - batch.first]])  # as stored
             s = hi + 1
         return out

@@ -27,13 +27,12 @@ from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
 from runtime.record.format import (
-    BATCH_FUSED,
+    BATCH_LOCALS,
     KIND_CODES,
     R_CONTENTS,
     R_RESET,
     ZLIB_PREFIX,
     encode_record,
-    fused_parts,
 )
 from runtime.record.store import EVENT_KINDS, RunStore
 from runtime.vm.frames import Decision
@@ -78,7 +77,7 @@ class Recorder:
     and calls `flush_chunk` when the log is long. Writes are encoded as they are made
     (containers by id, defined the first time they are met: `enc`), so a chunk is plain data,
     pickled as it is, in C. A batch blob is `(first_step, depth_before, depth_after, entries,
-    BATCH_FUSED)` (`runtime.record.format`).
+    BATCH_LOCALS)` (`runtime.record.format`).
     """
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
@@ -482,18 +481,15 @@ class Recorder:
                 return  # no step started since the last flush
             chunk = wlog[: end + 1]
             rest = wlog[end + 1 :]
-            if type(chunk[-1]) is bytes:  # a marker and a write's name: the name goes on
-                chunk[-1], name = fused_parts(chunk[-1])
-                rest.insert(0, name)
             del wlog[:]
             wlog.extend(rest)
             depth_after -= undo  # the frames pushed after the marker are the next step's
         last = m.step_index  # every step appends its marker, so the last one is this step's
         head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((*head, chunk, BATCH_FUSED))
+            blob = encode_record((*head, chunk, BATCH_LOCALS))
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((*head, _plain_data(chunk), BATCH_FUSED))
+            blob = encode_record((*head, _plain_data(chunk), BATCH_LOCALS))
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         self.since_keyframe += len(blob)
@@ -611,9 +607,6 @@ def _last_marker(wlog: list[Any]) -> tuple[int, int]:
             end, pushed = i, 0
         elif t is str:
             next(items, None)  # its value
-        elif t is bytes:  # a marker and a local's name (`FUSED`), then its value
-            end, pushed = i, 0
-            next(items, None)
         elif w[0] == 6:
             pushed += 1
         elif w[0] == 7:
@@ -662,7 +655,7 @@ def _entry(x: Any) -> Any:
 def _plain_data(v: Any) -> Any:
     """Anything marshal cannot write, as its repr (a safety net; the machine encodes writes)."""
     t = type(v)
-    if t in _PRIMITIVE or t is bytes:  # (bytes: `FUSED` step markers)
+    if t in _PRIMITIVE:
         return v
     if t is tuple:
         return tuple(_plain_data(x) for x in v)

@@ -126,20 +126,6 @@ def _through_jumps(ops: list[int], args: list[Any], pc: int) -> int:
     return pc
 
 
-# The instructions after a STEP whose statement stores one local, and where its name is.
-_STORES = {LOCAL_OP_LOCAL_STORE: 4, LOCAL_OP_CONST_STORE: 4, FOR_RANGE: 2, FOR_EACH: 2}
-
-
-def _fused_entry(code: Code, at: int, op: int, arg: Any) -> bytes | None:
-    """A `STEP_NEXT`'s write-log entry for its step marker and the local its next instruction
-    stores, when that one is in `_STORES`: `b"<marker>\\0<name>"` (`runtime.record.format`,
-    `FUSED`); else None."""
-    where = _STORES.get(op)
-    if where is None or at >= len(code.markers):
-        return None
-    return b"%d\x00%s" % (code.markers[at], arg[where].encode("utf-8"))
-
-
 def fuse(code: Code) -> None:
     """Write superinstructions into `code` (linked: BINARY operands are functions), in place."""
     ops, args = code.ops, code.args
@@ -179,7 +165,6 @@ def fuse(code: Code) -> None:
         if ops[pc] == STEP and ops[pc + 1] != STEP:
             at = args[pc]
             new_ops[pc] = STEP_NEXT
-            step = (at, code.locations[at], new_ops[pc + 1], new_args[pc + 1], pc + 2)
-            new_args[pc] = (*step, _fused_entry(code, at, new_ops[pc + 1], new_args[pc + 1]))
+            new_args[pc] = (at, code.locations[at], new_ops[pc + 1], new_args[pc + 1], pc + 2)
     ops[:] = new_ops
     args[:] = new_args

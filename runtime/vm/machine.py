@@ -176,76 +176,15 @@ class Machine(CallingMachine):
                             # STEP (below) and the instruction after it, in one dispatch.
                             frame.stmt_pc = pc - 1
                             frame.stmt_sp = len(stack)
-                            fused: tuple[int, Any, int, Any, int, bytes | None] = arg  # mypyc
-                            at, self.location, op, next_arg, next_pc = fused[:5]
+                            fused: tuple[int, Any, int, Any, int] = arg  # typed for mypyc
+                            at, self.location, op, next_arg, next_pc = fused
                             step = self.step_index = self.step_index + 1
                             if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                                 frame.pc = pc
                                 if self.at_limit(markers[at]):
                                     return
                             elif wlog is not None:
-                                fz = fused[5]
-                                if fz is None:
-                                    wlog.append(markers[at])
-                                else:
-                                    # Recording a statement that stores one local (`x = a op
-                                    # b`, a loop head): its marker and the name are one entry
-                                    # (`fz`, see fuse.py), then the value, so the instruction
-                                    # runs here, where both are appended once it is done.
-                                    fv: Any = None
-                                    fname: str = ""
-                                    try:
-                                        if op == 63 or op == 64:  # LOCAL_OP_{LOCAL,CONST}_STORE
-                                            fls: tuple[str, Any, Any, Any, str, int] = next_arg
-                                            x, b, fn, fast, fname, pc = fls
-                                            a = L.get(x)
-                                            if op == 63:
-                                                b = L.get(b)
-                                            if (
-                                                fast is not None
-                                                and type(a) is int
-                                                and type(b) is int
-                                            ):
-                                                fv = L[fname] = fast(a, b)
-                                            else:
-                                                fv = L[fname] = fn(a, b)
-                                        elif op == 70:  # FOR_RANGE
-                                            ffr: tuple[int, str, str, str] = next_arg
-                                            target, slot, fname, end_slot = ffr
-                                            pc = next_pc
-                                            i = L[slot]
-                                            if i >= L[end_slot]:
-                                                pc = target
-                                                fname = ""  # the loop ends: no write
-                                            else:
-                                                L[slot] = i + 1
-                                                fv = L[fname] = i
-                                        else:  # FOR_EACH
-                                            ffe: tuple[int, str, str, str] = next_arg
-                                            target, slot, fname, index_slot = ffe
-                                            pc = next_pc
-                                            seq = L[slot]
-                                            i = L[index_slot]
-                                            if i >= len(seq):
-                                                pc = target
-                                                fname = ""
-                                            else:
-                                                L[index_slot] = i + 1
-                                                fv = L[fname] = seq[i]
-                                    except BaseException:
-                                        wlog.append(markers[at])  # the step began all the same
-                                        raise
-                                    if not fname:
-                                        wlog.append(markers[at])
-                                    elif type(fv) in PLAIN:
-                                        wlog.append(fz)
-                                        wlog.append(fv)
-                                    else:  # its contents are logged first: marker, name apart
-                                        wlog.append(markers[at])
-                                        e = self.rec.enc_now(fv)
-                                        wlog.append(fname)
-                                        wlog.append(e)
-                                    continue
+                                wlog.append(markers[at])
                             arg = next_arg
                             pc = next_pc
                         if op >= 63:  # (a STEP_NEXT's next instruction may be one)

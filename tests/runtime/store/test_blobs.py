@@ -123,7 +123,7 @@ def test_a_batch_of_local_writes_as_names_and_values_reads_as_tuples() -> None:
     with pytest.raises(BlobError, match="without its value"):
         decode_batch(encode_record((5, 1, 1, [8, "x"], BATCH_LOCALS)))
     with pytest.raises(BlobError, match="damaged step batch"):
-        decode_batch(encode_record((5, 1, 1, [8], 9)))  # a version this reader does not know
+        decode_batch(encode_record((5, 1, 1, [8], 3)))
 
 
 def test_batches_and_keyframes() -> None:
