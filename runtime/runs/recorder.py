@@ -56,6 +56,8 @@ MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
 FULL_KEYFRAME_BUDGET = 10
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
+# A code object's name, kind, parameters, recorded parameter names, positions by statement pc.
+_Head = tuple[Any, str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]]]
 
 # Object ids come from one counter for the whole process, not one per recorder: an id is kept on
 # the object itself, and some objects outlive a run (a typed llm() call's schema belongs to the
@@ -134,6 +136,8 @@ class Recorder:
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
+        # Per code object (by id, the object kept to check it): `frame_head`, `position`.
+        self.heads: dict[int, _Head] = {}
         machine.wlog = [(R_RESET, len(machine.frames))]  # a new recorder: the past is replaced
         machine.rec = self
         machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
@@ -221,7 +225,10 @@ class Recorder:
             if start < self.full_lens.get(oid, 0):
                 self.touched.add(oid)
             wlog = self.m.wlog
-            new = _primitives(items) or [self.enc(x, wlog) for x in items]  # type: ignore[arg-type]
+            if len(items) == 1 and type(items[0]) in _PRIMITIVE:  # a push: the common splice
+                new = [items[0]]
+            else:
+                new = _primitives(items) or [self.enc(x, wlog) for x in items]  # type: ignore[arg-type]
             wlog.append((5, oid, start, delete, new))  # type: ignore[union-attr]
 
     def log_del(self, obj: Any, key: str) -> None:
@@ -230,22 +237,51 @@ class Recorder:
             self.dirty[oid] = obj
             self.m.wlog.append((4, oid, key))  # type: ignore[union-attr]
 
-    def log_frame(self, f: Any, caller_pos: tuple[int, int]) -> None:
+    def log_frame(self, f: Any, caller: Any) -> None:
+        """A frame pushed (`caller`: the frame below it, or None): its scope, parameters and
+        locals, and where the caller stands."""
         wlog = self.m.wlog
         assert wlog is not None
+        heads = self.heads
         code = f.code
-        local_vals = {k: self.enc(v, wlog) for k, v in f.locals.items() if not k.startswith("__")}
-        wlog.append(
-            (
-                6,
-                code.name,
-                code.kind,
-                tuple(code.param_names),
-                local_vals,
-                caller_pos[0],
-                caller_pos[1],
-            )
-        )
+        head = heads.get(id(code))
+        if head is None or head[0] is not code:
+            head = self.frame_head(code)
+        local_vals = f.locals
+        if local_vals.keys() <= head[4] and _PRIMITIVE.issuperset(map(type, local_vals.values())):
+            vals = dict(local_vals)  # the common call: plain arguments, copied in C
+        else:
+            vals = {k: self.enc(v, wlog) for k, v in local_vals.items() if k[:2] != "__"}
+        if caller is None:
+            wlog.append((6, head[1], head[2], head[3], vals, 0, 0))
+            return
+        code = caller.code
+        below = heads.get(id(code))
+        if below is None or below[0] is not code:
+            below = self.frame_head(code)
+        at = below[5].get(caller.stmt_pc)
+        if at is None:
+            at = below[5][caller.stmt_pc] = stmt_position(caller)
+        wlog.append((6, head[1], head[2], head[3], vals, at[0], at[1]))
+
+    def frame_head(self, code: Any) -> _Head:
+        """(code, its name, kind, parameter names, the names a frame of it may hold that are
+        recorded as they are, its statements' positions by pc), made once per code object."""
+        params = tuple(code.param_names)
+        clean = frozenset(p for p in params if p[:2] != "__")
+        head = self.heads[id(code)] = (code, code.name, code.kind, params, clean, {})
+        return head
+
+    def position(self, f: Any) -> tuple[int, int]:
+        """`stmt_position(f)`, remembered per code object and statement."""
+        code = f.code
+        head = self.heads.get(id(code))
+        if head is None or head[0] is not code:
+            head = self.frame_head(code)
+        at = head[5].get(f.stmt_pc)
+        if at is None:
+            at = head[5][f.stmt_pc] = stmt_position(f)
+        return at
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
@@ -330,36 +366,45 @@ class Recorder:
                     heap[oid] = None
                     pending.append((oid, c))
         frames = []
+        heads = self.heads
         for f in m.frames:
             code = f.code
-            line, col = stmt_position(f)
-            frames.append(
-                [
-                    code.name,
-                    code.kind,
-                    tuple(code.param_names),
-                    {
-                        k: v if type(v) in _PRIMITIVE else enc(v)
-                        for k, v in f.locals.items()
-                        if k[:2] != "__"
-                    },
-                    line,
-                    col,
-                ]
-            )
+            head = heads.get(id(code))
+            if head is None or head[0] is not code:
+                head = self.frame_head(code)
+            local_vals = f.locals
+            if local_vals.keys() <= head[4] and _PRIMITIVE.issuperset(
+                map(type, local_vals.values())
+            ):
+                vals = dict(local_vals)
+            else:
+                vals = {
+                    k: v if type(v) in _PRIMITIVE else enc(v)
+                    for k, v in local_vals.items()
+                    if k[:2] != "__"
+                }
+            at = head[5].get(f.stmt_pc)
+            if at is None:
+                at = head[5][f.stmt_pc] = stmt_position(f)
+            frames.append([head[1], head[2], head[3], vals, at[0], at[1]])
+        glob, shared, usage, error = m.globals, m.shared, m.usage, m.error
         state = {
             "frames": frames,
-            "globals": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.globals.items()},
-            "shared": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in m.shared.items()},
+            "globals": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in glob.items()}
+            if glob
+            else {},
+            "shared": {k: v if type(v) in _PRIMITIVE else enc(v) for k, v in shared.items()}
+            if shared
+            else {},
             "threads": {
                 tid: _appended(grown, "thread:" + tid, msgs, enc) for tid, msgs in m.threads.items()
             },
             "active": m.active_thread(),
             "output": _appended(grown, "output", m.output, None),
-            "usage": [m.usage["input_tokens"], m.usage["output_tokens"], m.usage["cost"]],
+            "usage": [usage["input_tokens"], usage["output_tokens"], usage["cost"]],
             "status": m.status if m.status in (HALTED, FAILED, INTERRUPTED) else "running",
-            "result": enc(m.result),
-            "error": m.error.message if m.error else None,
+            "result": m.result if type(m.result) in _PRIMITIVE else enc(m.result),
+            "error": error.message if error else None,
             "heap": heap,
         }
         drain()
@@ -517,7 +562,8 @@ class Recorder:
         self.force_keyframe = False
         if full:
             self.full_step, self.full_size = step, len(raw)
-            self.full_lens = {o: len(c) for o, c in state["heap"].items() if type(c) is list}
+            heap = state["heap"]
+            self.full_lens = {o: len(c) for o, c in heap.items() if type(c) is list} if heap else {}
             self.touched = set()
             m = self.m
             self.full_seqs = {"output": _seq_mark(m.output)}

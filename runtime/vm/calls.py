@@ -36,7 +36,6 @@ from runtime.vm.operations import (
     repush_args,
     spread_items,
     stmt_location,
-    stmt_position,
 )
 from runtime.vm.values import (
     FUNCTION_TYPES,
@@ -323,8 +322,7 @@ class CallingMachine(MachineState):
                 if journaled(code):
                     begin_destructive(cast("Machine", self), f)
         if self.wlog is not None:
-            caller = self.frames[-1] if self.frames else None
-            self.rec.log_frame(f, stmt_position(caller) if caller else (0, 0))
+            self.rec.log_frame(f, self.frames[-1] if self.frames else None)
         self.frames.append(f)
         return f
 
