@@ -70,6 +70,26 @@ class Case:
         return answer
 
 
+# Compiled programs by source path, per test process: the sweeps (replay, resume, timeline, …)
+# each load every program, and compiling one (with the prelude) costs tens of milliseconds. A
+# compiled program is never changed by running it (machines link it once, as `agency test` does
+# for the tests of one suite), so the sweeps share one.
+_COMPILED: dict[Path, CompiledProgram | AgencyError] = {}
+
+
+def compiled(source: Path) -> CompiledProgram:
+    """`load_program(source)`, compiled once per process (its error raised again each time)."""
+    if source not in _COMPILED:
+        try:
+            _COMPILED[source] = load_program(source)
+        except AgencyError as exc:
+            _COMPILED[source] = exc
+    got = _COMPILED[source]
+    if isinstance(got, AgencyError):
+        raise got
+    return got
+
+
 def load(suite: str, index: int) -> Case:
     """The case, or a pytest skip for a suite whose program or input does not compile."""
     path = PROGRAMS / suite
@@ -77,7 +97,7 @@ def load(suite: str, index: int) -> Case:
     test = spec["tests"][index]
     source = path.parent / (spec.get("sourceFile") or f"{path.name[: -len('.test.json')]}.agency")
     try:
-        program = load_program(source)
+        program = compiled(source)
         args, named = evaluate_input(test.get("input", "") or "")
     except AgencyError:
         pytest.skip("the program or its input does not compile (a syntax-error test)")
