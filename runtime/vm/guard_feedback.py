@@ -19,9 +19,17 @@ FEEDBACK = "__guard_feedback"  # hidden local: approvals' messages for the next 
 
 def _feedback_holder(m: Machine) -> int:
     """The frame that keeps this branch's feedback queue: the first frame of the innermost
-    fork or race branch running, else the bottom frame (a branch's queue ends with it)."""
-    fork_at = innermost_fork_above(m, -1, below=len(m.frames))
-    return 0 if fork_at is None else fork_at + 1
+    fork or race branch running (a branch's queue ends with it), else the entry node's frame,
+    else (while the module initialises) the module's. Not the module frame under the node: a
+    checkpoint or snapshot leaves that frame out and rebuilds it empty (runtime/vm/checkpoints.py),
+    so a queue kept there was lost by a round trip."""
+    frames = m.frames
+    fork_at = innermost_fork_above(m, -1, below=len(frames))
+    if fork_at is not None:
+        return fork_at + 1
+    if len(frames) > 1 and frames[0].code.kind == "module" and frames[1].code.kind == "node":
+        return 1
+    return 0
 
 
 def queue_feedback(m: Machine, text: str) -> None:
@@ -42,9 +50,12 @@ def take_feedback(m: Machine) -> list[str]:
     """The queued feedback of the running branch (emptied): what the next request carries."""
     if len(m.frames) == 0:
         return []
-    queue = m.frames[_feedback_holder(m)].locals.get(FEEDBACK)
-    if type(queue) is not JSArray or not queue:
-        return []
-    texts = [to_str(t) for t in queue]
-    m.splice(queue, 0, len(queue), ())
+    at = _feedback_holder(m)
+    texts: list[str] = []
+    # (an approval's message queued while the module initialised, still waiting, comes first)
+    for i in (0, at) if at == 1 else (at,):
+        queue = m.frames[i].locals.get(FEEDBACK)
+        if type(queue) is JSArray and queue:
+            texts.extend(to_str(t) for t in queue)
+            m.splice(queue, 0, len(queue), ())
     return texts

@@ -219,6 +219,11 @@ class MachineState:
             self.wlog.append(marker)
             if self.step_index >= self._check_at:
                 self._look()
+        # The time guards' look comes first: a run stopped at this boundary (a step limit, a
+        # breakpoint) and resumed, or snapshotted here and rebuilt, must make the same look
+        # here as a run that goes straight on; a look skipped for a stop would be lost (the
+        # step is counted), and where a check fires decides how many steps the run takes.
+        polled = self.step_index >= self._poll_at and self.poll_time_guards()
         if self.step_index >= self._stop_at:
             self.stopped_by = "step"
             return True
@@ -226,7 +231,7 @@ class MachineState:
         if self._breakpoints and loc is not None and (loc.file, loc.line) in self._breakpoints:
             self.stopped_by = "breakpoint"
             return True
-        if self.step_index >= self._poll_at and self.poll_time_guards():
+        if polled:
             self.reenter = True  # (the loop starts again on the frame it pushed)
             self.relimit()
             return True
