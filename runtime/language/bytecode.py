@@ -373,7 +373,7 @@ class Code:
     span: A.Span = A.NO_SPAN
     # What the recorder derives from this code once (`runtime.runs.recorder.frame_head`): its
     # name, kind, parameter names, those recorded, its statements' positions by pc.
-    rec_head: Any = None
+    rec_head: Any = field(default=None, compare=False, repr=False)
 
     @property
     def param_names(self) -> list[str]:
