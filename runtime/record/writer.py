@@ -16,7 +16,6 @@ the writer waits for the server to come back and commits the group again.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -94,11 +93,15 @@ class Op:
 
     `grows` marks a batch append as (run_id, branch, last_step): after the group, the writer
     raises the branch's length, the run's step count and `updated_at`, once per branch.
+    `free` marks an insert that commutes with every other free one of a group (a step batch, a
+    keyframe: rows of different tables, each in the order it came): a group runs each such
+    statement once over all its rows, as one `executemany`, where the recorder's alternating
+    batches and keyframes would otherwise be a call each.
     (A plain class, not a dataclass, which would cost every command that opens a store ~1 ms
     to build at import.)
     """
 
-    __slots__ = ("sql", "params", "fn", "box", "grows")
+    __slots__ = ("sql", "params", "fn", "box", "grows", "free")
 
     def __init__(
         self,
@@ -107,12 +110,14 @@ class Op:
         fn: Callable[[Connection], Any] | None = None,
         box: WriteResult | None = None,
         grows: tuple[str, int, int] | None = None,
+        free: bool = False,
     ) -> None:
         self.sql = sql
         self.params = params
         self.fn = fn
         self.box = box
         self.grows = grows
+        self.free = free
 
 
 class Writer:
@@ -271,7 +276,7 @@ class Writer:
         # Runs of the same statement go to executemany: its loop runs in C, which keeps this
         # thread's hold on the GIL (and so its cost to the interpreter) short.
         with self._dialect.group(conn):
-            for sql, run in itertools.groupby(ops, key=lambda op: op.sql):
+            for sql, run in _statements(ops):
                 if sql is None:
                     for op in run:
                         self._apply(op)
@@ -373,6 +378,26 @@ class Writer:
     def _rollback(self) -> None:
         with contextlib.suppress(Exception):
             self._dialect.rollback(self._conn)
+
+
+def _statements(ops: list[Op]) -> list[tuple[str | None, list[Op]]]:
+    """A group's writes as (statement, its ops) to run in this order: consecutive ops of one
+    statement together, and within a stretch of `free` ops, all of one statement together."""
+    out: list[tuple[str | None, list[Op]]] = []
+    free: dict[str, list[Op]] = {}
+    for op in ops:
+        if op.free and op.sql is not None:
+            free.setdefault(op.sql, []).append(op)
+            continue
+        if free:
+            out.extend(free.items())
+            free = {}
+        if out and out[-1][0] == op.sql and op.sql is not None and not out[-1][1][-1].free:
+            out[-1][1].append(op)
+        else:
+            out.append((op.sql, [op]))
+    out.extend(free.items())
+    return out
 
 
 class NoWriter:

@@ -51,13 +51,17 @@ from runtime.vm.values import (
 )
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
-MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
+MIN_KEYFRAME_GAP = 4096  # bytes of deltas, at least, between two keyframes (~2 batches)
 # Time between full keyframes, in times what one cost. Wall time (`perf_counter`, 0.1 µs a
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
-FULL_KEYFRAME_BUDGET = 10
+FULL_KEYFRAME_BUDGET = 40
+COMPRESS_FROM = 4096  # keyframes this large are compressed, when a sample says it pays
+COMPRESS_SAMPLE = 4096  # ... bytes of it compressed first to find out
+COMPRESS_RATIO = 0.6  # ... it pays when the sample shrinks to this share or less
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
-# A code object's name, kind, parameters, recorded parameter names, positions by statement pc.
-_Head = tuple[Any, str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]]]
+# A code object's name, kind and parameter names, its parameter names that are recorded, and
+# the positions of its statements by pc (`frame_head`).
+_Head = tuple[str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]]]
 
 # Object ids come from one counter for the whole process, not one per recorder: an id is kept on
 # the object itself, and some objects outlive a run (a typed llm() call's schema belongs to the
@@ -71,6 +75,16 @@ def _oids_from(first: int) -> None:
     global _oids
     if next(_oids) < first:
         _oids = itertools.count(first)
+
+
+def frame_head(code: Any) -> _Head:
+    """What recording a frame of `code` needs of it, made once and kept on it (`rec_head`): it
+    depends on the code alone, so every recorder of the program shares it."""
+    params = tuple(code.param_names)
+    clean = frozenset(p for p in params if p[:2] != "__")
+    head: _Head = (code.name, code.kind, params, clean, {})
+    code.rec_head = head
+    return head
 
 
 def location_table(program: CompiledProgram) -> list[list[Any]]:
@@ -129,6 +143,7 @@ class Recorder:
         self.full_size = 0  # its size, encoded (what capturing it cost)
         self.full_at = 0.0  # when it was taken (perf_counter)
         self.full_cost = 0.0  # the time it took
+        self.since_full = 0  # bytes of the incremental keyframes taken since
         self.dirty: dict[int, Any] = {}  # oid -> list or object defined or changed since it
         self.full_seqs: dict[str, tuple[Any, int, Any]] = {}  # its threads and output, by name
         self.full_lens: dict[int, int] = {}  # oid -> length of a list (set, map) in it
@@ -136,8 +151,6 @@ class Recorder:
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
-        # Per code object (by id, the object kept to check it): `frame_head`, `position`.
-        self.heads: dict[int, _Head] = {}
         machine.wlog = [(R_RESET, len(machine.frames))]  # a new recorder: the past is replaced
         machine.rec = self
         machine.wlog_limit = 0  # flush at the first step: it gets the first keyframe
@@ -239,48 +252,32 @@ class Recorder:
 
     def log_frame(self, f: Any, caller: Any) -> None:
         """A frame pushed (`caller`: the frame below it, or None): its scope, parameters and
-        locals, and where the caller stands."""
+        locals, and where the caller stands. (Run at every call: the common case, plain
+        arguments, is a copy and a type test per argument.)"""
         wlog = self.m.wlog
         assert wlog is not None
-        heads = self.heads
         code = f.code
-        head = heads.get(id(code))
-        if head is None or head[0] is not code:
-            head = self.frame_head(code)
-        local_vals = f.locals
-        if local_vals.keys() <= head[4] and _PRIMITIVE.issuperset(map(type, local_vals.values())):
-            vals = dict(local_vals)  # the common call: plain arguments, copied in C
-        else:
-            vals = {k: self.enc(v, wlog) for k, v in local_vals.items() if k[:2] != "__"}
+        head = code.rec_head or frame_head(code)
+        vals = f.locals.copy()
+        for k, v in vals.items():
+            if type(v) not in _PRIMITIVE or k[:2] == "__":
+                vals = {k: self.enc(x, wlog) for k, x in vals.items() if k[:2] != "__"}
+                break
         if caller is None:
-            wlog.append((6, head[1], head[2], head[3], vals, 0, 0))
+            wlog.append((6, head[0], head[1], head[2], vals, 0, 0))
             return
-        code = caller.code
-        below = heads.get(id(code))
-        if below is None or below[0] is not code:
-            below = self.frame_head(code)
-        at = below[5].get(caller.stmt_pc)
+        below = caller.code.rec_head or frame_head(caller.code)
+        at = below[4].get(caller.stmt_pc)
         if at is None:
-            at = below[5][caller.stmt_pc] = stmt_position(caller)
-        wlog.append((6, head[1], head[2], head[3], vals, at[0], at[1]))
-
-    def frame_head(self, code: Any) -> _Head:
-        """(code, its name, kind, parameter names, the names a frame of it may hold that are
-        recorded as they are, its statements' positions by pc), made once per code object."""
-        params = tuple(code.param_names)
-        clean = frozenset(p for p in params if p[:2] != "__")
-        head = self.heads[id(code)] = (code, code.name, code.kind, params, clean, {})
-        return head
+            at = below[4][caller.stmt_pc] = stmt_position(caller)
+        wlog.append((6, head[0], head[1], head[2], vals, at[0], at[1]))
 
     def position(self, f: Any) -> tuple[int, int]:
         """`stmt_position(f)`, remembered per code object and statement."""
-        code = f.code
-        head = self.heads.get(id(code))
-        if head is None or head[0] is not code:
-            head = self.frame_head(code)
-        at = head[5].get(f.stmt_pc)
+        head = f.code.rec_head or frame_head(f.code)
+        at = head[4].get(f.stmt_pc)
         if at is None:
-            at = head[5][f.stmt_pc] = stmt_position(f)
+            at = head[4][f.stmt_pc] = stmt_position(f)
         return at
 
     def capture(self) -> dict[str, Any]:
@@ -366,14 +363,11 @@ class Recorder:
                     heap[oid] = None
                     pending.append((oid, c))
         frames = []
-        heads = self.heads
         for f in m.frames:
             code = f.code
-            head = heads.get(id(code))
-            if head is None or head[0] is not code:
-                head = self.frame_head(code)
+            head = code.rec_head or frame_head(code)
             local_vals = f.locals
-            if local_vals.keys() <= head[4] and _PRIMITIVE.issuperset(
+            if local_vals.keys() <= head[3] and _PRIMITIVE.issuperset(
                 map(type, local_vals.values())
             ):
                 vals = dict(local_vals)
@@ -383,10 +377,10 @@ class Recorder:
                     for k, v in local_vals.items()
                     if k[:2] != "__"
                 }
-            at = head[5].get(f.stmt_pc)
+            at = head[4].get(f.stmt_pc)
             if at is None:
-                at = head[5][f.stmt_pc] = stmt_position(f)
-            frames.append([head[1], head[2], head[3], vals, at[0], at[1]])
+                at = head[4][f.stmt_pc] = stmt_position(f)
+            frames.append([head[0], head[1], head[2], vals, at[0], at[1]])
         glob, shared, usage, error = m.globals, m.shared, m.usage, m.error
         state = {
             "frames": frames,
@@ -533,8 +527,12 @@ class Recorder:
         """Store a keyframe at `step`: a full one when forced (the first, after a restore),
         once recording has spent FULL_KEYFRAME_BUDGET times what the last full one cost
         to make since it (so full captures take a bounded share of the run's CPU however
-        large the state), or when the changes since it are half its size; else an incremental
-        one on the last full one. Sizes are encoded bytes, what capturing costs."""
+        large the state), when the changes since it are half its size, or when the incremental
+        ones since it add up to its size (a large container changed once is in each of them
+        until the next full one); else an incremental one on the last full one. Sizes are
+        encoded bytes, what capturing costs: incremental keyframes cost at most half the deltas
+        (the next comes once the deltas outweigh the last twice), full ones at most what the
+        incremental ones cost, or a small share of the time."""
         started = time.perf_counter()
         full = (
             self.force_keyframe
@@ -543,12 +541,11 @@ class Recorder:
             or self.full_step >= step
             or started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
             or 2 * self.keyframe_size > self.full_size
+            or self.since_full > self.full_size
         )
         state = self.capture() if full else self.capture_changes()
         raw = encode_record(state)
-        blob = raw
-        if len(blob) > 4096:  # large states (long histories) compress well and are rare
-            blob = ZLIB_PREFIX + zlib.compress(blob, 1)
+        blob = _compressed(raw) if len(raw) > COMPRESS_FROM else raw
         if full:
             self.full_at = time.perf_counter()
             self.full_cost = self.full_at - started
@@ -557,6 +554,7 @@ class Recorder:
         # The next one comes once the deltas outweigh this one twice; after a full one, what
         # the next (incremental) one costs is what counts, and that starts small.
         self.keyframe_size = 0 if full and self.incremental else len(raw)
+        self.since_full = 0 if full else self.since_full + len(raw)
         self.bytes_written += len(blob)
         self.since_keyframe = 0
         self.force_keyframe = False
@@ -604,6 +602,16 @@ class Recorder:
         m.wlog = None
         m.rec = None
         m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
+
+
+def _compressed(raw: bytes) -> bytes:
+    """A large keyframe, zlib-compressed if that pays: long message histories shrink to a
+    third, while a long list of numbers barely shrinks and costs more to compress (~4 ms for
+    150 KB) than to store, so a sample of it is compressed first."""
+    sample = raw[len(raw) // 2 : len(raw) // 2 + COMPRESS_SAMPLE]
+    if len(zlib.compress(sample, 1)) > COMPRESS_RATIO * len(sample):
+        return raw
+    return ZLIB_PREFIX + zlib.compress(raw, 1)
 
 
 def _last_marker(wlog: list[Any]) -> tuple[int, int]:

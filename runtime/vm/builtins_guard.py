@@ -68,6 +68,8 @@ def _guard_open(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
     max_cost = _limit(arg(args, named, 0, "cost"), "cost")
     max_time = _limit(arg(args, named, 1, "time"), "time")
     label = arg(args, named, 2, "label")
+    if max_time is not None:
+        m.poll_soon()
     return JSObject(
         {
             "label": label,
@@ -158,6 +160,11 @@ def _poll_steps(m: Machine, recorded: dict[str, Any]) -> list[int]:
     )
     m.poll_steps = (recorded, steps)
     return steps
+
+
+def timing(m: Machine) -> bool:
+    """Whether a guard with a time budget is running (its clock is looked at while one is)."""
+    return any(g["maxTime"] is not None for _at, g in running_guards(m))
 
 
 def step_poll(m: Machine) -> bool:

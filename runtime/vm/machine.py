@@ -19,7 +19,7 @@ from typing import Any
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.boundary import host_error
 from runtime.vm.builtins_fork import BranchCancelled
-from runtime.vm.builtins_guard import next_poll, step_poll
+from runtime.vm.builtins_guard import next_poll, step_poll, timing
 from runtime.vm.calls import CallingMachine
 from runtime.vm.checkpoints import apply_restore
 from runtime.vm.classes import items_of
@@ -31,6 +31,7 @@ from runtime.vm.frames import (
     UnwindSignal,
 )
 from runtime.vm.limits import SMALL, check_array_length, out_of_memory
+from runtime.vm.machine_state import NEVER
 from runtime.vm.methods import (
     checked,
 )
@@ -83,7 +84,11 @@ class Machine(CallingMachine):
         """A step boundary where the running time guards are due a look (builtins_guard's
         `step_poll`): True when it pushed a check of one to run before the statement."""
         self._poll_at = next_poll(self)
-        return step_poll(self)
+        if step_poll(self):
+            return True
+        if not timing(self):  # none runs: no looks until one begins (`poll_soon`)
+            self._poll_at = NEVER
+        return False
 
     def step(self, n: int = 1) -> None:
         """Run until `n` more steps have started (or the run ends)."""

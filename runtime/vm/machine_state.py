@@ -244,6 +244,13 @@ class MachineState:
         self._poll_at = NEVER
         return False
 
+    def poll_soon(self) -> None:
+        """A guard with a time budget began: look at the time guards from the next step
+        boundary on (while none runs, the machine does not look)."""
+        if self._poll_at > self.step_index + 1:
+            self._poll_at = self.step_index + 1
+            self.relimit()
+
     def _look(self) -> None:
         """Flush the write log if it is long, and say when to look again: halfway to the
         limit at the rate entries came in since the last look."""

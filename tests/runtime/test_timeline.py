@@ -54,7 +54,6 @@ class _Probe(Recorder):
         self.m = machine
         self.ids: dict[int, tuple[int, Any]] = {}
         self.known = set()
-        self.heads = {}  # the recorder's per-code cache (`Recorder.frame_head`)
 
     def oid_of(self, c: Any) -> int:
         hit = self.ids.get(id(c))
