@@ -22,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -56,6 +57,7 @@ STORE_WARN_BYTES = 2 * 2**30  # a run store this big is worth a word (AGENCY_STO
 SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 MARK_CONDITION_READS = 2048  # breakpoint conditions read for the marks (the rest marked ○)
+FOLLOW_SECONDS = 0.5  # how often a run another process is recording is looked at again
 
 
 # Actions of priority bindings: they give way to a text field or a dialog that has focus.
@@ -202,6 +204,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         # Stops the run being recorded or re-run (opening, restore, an answered interrupt) at
         # its next step: Esc, q and Ctrl-C use it.
         self._stopper: Stopper | None = stopper
+        self._follow_timer: Timer | None = None  # looks again at a run being recorded elsewhere
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -292,6 +295,32 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.title = f"agency debugger · {self.session.source_path}"
         self._warn_store_size()
         self._refresh_view()
+        if self.session.following() and self._follow_timer is None:
+            self._follow_timer = self.set_interval(FOLLOW_SECONDS, self._follow_run)
+
+    def _follow_run(self) -> None:
+        """A run another process is recording: look at its length and status again (two small
+        reads) and redraw when they changed, until it ends. Skipped while long work runs."""
+        s = self.session
+        if s is None or self._busy is not None:
+            return
+        try:
+            changed = s.follow()
+        except Exception as exc:  # noqa: BLE001 - a store that cannot be read now: said once
+            self._stop_following()
+            self._fail(f"stopped following the run: {exc}")
+            return
+        if changed:
+            self._refresh_view()
+        if not s.following():
+            self._stop_following()
+            status = getattr(getattr(s.timeline, "run", None), "status", "over")
+            self.notify(f"the run is {status}: {s.length:,} steps")
+
+    def _stop_following(self) -> None:
+        if self._follow_timer is not None:
+            self._follow_timer.stop()
+            self._follow_timer = None
 
     def _warn_store_size(self) -> None:
         """Every recorded session adds to the run store: say so once it is big, with the way

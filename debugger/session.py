@@ -272,6 +272,29 @@ class Session(Points, Editing):
             return "interrupted"  # stopped early (--max-steps, esc): resumable
         return status
 
+    def following(self) -> bool:
+        """Whether this is a stored run that another process is still recording (its row says
+        running): worth looking at again now and then (`follow`)."""
+        run = getattr(self.timeline, "run", None)
+        return (
+            self.recording is None
+            and hasattr(self.timeline, "follow")
+            and getattr(run, "status", None) == "running"
+        )
+
+    def follow(self) -> bool:
+        """Look again at a stored run another process is recording: its length and status
+        (two small reads). True when either changed (the view is then out of date); the cursor
+        stays where it is."""
+        if not self.following():
+            return False
+        look: Callable[[], bool] = getattr(self.timeline, "follow")  # noqa: B009 - not in the protocol
+        if not look():
+            return False
+        self._state = None
+        self.length  # noqa: B018 - resets the caches that depend on it
+        return True
+
     def _live_branch(self) -> bool:
         rec = self.recording
         return (
