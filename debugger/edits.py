@@ -170,7 +170,7 @@ class Editing(_Session):
         """Why a restore from here cannot run, said before anything is asked or staged work is
         lost (None when it can): another process is still recording the run, or its program
         cannot be re-executed (moved, unreadable, changed since)."""
-        if self.following():
+        if self.following() and self._recorded_elsewhere():
             return (
                 f"run {self.timeline.run_id} is still being recorded by another process (the "
                 "timeline follows it): restore from it once that run has ended"
@@ -178,6 +178,15 @@ class Editing(_Session):
         check = getattr(self.timeline, "cannot_reexecute", None)
         why = check() if check is not None else None
         return f"cannot restore from step {self.step}: {why}" if why else None
+
+    def _recorded_elsewhere(self) -> bool:
+        """Whether a process still holds the run its row calls running (not one that died:
+        a restore takes such a run over)."""
+        from runtime.runs.processes import stale_reason
+
+        store = getattr(self.timeline, "store", None)
+        run = getattr(self.timeline, "run", None)
+        return store is None or run is None or stale_reason(store, run) is None
 
     def restore_plan(self) -> str:
         """What a restore from the cursor would run again, live: the recorded LLM and tool
