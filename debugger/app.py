@@ -10,6 +10,7 @@ progress line; the UI keeps answering and Escape cancels a scan.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -34,6 +35,7 @@ from debugger.session import Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
+from debugger.widgets.input_screen import InputScreen
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
 from debugger.widgets.option_lists import DebuggerPalette, guard_paging
@@ -46,6 +48,7 @@ from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
 from runtime.runs.stopping import Stopper
+from runtime.vm.builtins_input import LineReader, set_line_reader
 
 guard_paging()
 
@@ -205,6 +208,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         # its next step: Esc, q and Ctrl-C use it.
         self._stopper: Stopper | None = stopper
         self._follow_timer: Timer | None = None  # looks again at a run being recorded elsewhere
+        self._reader_before: LineReader | None = None  # who answered input() before the app
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -246,10 +250,36 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        # The program's input() cannot read the terminal while the app owns it: it asks here.
+        self._reader_before = set_line_reader(self._ask_line)
         if self.session is not None:
             self._attached()
         else:
             self._open()
+
+    def on_unmount(self) -> None:
+        set_line_reader(self._reader_before)
+
+    def _ask_line(self, prompt: str) -> str | None:
+        """The line the program's `input(prompt)` asks for, from a dialog. A worker thread runs
+        the program and waits here for the answer; when the app quits or the run is cancelled
+        meanwhile, the input ends (None)."""
+        if threading.current_thread() is threading.main_thread():
+            return None  # the event loop's own thread cannot wait for a dialog it draws
+        answered = threading.Event()
+        answer: list[str | None] = [None]
+
+        def got(text: str | None) -> None:
+            answer[0] = text
+            answered.set()
+
+        self._from_thread(self.push_screen, InputScreen(prompt), got)
+        while not answered.wait(0.1):
+            stopper = self._stopper
+            cancelled = stopper is not None and stopper.cancelled
+            if self._exit_requested or cancelled or not self.is_running:
+                return None
+        return answer[0]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in PRIORITY_ACTIONS:
