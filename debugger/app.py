@@ -273,13 +273,19 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             answer[0] = text
             answered.set()
 
-        self._from_thread(self.push_screen, InputScreen(prompt), got)
+        dialog = InputScreen(prompt)
+        self._from_thread(self.push_screen, dialog, got)
         while not answered.wait(0.1):
             stopper = self._stopper
             cancelled = stopper is not None and stopper.cancelled
             if self._exit_requested or cancelled or not self.is_running:
+                self._from_thread(self._drop_dialog, dialog)  # the run no longer asks
                 return None
         return answer[0]
+
+    def _drop_dialog(self, dialog: ModalScreen[Any]) -> None:
+        if dialog.is_current:
+            dialog.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in PRIORITY_ACTIONS:

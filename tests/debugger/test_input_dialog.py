@@ -116,3 +116,14 @@ async def test_ctrl_c_in_the_dialog_stops_the_run(tmp_path: Path) -> None:
         assert s.run_status() == "interrupted"  # stopped early (resumable), at the first input
         assert s.location() is not None and s.location().line == 5
         assert not isinstance(app.screen, InputScreen)
+
+
+async def test_a_run_stopped_elsewhere_takes_its_dialog_away(tmp_path: Path) -> None:
+    # (the run-store size cap, say): the input no longer waits, and its dialog goes
+    app = app_for(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await dialog(pilot)
+        assert app._stopper is not None
+        app._stopper.cancel("stopped: the run store is full")
+        await opened(pilot)
+        assert not any(isinstance(screen, InputScreen) for screen in app.screen_stack)
