@@ -10,6 +10,7 @@ progress line; the UI keeps answering and Escape cancels a scan.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -22,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -33,6 +35,7 @@ from debugger.session import Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
+from debugger.widgets.input_screen import InputScreen
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
 from debugger.widgets.option_lists import DebuggerPalette, guard_paging
@@ -45,6 +48,7 @@ from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
 from runtime.runs.stopping import Stopper
+from runtime.vm.builtins_input import LineReader, set_line_reader
 
 guard_paging()
 
@@ -56,6 +60,7 @@ STORE_WARN_BYTES = 2 * 2**30  # a run store this big is worth a word (AGENCY_STO
 SYNC_SCAN_SECONDS = 0.02  # a scan that takes longer moves to a worker with a progress line
 SYNC_SEARCH_STEPS = 50_000  # searching a longer run goes to a worker
 MARK_CONDITION_READS = 2048  # breakpoint conditions read for the marks (the rest marked ○)
+FOLLOW_SECONDS = 0.5  # how often a run another process is recording is looked at again
 
 
 # Actions of priority bindings: they give way to a text field or a dialog that has focus.
@@ -202,6 +207,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         # Stops the run being recorded or re-run (opening, restore, an answered interrupt) at
         # its next step: Esc, q and Ctrl-C use it.
         self._stopper: Stopper | None = stopper
+        self._follow_timer: Timer | None = None  # looks again at a run being recorded elsewhere
+        self._reader_before: LineReader | None = None  # who answered input() before the app
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -243,10 +250,42 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        # The program's input() cannot read the terminal while the app owns it: it asks here.
+        self._reader_before = set_line_reader(self._ask_line)
         if self.session is not None:
             self._attached()
         else:
             self._open()
+
+    def on_unmount(self) -> None:
+        set_line_reader(self._reader_before)
+
+    def _ask_line(self, prompt: str) -> str | None:
+        """The line the program's `input(prompt)` asks for, from a dialog. A worker thread runs
+        the program and waits here for the answer; when the app quits or the run is cancelled
+        meanwhile, the input ends (None)."""
+        if threading.current_thread() is threading.main_thread():
+            return None  # the event loop's own thread cannot wait for a dialog it draws
+        answered = threading.Event()
+        answer: list[str | None] = [None]
+
+        def got(text: str | None) -> None:
+            answer[0] = text
+            answered.set()
+
+        dialog = InputScreen(prompt)
+        self._from_thread(self.push_screen, dialog, got)
+        while not answered.wait(0.1):
+            stopper = self._stopper
+            cancelled = stopper is not None and stopper.cancelled
+            if self._exit_requested or cancelled or not self.is_running:
+                self._from_thread(self._drop_dialog, dialog)  # the run no longer asks
+                return None
+        return answer[0]
+
+    def _drop_dialog(self, dialog: ModalScreen[Any]) -> None:
+        if dialog.is_current:
+            dialog.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in PRIORITY_ACTIONS:
@@ -292,6 +331,32 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.title = f"agency debugger · {self.session.source_path}"
         self._warn_store_size()
         self._refresh_view()
+        if self.session.following() and self._follow_timer is None:
+            self._follow_timer = self.set_interval(FOLLOW_SECONDS, self._follow_run)
+
+    def _follow_run(self) -> None:
+        """A run another process is recording: look at its length and status again (two small
+        reads) and redraw when they changed, until it ends. Skipped while long work runs."""
+        s = self.session
+        if s is None or self._busy is not None:
+            return
+        try:
+            changed = s.follow()
+        except Exception as exc:  # noqa: BLE001 - a store that cannot be read now: said once
+            self._stop_following()
+            self._fail(f"stopped following the run: {exc}")
+            return
+        if changed:
+            self._refresh_view()
+        if not s.following():
+            self._stop_following()
+            status = getattr(getattr(s.timeline, "run", None), "status", "over")
+            self.notify(f"the run is {status}: {s.length:,} steps")
+
+    def _stop_following(self) -> None:
+        if self._follow_timer is not None:
+            self._follow_timer.stop()
+            self._follow_timer = None
 
     def _warn_store_size(self) -> None:
         """Every recorded session adds to the run store: say so once it is big, with the way

@@ -117,6 +117,10 @@ class EditingKeys(_App):
             return
         s = self.session
         assert s is not None
+        refused = s.restore_refused()
+        if refused is not None:
+            self._fail(refused)
+            return
         pending = s.pending_edits()
         if pending is not None and pending.step != s.step:
             self._fail(

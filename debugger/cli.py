@@ -224,13 +224,12 @@ def read_mocks(mock: str) -> list[Any]:
         return load_mocks(mock)
     except LLMError as exc:  # unreadable, not JSON, wrong shape: the flag's value is wrong
         raise UsageError(str(exc)) from None
-    except RecursionError:
-        raise UsageError(f"the mock file {mock} is nested too deeply") from None
 
 
 def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
     import json
 
+    from runtime.language.files import JSONTooDeep, loads_json
     from runtime.runs.runner import decision_from
 
     def answer(pending: Any) -> Any:
@@ -258,7 +257,9 @@ def interactive_answer(approve_all: bool, reject_all: bool) -> Any:
             if choice in ("v", "value"):
                 text = click.prompt("  value (JSON)", err=True)
                 try:
-                    return decision_from("resolve", json.loads(text))
+                    return decision_from("resolve", loads_json(text))
+                except JSONTooDeep as exc:
+                    click.echo(f"  {exc.msg}; try again", err=True)
                 except json.JSONDecodeError:
                     click.echo("  not JSON; try again", err=True)
 

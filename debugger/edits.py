@@ -129,6 +129,7 @@ class SessionForEditing(SessionReading, Protocol):
     def event_steps(self, kind: str) -> list[int]: ...
     def llm_call(self) -> dict[str, Any] | None: ...
     def goto(self, step: int, reason: str = "") -> Move: ...
+    def following(self) -> bool: ...
     def _set_timeline(self, timeline: TimelineLike) -> None: ...
 
 
@@ -164,6 +165,28 @@ class Editing(_Session):
                 f"{n} edit{'s are' if n != 1 else ' is'} staged at step {self.edits.step}: "
                 f"go back (g {self.edits.step}) to restore, or :discard"
             )
+
+    def restore_refused(self) -> str | None:
+        """Why a restore from here cannot run, said before anything is asked or staged work is
+        lost (None when it can): another process is still recording the run, or its program
+        cannot be re-executed (moved, unreadable, changed since)."""
+        if self.following() and self._recorded_elsewhere():
+            return (
+                f"run {self.timeline.run_id} is still being recorded by another process (the "
+                "timeline follows it): restore from it once that run has ended"
+            )
+        check = getattr(self.timeline, "cannot_reexecute", None)
+        why = check() if check is not None else None
+        return f"cannot restore from step {self.step}: {why}" if why else None
+
+    def _recorded_elsewhere(self) -> bool:
+        """Whether a process still holds the run its row calls running (not one that died:
+        a restore takes such a run over)."""
+        from runtime.runs.processes import stale_reason
+
+        store = getattr(self.timeline, "store", None)
+        run = getattr(self.timeline, "run", None)
+        return store is None or run is None or stale_reason(store, run) is None
 
     def restore_plan(self) -> str:
         """What a restore from the cursor would run again, live: the recorded LLM and tool

@@ -107,6 +107,7 @@ def trace_session(store: Any, run_id: str | None = None, branch: int = 0) -> Ses
             raise AgencyError("the run store holds no runs yet")
         run_id = latest.id
     timeline = Timeline.open(store, run_id, branch)
+    _first_step(timeline)
 
     def program() -> Any:
         from runtime.language.program import load_program
@@ -116,6 +117,30 @@ def trace_session(store: Any, run_id: str | None = None, branch: int = 0) -> Ses
     return Session(
         timeline, checkpoint_loader=_checkpoint_loader(program, _RecordedModel(timeline))
     )
+
+
+FIRST_STEP_WAIT = 30.0  # seconds a run just started is given to record its first step
+FIRST_STEP_LOOK = 0.05  # how often it is looked at meanwhile
+
+
+def _first_step(timeline: Any) -> None:
+    """A run just started by another process may have no step in the store yet (its first
+    batch is on its way): wait for one, looking now and then, while the run says it runs."""
+    import time
+
+    from runtime.errors import AgencyError
+
+    deadline = time.monotonic() + FIRST_STEP_WAIT
+    while len(timeline) == 0:
+        status = timeline.run.status if timeline.run is not None else None
+        if status != "running":
+            raise AgencyError(f"run {timeline.run_id} recorded no steps ({status})")
+        if time.monotonic() > deadline:
+            raise AgencyError(
+                f"run {timeline.run_id} has recorded no step yet; open it again in a moment"
+            )
+        time.sleep(FIRST_STEP_LOOK)
+        timeline.follow()
 
 
 class _RecordedModel:

@@ -29,6 +29,7 @@ from typing import Any
 import click
 
 from runtime.errors import UsageError
+from runtime.language.files import loads_json
 
 DEFAULT_PORT = 8321
 MAX_LIMIT = 1000
@@ -493,7 +494,7 @@ def create_app(store: Any, token: str | None = None) -> Any:
         if not raw.strip():
             return False
         try:
-            data = json.loads(raw)
+            data = loads_json(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
             raise HTTPError(400, f"the request body is not JSON: {e}") from None
         if not isinstance(data, dict):

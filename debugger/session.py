@@ -44,6 +44,8 @@ from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.record.views import BranchInfo, Event, FrameView, Location, StateView
 
+GUARD_POLL = "guard-poll"  # the effect runtime/vm/builtins_guard.py's `step_poll` records
+
 __all__ = [
     "EditPrompt",
     "Edits",
@@ -113,6 +115,7 @@ class Session(Points, Editing):
         self.watches: list[Watch] = []
         self.thread: str | None = None  # the message thread chosen with `t` (None: the active)
         self._line_hits: dict[tuple[str, int], list[int]] = {}
+        self._poll_steps: tuple[Any, frozenset[int]] = (None, frozenset())
         self.frame: int | None = None  # None: the innermost user frame
         self.edits: Edits | None = None
         self.last_search = ""
@@ -268,6 +271,29 @@ class Session(Points, Editing):
         if stopper is not None and stopper.stopped() and self._live_branch():
             return "interrupted"  # stopped early (--max-steps, esc): resumable
         return status
+
+    def following(self) -> bool:
+        """Whether this is a stored run that another process is still recording (its row says
+        running): worth looking at again now and then (`follow`)."""
+        run = getattr(self.timeline, "run", None)
+        return (
+            self.recording is None
+            and hasattr(self.timeline, "follow")
+            and getattr(run, "status", None) == "running"
+        )
+
+    def follow(self) -> bool:
+        """Look again at a stored run another process is recording: its length and status
+        (two small reads). True when either changed (the view is then out of date); the cursor
+        stays where it is."""
+        if not self.following():
+            return False
+        look: Callable[[], bool] = getattr(self.timeline, "follow")  # noqa: B009 - not in the protocol
+        if not look():
+            return False
+        self._state = None
+        self.length  # noqa: B018 - resets the caches that depend on it
+        return True
 
     def _live_branch(self) -> bool:
         rec = self.recording
@@ -454,6 +480,8 @@ class Session(Points, Editing):
         loc = self.timeline.location_at(step)
         if loc is None or (loc.file, loc.line) not in self.breakpoints:
             return False
+        if step in self._guard_poll_steps():
+            return False  # the statement runs from its start after the check: it stops there
         extra = self.conditions.get((loc.file, loc.line))
         if extra is None:
             return True
@@ -479,7 +507,28 @@ class Session(Points, Editing):
                 if loc is not None and loc.line == line and loc.file == file:
                     hits.append(j)
             self._line_hits[key] = hits
+        polls = self._guard_poll_steps()
+        if polls:
+            self._line_hits[key] = [j for j in self._line_hits[key] if j not in polls]
         return self._line_hits[key]
+
+    def _guard_poll_steps(self) -> frozenset[int]:
+        """The steps where a time guard's check fired at the statement boundary: the statement
+        had not started; it starts again, at a later step, once the check returns (runtime/vm/
+        builtins_guard.py's `step_poll`). Such a step is not an arrival at its line: a
+        breakpoint there stops (and a hit count counts) once, where the statement runs."""
+        cache_key = (id(self.timeline), self.branch, self.length)
+        if self._poll_steps[0] != cache_key:
+            steps = set()
+            for ev in self.events("effect"):
+                data = ev.data or {}
+                key = data.get("key")
+                if data.get("kind") == GUARD_POLL and isinstance(key, str):
+                    step = key.rsplit(":", 2)[-2] if key.count(":") >= 2 else ""
+                    if step.isdigit():
+                        steps.add(int(step))
+            self._poll_steps = (cache_key, frozenset(steps))
+        return self._poll_steps[1]
 
     def continue_forward(
         self, cancelled: Cancelled | None = None, progress: Progress | None = None

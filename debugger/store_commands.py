@@ -377,8 +377,12 @@ def resume(
     elif reject:
         decision = decision_from("reject")
     elif resolve_json is not None:
+        from runtime.language.files import JSONTooDeep, loads_json
+
         try:
-            decision = decision_from("resolve", json.loads(resolve_json))
+            decision = decision_from("resolve", loads_json(resolve_json))
+        except JSONTooDeep as exc:
+            raise UsageError(f"--resolve: {exc.msg}") from None
         except json.JSONDecodeError as exc:
             raise UsageError(f"--resolve is not valid JSON: {exc.msg}") from None
     mocks = None

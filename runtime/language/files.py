@@ -24,7 +24,10 @@ from typing import Any
 from runtime.errors import AgencyError
 
 __all__ = [
+    "CHECKPOINT_MAX_DEPTH",
     "DEFAULT_MAX_READ_BYTES",
+    "JSONTooDeep",
+    "MAX_JSON_DEPTH",
     "MAX_READ_ENV",
     "STORE_SUFFIXES",
     "check_regular",
@@ -151,10 +154,75 @@ def _json_integer(text: str) -> int | float:
     return int(text) if len(text) <= 300 else float(text)
 
 
-def loads_json(text: str) -> Any:
+MAX_JSON_DEPTH = 256
+"""How deeply JSON from outside may nest (arrays and objects inside each other). The runtime
+walks values recursively (converting, printing, recording, checkpointing); measured, it handles
+values nested about 320 deep, so input nested deeper would fail later at a random place with
+Python's recursion error. A checkpoint file wraps the program's values a few levels deep: it is
+read with `CHECKPOINT_MAX_DEPTH`."""
+
+CHECKPOINT_MAX_DEPTH = MAX_JSON_DEPTH + 64
+
+
+class JSONTooDeep(json.JSONDecodeError):
+    """JSON nested deeper than the limit: a `JSONDecodeError` (so every reader that reports bad
+    JSON reports this too) whose `msg` is "nested too deeply (limit N levels)"."""
+
+    def __init__(self, doc: str, pos: int, limit: int) -> None:
+        super().__init__(f"nested too deeply (limit {limit} levels)", doc, pos)
+        self.limit = limit
+
+
+def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """`json.loads` for input from outside (a mock file, `--args`, a checkpoint, `JSON.parse`):
-    integers of any length are read as JavaScript reads them; errors as json.loads raises them."""
-    return json.loads(text, parse_int=_json_integer)
+    integers of any length are read as JavaScript reads them; errors as json.loads raises them,
+    and nesting deeper than `max_depth` is a `JSONTooDeep` (never a RecursionError)."""
+    try:
+        value = json.loads(text, parse_int=_json_integer)
+    except RecursionError:
+        raise JSONTooDeep(text, _too_deep_at(text, max_depth), max_depth) from None
+    if _deeper_than(value, max_depth):
+        raise JSONTooDeep(text, _too_deep_at(text, max_depth), max_depth)
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether parsed JSON nests more than `limit` containers deep (a walk without recursion,
+    over containers only)."""
+    if type(value) is not list and type(value) is not dict:
+        return False
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        container, depth = todo.pop()
+        if depth > limit:
+            return True
+        items = container.values() if type(container) is dict else container
+        todo.extend((x, depth + 1) for x in items if type(x) is list or type(x) is dict)
+    return False
+
+
+def _too_deep_at(text: str, limit: int) -> int:
+    """The offset in `text` of the bracket that opens level `limit + 1` (0 if none is found:
+    the text is not JSON past the limit either); strings are skipped."""
+    depth = 0
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return 0
 
 
 # -- files the runtime owns ----------------------------------------------------------------------

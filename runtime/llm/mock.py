@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError
-from runtime.language.files import loads_json, read_text
+from runtime.language.files import JSONTooDeep, loads_json, read_text
 from runtime.llm.base import Completion, LLMError, Message, ToolCall, ToolSpec, Usage
 from runtime.llm.schema import unwrap_schema
 
@@ -166,6 +166,8 @@ def load_mocks(source: str | Path) -> list[Any]:
         origin = "the mock answers"
     try:
         data = loads_json(text)
+    except JSONTooDeep as exc:
+        raise LLMError(f"{origin}: {exc.msg}", provider="mock") from None
     except json.JSONDecodeError as exc:
         raise LLMError(
             f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",

@@ -107,6 +107,7 @@ class Timeline:
     def refresh(self) -> None:
         """Forget cached facts about a run that is still being recorded."""
         self._length = None
+        self._index = None
         self._batches.clear()
         self._last_batch = None
         self._kf_states.clear()
@@ -114,6 +115,22 @@ class Timeline:
         self._kf_cache.clear()
         self._span_kfs.clear()
         self._segs = None
+
+    def follow(self) -> bool:
+        """Look again at a run another process may still be recording: its length and status
+        (two small reads, nothing else). True when either changed; the cached facts that
+        depend on them are then forgotten (the states of recorded steps stay: they never
+        change)."""
+        n = self.store.step_count(self.run_id, self.branch)
+        run = self.store.get_run(self.run_id)
+        was = self.run.status if self.run is not None else None
+        now = run.status if run is not None else None
+        if n == len(self) and now == was:
+            return False
+        self.refresh()
+        self.run = run
+        self._length = n
+        return True
 
     def _record(self, step: int) -> tuple[Any, ...]:
         """(location id, kind code, writes, depth) of one step, from its batch."""

@@ -349,3 +349,13 @@ class Timeline(record.Timeline):
     def export_checkpoint(self, step: int) -> dict[str, Any]:
         """The exact machine at `step` as checkpoint data (re-executed from the record)."""
         return export_checkpoint(self, step)
+
+    def cannot_reexecute(self) -> str | None:
+        """Why the run cannot be re-executed (restored from, exported): its program moved, is
+        unreadable or changed since it was recorded; None when it can. Loads the program once
+        (kept for the re-execution)."""
+        try:
+            _program(self)
+        except AgencyError as exc:
+            return str(exc)
+        return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError, UsageError
 from runtime.language.bytecode import CompiledProgram
-from runtime.language.files import loads_json
+from runtime.language.files import JSONTooDeep, loads_json
 from runtime.language.program import compile_source
 from runtime.llm.mock import load_mocks
 from runtime.llm.registry import resolve_model
@@ -66,13 +66,13 @@ def parse_args_json(text: str | None) -> tuple[list[Any], dict[str, Any]]:
         return [], {}
     try:
         value = loads_json(text)
+    except JSONTooDeep as exc:
+        raise UsageError(f"--args: {exc.msg}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"--args is not valid JSON: {exc.msg} (column {exc.colno}); "
             """e.g. --args '["Ada", 3]' or --args '{"name": "Ada"}'"""
         ) from None
-    except RecursionError:
-        raise UsageError("--args is nested too deeply") from None
     v = from_plain(value)
     if type(v) is JSArray:
         return list(v), {}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError, AgencySyntaxError
-from runtime.language.files import loads_json, read_text
+from runtime.language.files import JSONTooDeep, loads_json, read_text
 from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.runs.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
@@ -89,6 +89,9 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
     label = str(path)
     try:
         suite = loads_json(read_text(path, "test file"))
+    except JSONTooDeep as exc:
+        yield TestOutcome(label, "<suite>", False, detail=exc.msg)
+        return
     except json.JSONDecodeError as exc:
         detail = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         yield TestOutcome(label, "<suite>", False, detail=detail)
@@ -102,9 +105,6 @@ def run_suite(path: Path) -> Iterator[TestOutcome]:
         return
     except AgencyError as exc:  # a FIFO, a device, a file over the size limit
         yield TestOutcome(label, "<suite>", False, detail=str(exc))
-        return
-    except RecursionError:
-        yield TestOutcome(label, "<suite>", False, detail="nested too deeply to read")
         return
     if isinstance(suite, dict) and "expectedCompileError" in suite and "tests" not in suite:
         yield compile_error_suite(path, suite)
@@ -267,6 +267,14 @@ def suite_problem(suite: Any) -> str:
                     '{"action": "approve" | "reject" | "resolve", "resolvedValue"?: …}, '
                     f"got {json.dumps(handler)[:40]}"
                 )
+        expected = test.get("expectedOutput")
+        if isinstance(expected, str) and expected[:1] in ("[", "{"):
+            try:
+                loads_json(expected)
+            except JSONTooDeep as exc:
+                return f'{where}: "expectedOutput" is {exc.msg}'
+            except ValueError:
+                pass  # not JSON: compared as text
     return ""
 
 

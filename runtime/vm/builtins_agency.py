@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError, AgencySyntaxError
 from runtime.language.bytecode import CompiledProgram
-from runtime.language.files import read_text
+from runtime.language.files import loads_json, read_text
 from runtime.language.module_info import describe, exported_effects
 from runtime.language.program import STD_PREFIX, compile_source, source_hash
 from runtime.language.source_format import format_source, items_as_data
@@ -559,7 +559,7 @@ def _agency_read_test_file(m: Machine, args: list[Any], named: dict[str, Any]) -
 
     text = observe(m, "read", {"path": shown}, act)
     try:
-        suite = json.loads(text)
+        suite = loads_json(text)
     except json.JSONDecodeError as exc:
         raise AgencyRuntimeError(f"testFile: {shown!r} is not valid JSON ({exc.msg})") from None
     problem = _suite_problem(suite)

@@ -25,6 +25,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
+from runtime.language.files import loads_json
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.effects import perform
 from runtime.vm.values import JSObject, Result, from_plain, stringify, to_str
@@ -201,7 +202,7 @@ def answer(resp: Response, url: str, mode: str) -> Result:
         return status_failure(resp, url)
     if mode == "json":
         try:
-            return Result(True, from_plain(json.loads(resp.text)))
+            return Result(True, from_plain(loads_json(resp.text)))
         except ValueError as exc:
             raise AgencyRuntimeError(f"the response from {url} is not JSON: {exc}") from None
     if mode == "markdown" and "text/html" in resp.headers.get("content-type", ""):

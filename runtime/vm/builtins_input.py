@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
@@ -25,6 +26,20 @@ if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
 SLOW_INPUT = "__slowInput"  # m.mutable: {delayMs, answer} while a test stands in for a person
+
+LineReader = Callable[[str], "str | None"]
+"""Asks a person for a line after showing the prompt: the line, or None at the end of input."""
+
+_line_reader: LineReader | None = None
+
+
+def set_line_reader(reader: LineReader | None) -> LineReader | None:
+    """Who answers `input()` in this process instead of stdin (None: stdin again); returns the
+    one it replaces. The terminal is one per process: a full-screen debugger owns it, so a line
+    read from stdin would never come (or would take the debugger's keys); it asks in a dialog."""
+    global _line_reader
+    before, _line_reader = _line_reader, reader
+    return before
 
 
 @builtin("__install_slow_input")
@@ -48,6 +63,8 @@ def _input(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
         if type(slow) is JSObject:
             time.sleep(float(slow["delayMs"]) / 1000)
             answer = to_str(slow["answer"])
+        elif _line_reader is not None:
+            answer = _line_reader(prompt) or ""
         else:
             sys.stderr.write(prompt)
             sys.stderr.flush()

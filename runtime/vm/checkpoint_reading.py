@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import CheckpointFormatError
 from runtime.language import bytecode
-from runtime.language.files import loads_json, read_text
+from runtime.language.files import CHECKPOINT_MAX_DEPTH, JSONTooDeep, loads_json, read_text
 from runtime.language.stack_depths import callee_local, frame_shapes, static_callee, unfused
 from runtime.vm.builtins_callbacks import HOOKED_CALL
 from runtime.vm.frames import Frame
@@ -461,6 +461,8 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
             int(extra.get("thread_counter", 1))
     except CheckpointFormatError as exc:
         raise CheckpointFormatError(f"{origin}: {exc}") from None
+    except RecursionError:
+        raise CheckpointFormatError(f"{origin}: a value in it is nested too deeply") from None
     except (
         TypeError,
         ValueError,
@@ -468,7 +470,6 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
         KeyError,
         IndexError,
         ArithmeticError,
-        RecursionError,
     ) as exc:
         what = str(exc) or type(exc).__name__
         raise CheckpointFormatError(f"{origin}: damaged checkpoint ({what})") from None
@@ -485,14 +486,14 @@ def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, An
     except UnicodeDecodeError:
         raise CheckpointFormatError(f"{path}: not a checkpoint (not UTF-8 text)") from None
     try:
-        data = loads_json(text)
+        data = loads_json(text, CHECKPOINT_MAX_DEPTH)
+    except JSONTooDeep as exc:
+        raise CheckpointFormatError(f"{path}: not a checkpoint: {exc.msg}") from None
     except json.JSONDecodeError as exc:
         what = "truncated" if exc.pos >= len(text.rstrip()) else "malformed"
         raise CheckpointFormatError(
             f"{path}: {what} checkpoint JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
-    except RecursionError:
-        raise CheckpointFormatError(f"{path}: not a checkpoint (nested too deeply)") from None
     return validate(data, program, origin=path)
 
 

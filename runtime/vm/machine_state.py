@@ -228,7 +228,14 @@ class MachineState:
             self.stopped_by = "step"
             return True
         loc = self.location
-        if self._breakpoints and loc is not None and (loc.file, loc.line) in self._breakpoints:
+        # A check that fired here returns to the statement's start, a boundary again: the
+        # breakpoint stops there, once per execution of the statement, not here as well.
+        if (
+            self._breakpoints
+            and not polled
+            and loc is not None
+            and (loc.file, loc.line) in self._breakpoints
+        ):
             self.stopped_by = "breakpoint"
             return True
         if polled:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from debugger.session import Session
 from runtime.language.program import load_program
 from runtime.llm.mock import load_mocks
 from runtime.runs.runner import RunConfig
+from tests.cli_helpers import AGENCY
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -74,3 +77,55 @@ def screen_text(app) -> str:  # noqa: ANN001 - DebuggerApp (conftest imports no 
     """The screen as plain text, one line per row (what a person sees, without colours)."""
     strips = app.screen._compositor.render_strips()  # noqa: SLF001
     return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+# -- a run another process is recording ------------------------------------------------------
+
+LIVE = """\
+node main() {
+  let total = 0
+  for (round in range(3)) {
+    print("waiting ${round}")
+    const got = input("next? ")
+    total = total + 1
+  }
+  return total
+}
+"""
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`agency run live.agency` recording into its own store, paused at its first input."""
+    (tmp_path / "live.agency").write_text(LIVE)
+    db = tmp_path / "runs.db"
+    proc = subprocess.Popen(
+        [*AGENCY, "run", "live.agency", "--db", str(db)],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        expect_line(proc, "waiting 0")
+        yield proc, db
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def expect_line(proc: subprocess.Popen[str], text: str) -> None:
+    """Read the process's output up to the line `text` (it prints it before it waits)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == text:
+            return
+    raise AssertionError(f"the recording process ended before printing {text!r}")
+
+
+def answer(proc: subprocess.Popen[str], text: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(text + "\n")
+    proc.stdin.flush()
