@@ -317,6 +317,8 @@ class Timeline:
 
     def _reset_between(self, a: int, b: int) -> bool:
         """Whether a step in `a..b` replaced the state (an R_RESET among its writes)."""
+        if a == b:  # the common walk: one step, in one batch
+            return a in self._batch(a).resets()
         s = a
         while s <= b:
             batch = self._batch(s)
