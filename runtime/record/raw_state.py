@@ -404,7 +404,16 @@ class DecodedBatch:
     the innermost frame as two entries, its name and its value, which `RawState.apply` takes as
     they are) and where each step's marker sits, found in one pass; depths on demand."""
 
-    __slots__ = ("first", "last", "entries", "marks", "depths", "depth_before", "depth_after")
+    __slots__ = (
+        "first",
+        "last",
+        "entries",
+        "marks",
+        "depths",
+        "depth_before",
+        "depth_after",
+        "reset_steps",
+    )
 
     def __init__(self, blob: bytes) -> None:
         first, self.depth_before, self.depth_after, entries, pairs = batch_entries(blob)
@@ -413,6 +422,7 @@ class DecodedBatch:
         self.marks: list[int] = _marks(entries, pairs)
         self.last: int = first + len(self.marks) - 1
         self.depths: list[int] | None = None
+        self.reset_steps: list[int] | None = None
 
     def record(self, step: int) -> tuple[Any, ...]:
         """(location id, kind code, writes as `R_*` tuples, depth) of `step`."""
@@ -427,6 +437,24 @@ class DecodedBatch:
     def marker(self, step: int) -> int:
         """The marker of `step`: its location id << 3 | its kind code."""
         return int(self.entries[self.marks[step - self.first]])
+
+    def resets(self) -> list[int]:
+        """The steps of the batch whose writes replace the state (an `R_RESET`: a restore, or a
+        new recorder, as a resumed run has, whose containers have other ids than before)."""
+        if self.reset_steps is None:
+            steps = []
+            step = self.first
+            items = iter(self.entries)
+            for e in items:
+                t = type(e)
+                if t is int:
+                    step += 1
+                elif t is str:
+                    next(items)  # its value
+                elif e[0] == R_RESET:
+                    steps.append(step)
+            self.reset_steps = steps
+        return self.reset_steps
 
     def depth(self, i: int) -> int:
         """Frames on the stack at the batch's `i`th step."""

@@ -14,6 +14,7 @@ import sqlite3
 import stat
 import sys
 import threading
+import time
 import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -38,6 +39,12 @@ def _has_wal(path: Path) -> bool:
         return path.with_name(path.name + "-wal").stat().st_size > 0
     except OSError:
         return False
+
+
+def _busy(exc: BaseException) -> bool:
+    """Whether a SQLite error is another connection's lock (worth trying again)."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def file_size(path: Path | str) -> int:
@@ -85,11 +92,57 @@ def _refuse_special(path: Path) -> None:
         )
 
 
-def _shutdown(writer: Writer | NoWriter, path: Path) -> None:
+# The store files this process has open (by device and inode), with how many stores. A file is
+# read directly (its header checked) only while none is open here: closing any descriptor of a
+# file drops every POSIX lock the process holds on it, SQLite's included, and a writer in
+# another process that then finds no lock takes itself for the last connection and removes the
+# write-ahead log this process still reads ("database disk image is malformed", "disk I/O
+# error" in a debugger or server that opens a second store on the same file).
+_open_files: dict[tuple[int, int], int] = {}
+_open_lock = threading.Lock()
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _check_file(path: Path) -> None:
+    """`migrations.check_file`, unless a store of this process has the file open already."""
+    key = _file_key(path)
+    with _open_lock:
+        if key is not None and _open_files.get(key):
+            return
+    migrations.check_file(path)
+
+
+def _hold(path: Path) -> tuple[int, int] | None:
+    key = _file_key(path)
+    if key is not None:
+        with _open_lock:
+            _open_files[key] = _open_files.get(key, 0) + 1
+    return key
+
+
+def _let_go(key: tuple[int, int] | None) -> None:
+    if key is not None:
+        with _open_lock:
+            left = _open_files.get(key, 0) - 1
+            if left > 0:
+                _open_files[key] = left
+            else:
+                _open_files.pop(key, None)
+
+
+def _shutdown(writer: Writer | NoWriter, path: Path, key: tuple[int, int] | None = None) -> None:
     """Commit what a store still has queued when it was never closed: at interpreter exit or
     when it is garbage-collected. Failures can only be printed by then."""
     writer.stop()
     writer.close_connection()
+    _let_go(key)
     for exc in writer.take_errors():
         print(f"agency: run store {path}: a background write failed: {exc}", file=sys.stderr)
 
@@ -122,14 +175,16 @@ class SQLiteStore(SQLStore):
         if read_only:
             self._uri = self._read_only_uri()
             self._writer: Writer | NoWriter = NoWriter(self.where)
-            self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
+            self._key = _hold(self.path)
+            self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path, self._key)
             return
         conn = self._open_writer()
         for suffix in STORE_SUFFIXES:  # out of reach of the file builtins (a program's write())
             protect(self.path.with_name(self.path.name + suffix), "the run store")
         self._writer = Writer(conn, self.where, self._clock, SQLITE, fence=self._check_fences)
+        self._key = _hold(self.path)
         # Not a method of self: the finalizer must not keep the store alive.
-        self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path)
+        self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path, self._key)
 
     def _open_writer(self) -> sqlite3.Connection:
         path = self.path
@@ -139,30 +194,37 @@ class SQLiteStore(SQLStore):
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot open run store {path}: {exc.strerror or exc}") from exc
-        migrations.check_file(path)
-        try:
-            conn = sqlite3.connect(
-                path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open run store {path}: {exc}") from exc
-        try:
-            # Look before writing anything: a foreign or newer file must be left as it is.
-            if migrations.read_version(conn, path) == 0:
-                # Before the first write (it cannot change in WAL mode): 16 KiB pages hold a
-                # whole step batch with fewer overflow pages; range reads measured ~3x faster.
-                conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            migrations.migrate(conn, path)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise StoreError(f"cannot open run store {path}: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        _check_file(path)
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                conn = sqlite3.connect(
+                    path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open run store {path}: {exc}") from exc
+            try:
+                # Look before writing anything: a foreign or newer file must be left as it is.
+                if migrations.read_version(conn, path) == 0:
+                    # Before the first write (it cannot change in WAL mode): 16 KiB pages hold
+                    # a whole step batch with fewer overflow pages; range reads ~3x faster.
+                    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                migrations.migrate(conn, path)
+                return conn
+            except sqlite3.Error as exc:
+                conn.close()
+                # Several processes creating the store at once: switching it to WAL takes a
+                # lock SQLite does not wait for (no busy handler), so wait here, a while.
+                if _busy(exc) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                raise StoreError(f"cannot open run store {path}: {exc}") from exc
+            except BaseException:
+                conn.close()
+                raise
 
     def _read_only_uri(self) -> str:
         """Open an existing store for reading only (`agency runs`, `show`, `export`): it works
@@ -170,16 +232,42 @@ class SQLiteStore(SQLStore):
         path = self.path
         if not path.exists():
             raise StoreError(f"cannot open run store {path}: no such file")
-        migrations.check_file(path)
+        _check_file(path)
         base = "file:" + urllib.parse.quote(str(path.resolve()))
         # `mode=ro` still needs the WAL index beside the file; where it cannot be made (a
         # read-only directory) and no log is pending, the file is read as it is. Where the file
         # and its directory are writable, a read-write connection that only reads (`query_only`)
         # is used instead: as the last one to close it removes the `-wal` and `-shm` it made,
         # where a `mode=ro` one leaves them behind.
-        uris = [base + "?mode=ro", base + "?immutable=1"]
+        uris = [base + "?mode=ro"]
         if os.access(path, os.W_OK) and os.access(path.resolve().parent, os.W_OK):
             uris.insert(0, base + "?mode=rw")
+        else:
+            # Only where nothing can be written: read the file as it is. Elsewhere the file may
+            # be a store another process is creating, which read this way looks damaged.
+            uris.append(base + "?immutable=1")
+        started = time.monotonic()
+        while True:
+            found = self._try_read_only(uris)
+            if isinstance(found, str):
+                return found
+            # No schema yet (another process is creating the store: milliseconds), or a lock
+            # taken while it is made: wait for it, a while.
+            waited = time.monotonic() - started
+            if (found is None and waited < 2.0) or (
+                found is not None and _busy(found) and waited < BUSY_TIMEOUT
+            ):
+                time.sleep(0.02)
+                continue
+            if found is None:
+                raise StoreError(f"cannot open run store {path}: it holds no run store yet")
+            raise StoreError(f"cannot open run store {path} read-only: {found}")
+
+    def _try_read_only(self, uris: list[str]) -> str | sqlite3.Error | None:
+        """The first of `uris` that opens the store; else the last error, or None when the
+        file holds no schema yet."""
+        path = self.path
+        last: sqlite3.Error | None = None
         for uri in uris:
             if uri.endswith("immutable=1") and _has_wal(path):
                 break
@@ -198,8 +286,10 @@ class SQLiteStore(SQLStore):
                     f"v{version}; this version reads up to v{migrations.latest_version()}); "
                     "upgrade agency to open it"
                 )
+            if version == 0:
+                return None
             return uri
-        raise StoreError(f"cannot open run store {path} read-only: {last}")
+        return last
 
     def size_bytes(self) -> int:
         """What the store takes on disk: the database and its write-ahead log (the size cap)."""
@@ -246,3 +336,4 @@ class SQLiteStore(SQLStore):
         # The writer's connection closes last: the last connection folds the WAL back into
         # the database file and removes it.
         self._writer.close_connection()
+        _let_go(self._key)

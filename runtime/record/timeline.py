@@ -23,7 +23,6 @@ from runtime.record.format import (
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
-    R_RESET,
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
@@ -283,19 +282,24 @@ class Timeline:
             return cur  # asked again (a narrow read, then a write lookup at the same step)
         kf_step = self._keyframe_step(step)
         if cur is not None and cur.step <= step and step - cur.step <= 4096:
-            if kf_step <= cur.step:
+            # On from the cursor by deltas: fine unless the state was replaced on the way
+            # (marked by R_RESET in runs that mark it). A resumed run's new recorder gives its
+            # containers other ids, keyframes the state at the step it resumed from and marks
+            # the next step: a cursor that reached that keyframe's step by the old process's
+            # deltas must not go on by the new one's.
+            replaced = self._marks_resets and self._reset_between(cur.step + 1, step)
+            if kf_step <= cur.step and not replaced:
                 self._replay(cur, cur.step + 1, step)
                 cur.step = step
                 return cur
             # Past a keyframe on deltas alone: fine unless the state was replaced on the way
-            # (marked by R_RESET in runs that mark it) or the lineage changes branch.
+            # or the lineage changes branch.
             # Only when that is shorter than from the keyframe (loading one costs about as
             # much as _KF_LOAD_STEPS steps of deltas): random reads still start from keyframes.
             near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
-            if near and self._marks_resets and not self._fork_between(cur.step, step):
-                writes = self._writes(cur.step + 1, step)
-                if not any(type(w) is tuple and w[0] == R_RESET for w in writes):
-                    cur.apply(writes)
+            if near and self._marks_resets and not replaced:
+                if not self._fork_between(cur.step, step):
+                    cur.apply(self._writes(cur.step + 1, step))
                     cur.step = step
                     return cur
         kf = self._span_kfs.get(kf_step)
@@ -327,6 +331,19 @@ class Timeline:
             out.extend(batch.entries[start : batch.marks[hi - batch.first]])  # as stored
             s = hi + 1
         return out
+
+    def _reset_between(self, a: int, b: int) -> bool:
+        """Whether a step in `a..b` replaced the state (an R_RESET among its writes)."""
+        if a == b:  # the common walk: one step, in one batch
+            return a in self._batch(a).resets()
+        s = a
+        while s <= b:
+            batch = self._batch(s)
+            hi = min(b, batch.last, self._segment_end(s))
+            if any(s <= r <= hi for r in batch.resets()):
+                return True
+            s = hi + 1
+        return False
 
     def _fork_between(self, a: int, b: int) -> bool:
         """Whether a lineage segment after the first starts within steps `a+1..b`."""
