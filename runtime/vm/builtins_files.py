@@ -64,8 +64,39 @@ def _write_bytes(m: Machine, kind: str, filename: Any, dir_: Any, data: bytes, m
 
     digest = content_hash(data.decode("latin-1"))
     args = {"path": shown, "mode": mode, "bytes": len(data), "sha256": digest}
-    done = None if mode == "append" else (lambda: _holds(path, data))
-    return perform(m, kind, args, act, done)
+    if mode == "append":
+        # Whether an append happened shows only against the size the file had before it,
+        # noted in the journal first (a resumed run must not append twice, nor skip it).
+        return perform(
+            m,
+            kind,
+            args,
+            act,
+            before=lambda: _size(path),
+            done_since=lambda n: _grew(path, n, data),
+        )
+    return perform(m, kind, args, act, lambda: _holds(path, data))
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None  # (no file yet: the append makes it)
+
+
+def _grew(path: Path, size: Any, data: bytes) -> bool:
+    """Whether the file at `path`, `size` bytes long before (None: absent), now ends with
+    exactly `data` after them."""
+    start = size if type(size) is int else 0
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size != start + len(data):
+                return False
+            fh.seek(start)
+            return fh.read() == data
+    except OSError:
+        return False
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:

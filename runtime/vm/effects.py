@@ -129,14 +129,25 @@ def _record(m: Machine, key: str, kind: str, args: dict[str, Any], result: Any) 
 # -- builtin effects -----------------------------------------------------------------------------
 
 
+BEFORE = "~before"  # the suffix of the key under which `perform` notes `before()`
+
+
 def perform(
     m: Machine,
     kind: str,
     args: dict[str, Any],
     act: Callable[[], Any],
     done: Callable[[], bool] | None = None,
+    *,
+    before: Callable[[], Any] | None = None,
+    done_since: Callable[[Any], bool] | None = None,
 ) -> Any:
-    """Run `act` unless this effect already happened (or the run is a replay)."""
+    """Run `act` unless this effect already happened (or the run is a replay).
+
+    An effect whose postcondition the world alone cannot show (an append: the file's new end
+    may be an earlier append's) gives `before`, what to note of the world just before it (the
+    file's size), written to the durable journal ahead of the act, and `done_since`, which
+    tells from that note whether the act happened (the file grew by exactly these bytes)."""
     key = effect_key(m)
     if m.replaying:
         _check(m, key, kind, args)
@@ -165,6 +176,9 @@ def perform(
         # The first effect after a resume that the journal does not know: the crashed process
         # may have performed it just before it died. Its postcondition says.
         journal.in_doubt = False
+        if done_since is not None:
+            noted = lookup(m, key + BEFORE)
+            done = None if noted is None else lambda: done_since(unpack(noted.get("result")))
         if done is not None and done():
             _record(m, key, kind, args, True)
             m.event(
@@ -173,6 +187,11 @@ def perform(
                 {"key": key, "kind": kind, "args": args, "skipped": True},
             )
             return True
+    if before is not None and journal is not None:
+        # Durable before the act: a process that dies within it leaves the note behind. (In
+        # the journal only: the note is no effect, and the machine's own entries are.)
+        note = {"kind": kind + " (before)", "args": args, "step": m.step_index}
+        journal.put(key + BEFORE, {**note, "status": "applied", "result": pack(before())})
     try:
         result = act()
     except AgencyRuntimeError as exc:

@@ -21,11 +21,9 @@ a user relies on checked after each step.
     after the last stored step; no file written before the stop is written again (each is
     stamped with a sentinel mtime first); no model answer stored before the stop is asked
     again, and every answer that was not stored is asked exactly once;
-  * an append-only log holds every line of the uninterrupted run, in order, and at most one
-    line more per stop: the append the process may have been performing when it died, which
-    no postcondition can confirm (unlike an overwrite), so the resumed run performs it again.
-    This is the runtime's one known repeat (an intent journaled before the append would close
-    it); any other repeat fails;
+  * an append-only log holds every line of the uninterrupted run, in order, once: the append
+    the process may have been performing when it died is checked against the file's size,
+    noted in the journal before it (an append has no postcondition of its own);
   * the finished timeline equals the uninterrupted one step for step (location and kind at
     every step, the whole state at sampled steps and around the resume point), with the same
     effect journal; `agency replay` of it gives the same result and calls no model.
@@ -907,10 +905,9 @@ def _kill_and_resume(
     repeated = 0
     for name in shape.logs:
         extra = repeated_lines(files.pop(name, b""), ref.files.get(name, b""), f"{detail}\n{name}")
-        # An append the process was performing when it died, not yet journaled, is in doubt:
-        # nothing tells whether it happened (no postcondition, unlike an overwrite), so the
-        # resumed run performs it. At most that one line per stop may appear twice.
-        assert extra <= len(kills), f"{detail}\n{name}: {extra} lines appended twice"
+        # An append the process was performing when it died is in doubt; the size noted
+        # before it tells the resumed run whether it happened, so no line appears twice.
+        assert extra == 0, f"{detail}\n{name}: {extra} lines appended twice"
         repeated += extra
     want = {k: v for k, v in ref.files.items() if k not in shape.logs}
     differ = sorted(k for k in set(files) | set(want) if files.get(k) != want.get(k))
