@@ -45,6 +45,7 @@ from runtime.vm import (  # noqa: F401  (they register)
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_callbacks import forward
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
@@ -445,7 +446,10 @@ def _llm_open(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__llm_call")
 def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    started = start_data(m, args[0]) if "onLLMCallStart" in m.forward else None
     answer = call_model(m, args[0])
+    if started is not None:  # (a child program whose parent listens; once the call is made)
+        forward(m, "onLLMCallStart", started)
     builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
     return answer
 

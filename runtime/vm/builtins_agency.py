@@ -39,6 +39,8 @@ from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
 from runtime.language.typecheck import typecheck
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
+from runtime.vm.builtins_callbacks import forwarded_calls, listened
 from runtime.vm.builtins_fs import base_dir, inside, shown_path
 from runtime.vm.checkpoint_reading import validate
 from runtime.vm.checkpoints import snapshot
@@ -296,6 +298,9 @@ def _start(m: Machine, run: JSObject, answer: Any) -> tuple[Any, JSObject | None
     child.host = Host(models=m.host.models)
     child.agency_depth = int(to_number(run["depth"]))
     child.agency_max_depth = int(to_number(run["maxDepth"]))
+    child.forward = listened(m)
+    if "onFunctionStart" in child.forward:
+        child.globals[ACTIVE_HOOKS] = True  # (the machine's cheap test before a def call)
     return child, None
 
 
@@ -342,6 +347,28 @@ def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
             )
             break
     spent = {k: child.usage[k] - before[k] for k in before}
+    outcome = _ended(child, stopped, spent, payload_limit)
+    if child.outbox:
+        outcome["events"] = from_plain(_events(child.outbox))
+    return outcome
+
+
+def _events(outbox: list[tuple[str, Any]]) -> list[list[str]]:
+    """The lifecycle events a child forwards, packed; one whose data cannot be sent as data is
+    dropped (forwarding only observes, so it never fails the run)."""
+    events = []
+    for hook, data in outbox:
+        try:
+            events.append([hook, _packed(data)])
+        except (TypeError, ValueError, AgencyError):
+            continue
+    return events
+
+
+def _ended(
+    child: Any, stopped: JSObject | None, spent: dict[str, Any], payload_limit: float
+) -> JSObject:
+    """The outcome of a segment that has stopped running."""
     if stopped is None and child.status == HALTED:
         value = _packed(child.result)
         if len(value) > payload_limit:
@@ -406,6 +433,7 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
         raise AgencyRuntimeError("run: the record does not hold this child run's outcome")
     outcome = to_plain(done)
     charged = _charge(m, outcome.get("spent") or {})
+    events = [(str(hook), _unpacked(data)) for hook, data in outcome.get("events") or ()]
     result = JSObject({"kind": outcome["kind"]})
     if "value" in outcome:
         result["value"] = _unpacked(outcome["value"])
@@ -423,6 +451,9 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
             }
         )
         result["state"] = outcome["state"]
+    calls = forwarded_calls(m, events) if events else JSArray()
+    if calls:
+        return TailCall("__child_events", [calls, result, charged])
     if charged:
         return TailCall("__child_spent", [result])
     return result

@@ -8,6 +8,16 @@ hidden global `__hooks`, which is what the machine tests before looking for call
 When a def is called while callbacks for `onFunctionStart` are active, the machine calls the
 prelude's `__hooked_call` instead, which runs each callback (innermost registration scope first,
 in registration order within a scope) and then the def. A callback's own calls fire nothing.
+
+`onNodeStart` ({nodeName}) fires as a node begins: the entry node, and each node a transition
+enters; the machine calls the prelude's `__hooked_node`, which runs the callbacks and then enters
+the node.
+
+A child program (std::agency's `run()`) forwards its lifecycle events to its parent: the parent
+tells it which hooks it (or an ancestor of it) has callbacks for, the child puts each such event
+into its `outbox`, and after each segment the parent relays them upward and runs its own
+callbacks for them (`forwarded_calls`). Forwarded events only observe: they never change the
+child's run.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ REGISTRY = "__callbacks"  # where registrations live: a frame's local, or a modu
 ACTIVE = "__hooks"  # module global set once anything registered: the machine's cheap test
 HOOKED_CALL = "__hooked_call"  # the prelude function that runs the callbacks, then the call
 FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's callbacks
+HOOKED_NODE = "__hooked_node"  # the prelude function that runs onNodeStart, then the node
+_FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE)
 
 
 def _log(m: Machine, record: tuple[Any, ...], value: Any) -> None:
@@ -69,9 +81,7 @@ def active_callbacks(m: Machine, hook: str) -> JSArray:
     """The callbacks a `hook` event raised now runs, in order; none while a callback runs."""
     found = JSArray()
     for f in reversed(m.frames):
-        if (f.code.name == HOOKED_CALL or f.code.name == FIRE_CALLBACKS) and f.locals.get(
-            "__firing"
-        ):
+        if f.code.name in _FIRING_FRAMES and f.locals.get("__firing"):
             return JSArray()
         for h, fn in f.locals.get(REGISTRY) or ():
             if h == hook:
@@ -118,6 +128,51 @@ def _callable(fn: Any, what: str) -> None:
 
 @builtin("__callbacks_for")
 def _callbacks_for(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
-    """The callbacks an event of hook `name` runs now, in order (std::statelog's `emit`)."""
+    """The callbacks an event of hook `name` runs now, in order (std::statelog's `emit`). Given
+    the event's data, a child program also forwards the event to its parent."""
     hook = arg(args, named, 0, "name")
-    return active_callbacks(m, hook) if type(hook) is str else JSArray()
+    if type(hook) is not str:
+        return JSArray()
+    if len(args) > 1:
+        forward(m, hook, args[1])
+    return active_callbacks(m, hook)
+
+
+def forward(m: Machine, hook: str, data: Any) -> None:
+    """Hand an event to the parent program when one of its callbacks (or an ancestor's) listens
+    for `hook`; nothing happens in a program that is not a child."""
+    if hook in m.forward and not firing(m):
+        m.outbox.append((hook, data))
+
+
+def firing(m: Machine) -> bool:
+    """True while a callback runs (its own calls raise no events)."""
+    for f in reversed(m.frames):
+        if f.code.name in _FIRING_FRAMES and f.locals.get("__firing"):
+            return True
+    return False
+
+
+def forwarded_calls(m: Machine, events: list[tuple[str, Any]]) -> JSArray:
+    """The parent's side of a child's forwarded events: relay each one further up (this
+    program may itself be a child) and pair it with the callbacks this program runs for it:
+    `[[callbacks, data], …]`, for the prelude's `__child_events`."""
+    calls = JSArray()
+    for hook, data in events:
+        forward(m, hook, data)
+        fns = active_callbacks(m, hook)
+        if fns:
+            calls.append(JSArray([fns, data]))
+    return calls
+
+
+def listened(m: Machine) -> frozenset[str]:
+    """The hooks a child program run from here forwards: those this program has callbacks
+    for now, and those its own parent listens for."""
+    hooks = set(m.forward)
+    for f in m.frames:
+        for h, _fn in f.locals.get(REGISTRY) or ():
+            hooks.add(h)
+    for h, _fn in m.globals.get(REGISTRY) or ():
+        hooks.add(h)
+    return frozenset(hooks)

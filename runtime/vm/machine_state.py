@@ -136,6 +136,10 @@ class MachineState:
         self.host = Host()  # journal, recorded effects, model routing: set by whoever runs it
         self.agency_depth = 0  # a child program's nesting (std::agency): set by its parent
         self.agency_max_depth = 0
+        # Lifecycle events a parent program listens for (a child program's, std::agency): the
+        # hooks whose events go into `outbox`, which the parent takes after each segment.
+        self.forward: frozenset[str] = frozenset()
+        self.outbox: list[tuple[str, Any]] = []
         # Recording
         self.wlog: list[Any] | None = None
         self.rec: Any = None  # the recorder, which encodes containers as they are written
