@@ -231,6 +231,7 @@ STD_HOST_NAMES = frozenset(
         "__tags_set",
         "__syntax_patch",
         "__system_cwd",
+        "__system_exit",
         "__system_env",
         "__system_notify",
         "__system_set_env",

@@ -369,6 +369,14 @@ def _ended(
     child: Any, stopped: JSObject | None, spent: dict[str, Any], payload_limit: float
 ) -> JSObject:
     """The outcome of a segment that has stopped running."""
+    if stopped is None and child.status == HALTED and child.exit_code is not None:
+        stopped = JSObject(
+            {
+                "reason": "exited",
+                "code": child.exit_code,
+                "message": f"the child program exited with code {child.exit_code}",
+            }
+        )
     if stopped is None and child.status == HALTED:
         value = _packed(child.result)
         if len(value) > payload_limit:

@@ -114,6 +114,7 @@ class MachineState:
         self.status = RUNNING
         self.result: Any = None
         self.error: AgencyRuntimeError | None = None
+        self.exit_code: int | None = None  # the program called std::system's exit(code)
         self.pending: Any = None  # the unanswered interrupt while paused
         self.answer: Decision | None = None
         # A step boundary at or past `step_limit` takes the slow path (`at_limit`): the
