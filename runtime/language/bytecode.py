@@ -122,6 +122,8 @@ BUILTIN_NAMES = frozenset(
         "__call",
         "__call_spread",
         "__callbacks_for",
+        "__hook_clock",
+        "__hook_elapsed",
         "__call_tool",
         "__decision_kind",
         "__destructive_mark",

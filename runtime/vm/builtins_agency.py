@@ -299,7 +299,7 @@ def _start(m: Machine, run: JSObject, answer: Any) -> tuple[Any, JSObject | None
     child.agency_depth = int(to_number(run["depth"]))
     child.agency_max_depth = int(to_number(run["maxDepth"]))
     child.forward = listened(m)
-    if "onFunctionStart" in child.forward:
+    if "onFunctionStart" in child.forward or "onFunctionEnd" in child.forward:
         child.globals[ACTIVE_HOOKS] = True  # (the machine's cheap test before a def call)
     return child, None
 

@@ -9,6 +9,11 @@ When a def is called while callbacks for `onFunctionStart` are active, the machi
 prelude's `__hooked_call` instead, which runs each callback (innermost registration scope first,
 in registration order within a scope) and then the def. A callback's own calls fire nothing.
 
+`onFunctionEnd` ({functionName, timeTaken}) runs after the def returns, in the same
+`__hooked_call`; `onToolCallStart` ({toolName, args}) and `onToolCallEnd` ({toolName, result,
+timeTaken}) around each tool call `llm()` makes. timeTaken (ms) reads the recorded clock, and
+only while someone listens, so a run without these callbacks reads no clock.
+
 `onNodeStart` ({nodeName}) fires as a node begins: the entry node, and each node a transition
 enters; the machine calls the prelude's `__hooked_node`, which runs the callbacks and then enters
 the node.
@@ -164,6 +169,32 @@ def forwarded_calls(m: Machine, events: list[tuple[str, Any]]) -> JSArray:
         if fns:
             calls.append(JSArray([fns, data]))
     return calls
+
+
+def listening(m: Machine, hook: str) -> bool:
+    """Whether an event of `hook` raised now runs a callback or goes to a parent program."""
+    return (hook in m.forward and not firing(m)) or bool(active_callbacks(m, hook))
+
+
+@builtin("__hook_clock")
+def _hook_clock(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The clock (ms) when someone listens for the hook named, else 0: where a timeTaken
+    starts."""
+    from runtime.vm.builtins_std import now_ms
+
+    hook = arg(args, named, 0, "hook")
+    return now_ms(m) if type(hook) is str and listening(m, hook) else 0
+
+
+@builtin("__hook_elapsed")
+def _hook_elapsed(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Milliseconds since `__hook_clock` gave `start` (0 when it gave 0: nobody listened)."""
+    from runtime.vm.builtins_std import now_ms
+
+    start = arg(args, named, 0, "start")
+    if not start:
+        return 0
+    return now_ms(m) - start
 
 
 def listened(m: Machine) -> frozenset[str]:

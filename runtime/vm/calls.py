@@ -10,7 +10,13 @@ from runtime.language.bytecode import Code, FuncRef
 from runtime.language.syntax.ast import Span
 from runtime.vm.boundary import HOST_ERRORS, host_error
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
-from runtime.vm.builtins_callbacks import HOOKED_CALL, HOOKED_NODE, active_callbacks, forward
+from runtime.vm.builtins_callbacks import (
+    HOOKED_CALL,
+    HOOKED_NODE,
+    active_callbacks,
+    forward,
+    listening,
+)
 from runtime.vm.builtins_fork import FORK_LOCAL, fork_unwound
 from runtime.vm.builtins_guard import DESTRUCTIVE, STEP_GUARD, destructive_return
 from runtime.vm.checkpoints import entry_checkpoint
@@ -460,14 +466,15 @@ class CallingMachine(MachineState):
         return False
 
     def _hooked(self, frame: Frame, code: Code, args: list[Any], named: dict[str, Any]) -> bool:
-        """A def call while `onFunctionStart` callbacks are registered: call the prelude's
-        `__hooked_call`, which runs them and then the def (runtime/vm/builtins_callbacks.py)."""
+        """A def call while `onFunctionStart` or `onFunctionEnd` callbacks are registered (or a
+        parent program listens): call the prelude's `__hooked_call`, which runs them around the
+        def (runtime/vm/builtins_callbacks.py)."""
         if code.kind != "def" or code.name.startswith("__") or frame.code.name == HOOKED_CALL:
             return False
         me = cast("Machine", self)
         fns = active_callbacks(me, "onFunctionStart")
         forwarding = "onFunctionStart" in self.forward
-        if not fns and not forwarding:
+        if not fns and not forwarding and not listening(me, "onFunctionEnd"):
             return False
         values = self.bind_args(code, args, named)
         data = JSObject(
@@ -479,8 +486,6 @@ class CallingMachine(MachineState):
         )
         if forwarding:
             forward(me, "onFunctionStart", data)
-        if not fns:
-            return False
         hooked = self.functions[HOOKED_CALL]
         self._push_frame(
             hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named)], {}
