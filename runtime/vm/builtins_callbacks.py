@@ -11,7 +11,8 @@ in registration order within a scope) and then the def. A callback's own calls f
 
 `onFunctionEnd` ({functionName, timeTaken}) runs after the def returns, in the same
 `__hooked_call`; `onToolCallStart` ({toolName, args}) and `onToolCallEnd` ({toolName, result,
-timeTaken}) around each tool call `llm()` makes. timeTaken (ms) reads the recorded clock, and
+timeTaken}) around each tool call `llm()` makes; `onLLMCallEnd` ({model, result: {output,
+toolCalls}, usage, cost, timeTaken, messages}) after each answer. timeTaken (ms) reads the recorded clock, and
 only while someone listens, so a run without these callbacks reads no clock.
 
 `onNodeStart` ({nodeName}) fires as a node begins: the entry node, and each node a transition

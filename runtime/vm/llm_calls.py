@@ -332,6 +332,28 @@ def start_data(m: Machine, req: JSObject) -> JSObject:
     )
 
 
+def end_data(
+    m: Machine, req: JSObject, answer: JSObject, before: dict[str, Any], taken: Any
+) -> JSObject:
+    """What `onLLMCallEnd` callbacks get after each answer: the model, the result (the reply's
+    output and the tool calls it asks for), this call's usage and cost, the time it took (ms,
+    from the recorded clock) and the thread's messages with the answer."""
+    start = start_data(m, req)
+    inp = m.usage["input_tokens"] - before["input_tokens"]
+    out = m.usage["output_tokens"] - before["output_tokens"]
+    thread = m.threads.get(to_str(req["thread"])) or []
+    return JSObject(
+        {
+            "model": start["model"],
+            "result": JSObject({"output": answer.get("value"), "toolCalls": answer.get("calls")}),
+            "usage": JSObject({"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out}),
+            "cost": m.usage["cost"] - before["cost"],
+            "timeTaken": taken,
+            "messages": from_plain([dict(msg) for msg in thread]),
+        }
+    )
+
+
 def model_for(m: Machine, requested: Any) -> Any:
     """The model that answers a call whose options name `requested` (`{model: "openai/gpt-4o"}`).
 
