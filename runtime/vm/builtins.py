@@ -46,6 +46,7 @@ from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_callbacks import forward, listening
+from runtime.vm.builtins_guard import request_deadline
 from runtime.vm.builtins_std import now_ms
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
@@ -452,7 +453,7 @@ def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     ending = listening(m, "onLLMCallEnd")
     began = now_ms(m) if ending else 0
     before = dict(m.usage)
-    answer = call_model(m, args[0])
+    answer = call_model(m, args[0], request_deadline(m))
     if started is not None:  # (a child program whose parent listens; once the call is made)
         forward(m, "onLLMCallStart", started)
     if ending:  # what the prelude hands to onLLMCallEnd callbacks
