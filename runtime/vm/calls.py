@@ -368,27 +368,29 @@ class CallingMachine(MachineState):
             nodes = ", ".join(self.program.nodes()) or "none"
             raise AgencyRuntimeError(f"no node named `{self.node}` (nodes: {nodes})")
         if self.forward or ACTIVE_HOOKS in self.globals:
-            if self._node_hooks(code, self.entry_args, self.entry_named):
+            if self._node_hooks(code, self.entry_args, self.entry_named, True):
                 return
         self.nodes_traversed.append(code.name)
         self._push_frame(code, self.entry_args, self.entry_named)
 
     def _transition(self, code: Code, args: list[Any], named: dict[str, Any]) -> None:
         """A node called another node: the current node ends; the other one takes over."""
-        hooked = self.frames[-1].code.name == HOOKED_NODE  # its onNodeStart callbacks ran
+        top = self.frames[-1]
+        hooked = top.code.name == HOOKED_NODE  # its onNodeStart callbacks ran
+        entry = hooked and top.locals.get("__entry") is True  # (the run's first node)
         while len(self.frames) > 1:
             self.frames.pop()
             if self.wlog is not None:
                 self.wlog.append((W_POP_FRAME,))
         if not hooked and (self.forward or ACTIVE_HOOKS in self.globals):
-            if self._node_hooks(code, args, named):
+            if self._node_hooks(code, args, named, False):
                 return
-        if self.nodes_traversed:  # (not the entry node, entered after its callbacks)
+        if not entry:
             self.event("transition", f"→ {code.name}", {"node": code.name})
         self.nodes_traversed.append(code.name)
         self._push_frame(code, args, named)
 
-    def _node_hooks(self, code: Code, args: list[Any], named: dict[str, Any]) -> bool:
+    def _node_hooks(self, code: Code, args: list[Any], named: dict[str, Any], entry: bool) -> bool:
         """A node begins: forward its onNodeStart to a listening parent program, and when
         callbacks for it are registered, call the prelude's `__hooked_node`, which runs them
         and then enters the node (True)."""
@@ -400,7 +402,7 @@ class CallingMachine(MachineState):
             return False
         hooked = self.functions[HOOKED_NODE]
         self._push_frame(
-            hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named)], {}
+            hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named), entry], {}
         )
         return True
 
