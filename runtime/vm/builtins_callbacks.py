@@ -46,6 +46,9 @@ HOOKED_CALL = "__hooked_call"  # the prelude function that runs the callbacks, t
 FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's callbacks
 HOOKED_NODE = "__hooked_node"  # the prelude function that runs onNodeStart, then the node
 _FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE)
+# A child's events kept for its parent per segment at most; more are dropped (forwarding only
+# observes, as the reference drops an oversize message), so a busy child cannot fill memory.
+OUTBOX_MAX = 100_000
 
 
 def _log(m: Machine, record: tuple[Any, ...], value: Any) -> None:
@@ -147,7 +150,7 @@ def _callbacks_for(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArra
 def forward(m: Machine, hook: str, data: Any) -> None:
     """Hand an event to the parent program when one of its callbacks (or an ancestor's) listens
     for `hook`; nothing happens in a program that is not a child."""
-    if hook in m.forward and not firing(m):
+    if hook in m.forward and len(m.outbox) < OUTBOX_MAX and not firing(m):
         m.outbox.append((hook, data))
 
 
