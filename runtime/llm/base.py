@@ -32,6 +32,11 @@ Message = dict[str, Any]
 DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("DEADLINE", default=None)
 
 
+class DeadlinePassed(LLMError):
+    """The request in progress was given up at its DEADLINE (a remote provider's request is
+    cut short there); the interpreter treats it as a cancelled answer."""
+
+
 class _Missing:
     """The type of `MISSING`: "no value", distinct from a `null` the model may answer."""
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.syntax.ast import TFunc
-from runtime.llm.base import DEADLINE, MISSING, ToolSpec
+from runtime.llm.base import DEADLINE, MISSING, Completion, DeadlinePassed, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.vm.boundary import well_formed
@@ -190,6 +190,9 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
     try:
         model = model_for(m, params.get("model"))
         completion = model.complete(messages, tools, schema, params)
+    except DeadlinePassed as exc:  # a remote request cut short at the deadline
+        name = str(getattr(model, "model", ""))
+        completion = Completion(text="", model=name, provider=exc.provider, cancelled=True)
     except AgencyError as exc:
         raise AgencyRuntimeError(str(exc)) from None
     finally:
