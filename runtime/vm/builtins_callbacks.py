@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_std import now_ms
 from runtime.vm.frames import TailCall
 from runtime.vm.values import FUNCTION_TYPES, Closure, JSArray, type_name
 from runtime.vm.writelog import PLAIN
@@ -184,8 +185,6 @@ def listening(m: Machine, hook: str) -> bool:
 def _hook_clock(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """The clock (ms) when someone listens for the hook named, else 0: where a timeTaken
     starts."""
-    from runtime.vm.builtins_std import now_ms
-
     hook = arg(args, named, 0, "hook")
     return now_ms(m) if type(hook) is str and listening(m, hook) else 0
 
@@ -193,8 +192,6 @@ def _hook_clock(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 @builtin("__hook_elapsed")
 def _hook_elapsed(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Milliseconds since `__hook_clock` gave `start` (0 when it gave 0: nobody listened)."""
-    from runtime.vm.builtins_std import now_ms
-
     start = arg(args, named, 0, "start")
     if not start:
         return 0
