@@ -274,6 +274,8 @@ def finish(machine: Machine, as_json: bool) -> None:
     if machine.status == HALTED:
         if as_json:
             click.echo(stringify(machine.result))
+        if machine.exit_code:  # the program called exit(code)
+            sys.exit(machine.exit_code)
         return
     if machine.status == FAILED:
         err = machine.error

@@ -195,6 +195,23 @@ def test_no_suites_found(work: Path) -> None:
     clean(agency("test", "empty"), 2, "no *.test.json suites")
 
 
+def test_exit_sets_the_exit_status(work: Path) -> None:
+    """std::system's exit(code) ends the run at once, and `agency run` exits with the code; the
+    recorded run reads back as ended."""
+    (work / "quit.agency").write_text(
+        'import { exit } from "std::system"\n'
+        "node main() {\n"
+        '  print("before")\n'
+        "  exit(3)\n"
+        '  print("after")\n'
+        "}\n"
+    )
+    result = agency("run", "quit.agency", "--approve-all", "--db", "r.db")
+    assert result.exit_code == 3
+    assert "before" in result.output and "after" not in result.output
+    clean(agency("show", recorded(work / "r.db"), "--db", "r.db"), 0, "status finished")
+
+
 # -- the run store --------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ Messages are dicts::
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,16 @@ from typing import Any, Final, Protocol, runtime_checkable
 from runtime.errors import LLMError as LLMError  # raised by every provider; defined with the others
 
 Message = dict[str, Any]
+
+# The time.monotonic() instant by which the request in progress must end, or None: a time guard
+# around the llm() call is about to run out. A model that can stop early (the scripted queue's
+# `delayMs`) answers a `Completion` with `cancelled` set at that instant instead of waiting on.
+DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("DEADLINE", default=None)
+
+
+class DeadlinePassed(LLMError):
+    """The request in progress was given up at its DEADLINE (a remote provider's request is
+    cut short there); the interpreter treats it as a cancelled answer."""
 
 
 class _Missing:
@@ -99,6 +110,7 @@ class Completion:
     provider: str = ""  # "openai" | "anthropic" | "mock" | "sim" | "replay"
     latency_ms: float = 0.0
     raw: dict[str, Any] | None = None  # provider response body; secrets never included
+    cancelled: bool = False  # stopped at its DEADLINE: no answer (the request is made again)
 
     def message(self) -> Message:
         """The assistant message to append to the thread for this answer."""
@@ -124,6 +136,8 @@ class Completion:
         }
         if self.value is not MISSING:
             out["value"] = self.value
+        if self.cancelled:
+            out["cancelled"] = True
         return out
 
     @classmethod
@@ -146,6 +160,7 @@ class Completion:
             provider=str(data.get("provider", "")),
             latency_ms=float(data.get("latency_ms", 0.0)),
             raw=data.get("raw"),
+            cancelled=bool(data.get("cancelled", False)),
         )
 
 

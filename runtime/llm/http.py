@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from runtime.llm.base import LLMError, redact, redact_json
+from runtime.llm.base import DEADLINE, DeadlinePassed, LLMError, redact, redact_json
 
 if TYPE_CHECKING:  # httpx costs ~150 ms to import; only remote models pay for it.
     import httpx
@@ -75,6 +75,12 @@ class JsonEndpoint:
     def __repr__(self) -> str:
         return f"JsonEndpoint({self.provider!r}, {self.base_url!r})"
 
+    def _given_up(self) -> DeadlinePassed:
+        return DeadlinePassed(
+            f"{self.provider}: the request was given up: a time guard's budget ran out",
+            provider=self.provider,
+        )
+
     def clean(self, text: str) -> str:
         """`text` with the secrets removed."""
         return redact(text, self._secrets)
@@ -114,11 +120,19 @@ class JsonEndpoint:
         last = ""
         last_status: int | None = None
         timed_out = False
+        deadline = DEADLINE.get()  # a time guard's budget ends then: give up there
         for attempt in range(attempts):
             retry_after: float | None = None
+            limit = self.timeout
+            if deadline is not None:
+                limit = min(limit, deadline - time.monotonic())
+                if limit <= 0:
+                    raise self._given_up()
             try:
-                response = client.post(url, json=body)
+                response = client.post(url, json=body, timeout=limit)
             except httpx.TimeoutException:
+                if deadline is not None and limit < self.timeout:
+                    raise self._given_up() from None
                 timed_out = True
                 last_status = None
                 last = f"no answer within {self.timeout:g}s (timeout)"
@@ -148,6 +162,8 @@ class JsonEndpoint:
                     self.retry.max_retries,
                     wait,
                 )
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    raise self._given_up()
                 self.retry.sleep(wait)
         tries = f"{attempts} attempt{'' if attempts == 1 else 's'}"
         if timed_out:

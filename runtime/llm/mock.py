@@ -5,7 +5,9 @@ Each entry answers one request (each tool round is a request)::
     [{"return": 2}, {"toolCall": {"name": "add", "args": {"a": 4}}}, {"return": "done"}]
 
 `{"return": value}` answers with `value` (as text: strings as they are, anything else as JSON);
-`{"toolCall": {...}}` (or `{"toolCalls": [...]}`) asks for tool calls. The queue's `position`
+`{"toolCall": {...}}` (or `{"toolCalls": [...]}`) asks for tool calls. `"delayMs": n` makes the
+answer take n milliseconds, as a slow model would; a time guard whose budget runs out first
+cancels the request (the entry is used up, and the request is made again if the guard goes on). The queue's `position`
 belongs to the run, not to the program: a restore does not rewind it, but checkpoints save it
 so a machine rebuilt from one continues with the right answer.
 """
@@ -13,16 +15,18 @@ so a machine rebuilt from one continues with the right answer.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError
 from runtime.language.files import JSONTooDeep, loads_json, read_text
-from runtime.llm.base import Completion, LLMError, Message, ToolCall, ToolSpec, Usage
+from runtime.llm.base import DEADLINE, Completion, LLMError, Message, ToolCall, ToolSpec, Usage
 from runtime.llm.schema import unwrap_schema
 
 ENV_MOCKS = "AGENCY_LLM_MOCKS"
 SYNTHETIC_COST = 0.000002  # USD per answer of the test provider
+MAX_DELAY_MS = 600_000.0  # an entry's `delayMs` at most (ten minutes)
 _SHAPE = 'each entry must be {"return": value} or {"toolCall": {"name": ..., "args": {...}}}'
 
 
@@ -69,6 +73,14 @@ class MockModel:
         index = self.position
         entry = self.entries[index]
         self.position += 1
+        if _delayed(entry):
+            return Completion(
+                text="",
+                model=self.model,
+                provider=self.provider,
+                raw={"mock_index": index},
+                cancelled=True,
+            )
         if "return" in entry:
             value = entry["return"]
             # A mock written as {"response": v} for a typed llm() means v, like a real reply.
@@ -114,10 +126,35 @@ class MockModel:
         return {"provider": "mock", "model": "mock", "spec": "mock", "base_url_host": None}
 
 
+def _delayed(entry: dict[str, Any]) -> bool:
+    """Wait out an entry's `delayMs`; True when the request's DEADLINE came first (the wait then
+    ends there, and the request is cancelled)."""
+    delay = entry.get("delayMs")
+    if not isinstance(delay, int | float) or isinstance(delay, bool) or delay <= 0:
+        return False
+    until = time.monotonic() + min(float(delay), MAX_DELAY_MS) / 1000
+    deadline = DEADLINE.get()
+    if deadline is not None and deadline < until:
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        return True
+    time.sleep(max(0.0, until - time.monotonic()))
+    return False
+
+
 def _check_entry(entry: Any, index: int) -> dict[str, Any]:
     where = f"mock entry {index + 1}"
     if not isinstance(entry, dict):
         raise LLMError(f"{where} is {json.dumps(entry)[:60]}; {_SHAPE}", provider="mock")
+    delay = entry.get("delayMs")
+    if delay is not None and (
+        not isinstance(delay, int | float)
+        or isinstance(delay, bool)
+        or not 0 <= delay <= MAX_DELAY_MS
+    ):
+        raise LLMError(
+            f'{where}: "delayMs" must be a number of milliseconds from 0 to {MAX_DELAY_MS:g}',
+            provider="mock",
+        )
     kinds = [k for k in ("return", "toolCall", "toolCalls") if k in entry]
     if len(kinds) != 1:
         raise LLMError(f"{where} has keys {sorted(entry)}; {_SHAPE}", provider="mock")

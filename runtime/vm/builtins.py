@@ -45,12 +45,16 @@ from runtime.vm import (  # noqa: F401  (they register)
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_callbacks import forward, listening
+from runtime.vm.builtins_guard import request_deadline
+from runtime.vm.builtins_std import now_ms
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
 from runtime.vm.llm_calls import (
     call_model,
     call_tool,
+    end_data,
     inject_facts,
     memory_facts,
     open_request,
@@ -445,7 +449,15 @@ def _llm_open(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 
 @builtin("__llm_call")
 def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    answer = call_model(m, args[0])
+    started = start_data(m, args[0]) if "onLLMCallStart" in m.forward else None
+    ending = listening(m, "onLLMCallEnd")
+    began = now_ms(m) if ending else 0
+    before = dict(m.usage)
+    answer = call_model(m, args[0], request_deadline(m))
+    if started is not None:  # (a child program whose parent listens; once the call is made)
+        forward(m, "onLLMCallStart", started)
+    if ending:  # what the prelude hands to onLLMCallEnd callbacks
+        answer["ended"] = end_data(m, args[0], answer, before, now_ms(m) - began)
     builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
     return answer
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +41,8 @@ from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
 from runtime.language.typecheck import typecheck
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
+from runtime.vm.builtins_callbacks import forwarded_calls, listened
 from runtime.vm.builtins_fs import base_dir, inside, shown_path
 from runtime.vm.checkpoint_reading import validate
 from runtime.vm.checkpoints import snapshot
@@ -296,7 +300,97 @@ def _start(m: Machine, run: JSObject, answer: Any) -> tuple[Any, JSObject | None
     child.host = Host(models=m.host.models)
     child.agency_depth = int(to_number(run["depth"]))
     child.agency_max_depth = int(to_number(run["maxDepth"]))
+    child.forward = listened(m)
+    if "onFunctionStart" in child.forward or "onFunctionEnd" in child.forward:
+        child.globals[ACTIVE_HOOKS] = True  # (the machine's cheap test before a def call)
     return child, None
+
+
+MEMORY_LOOK_EVERY = 64  # steps of a child between looks at how much memory it has taken
+
+
+class _Limits:
+    """A child segment's limits, looked at after each of its statements: cost (maxCost
+    dollars), wall clock, bytes printed and memory (every MEMORY_LOOK_EVERY steps, and when
+    the segment ends)."""
+
+    def __init__(self, run: JSObject, child: Any) -> None:
+        self.max_cost = run.get("maxCost")
+        self.wall = to_number(run.get("wallClock") or 0)
+        self.deadline = time.monotonic() + self.wall / 1000 if self.wall > 0 else None
+        self.out_limit = to_number(run.get("stdout") or math.inf)
+        self.counted = len(child.output)
+        self.printed = sum(len(line.encode()) + 1 for line in child.output)
+        self.memory = to_number(run.get("memory") or math.inf)
+        self.resident = _resident() if self.memory != math.inf else None
+        self.steps = 0
+        self.stopped: JSObject | None = None
+
+    def over(self, child: Any, stepping: bool) -> JSObject | None:
+        """The limit the child has gone over (kept in `stopped`), or None."""
+        self.stopped = self._over(child, stepping)
+        return self.stopped
+
+    def _over(self, child: Any, stepping: bool) -> JSObject | None:
+        self.steps += 1
+        if self.resident is not None and (not stepping or self.steps % MEMORY_LOOK_EVERY == 0):
+            grown = _resident() - self.resident
+            if grown > self.memory:
+                return _limit(
+                    "memory",
+                    self.memory,
+                    grown,
+                    f"the child program used more than {self.memory:g} bytes of memory",
+                )
+        cost = child.usage["cost"]
+        max_cost = self.max_cost
+        if max_cost is not None and to_number(max_cost) >= 0 and cost > to_number(max_cost):
+            return _limit(
+                "cost",
+                max_cost,
+                cost,
+                f"the child program exceeded its cost limit of ${to_number(max_cost):g} "
+                f"(it spent ${cost:g})",
+            )
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            wall = self.wall
+            return _limit(
+                "wall_clock", wall, wall, f"the child program ran longer than {wall:g} ms"
+            )
+        if len(child.output) > self.counted:  # what it printed since the last look
+            self.printed += sum(len(line.encode()) + 1 for line in child.output[self.counted :])
+            self.counted = len(child.output)
+        if self.printed > self.out_limit:
+            return _limit(
+                "stdout",
+                self.out_limit,
+                self.printed,
+                f"the child program printed more than {self.out_limit:g} bytes",
+            )
+        return None
+
+
+def _resident() -> int:
+    """The process's resident memory in bytes (a child program runs inside it, so what it
+    takes is the growth while it runs); its peak where /proc is missing."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _page_size() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return 4096
+
+
+_PAGE = _page_size()
 
 
 def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
@@ -305,43 +399,47 @@ def _segment(m: Machine, run: JSObject, answer: Any) -> JSObject:
     if ended is not None:
         return ended
     before = dict(child.usage)
-    max_cost = run.get("maxCost")
-    wall = to_number(run.get("wallClock") or 0)
-    deadline = time.monotonic() + wall / 1000 if wall > 0 else None
-    stopped: JSObject | None = None
-    out_limit = to_number(run.get("stdout") or math.inf)
     payload_limit = to_number(run.get("ipcPayload") or math.inf)
-    counted = len(child.output)
-    printed = sum(len(line.encode()) + 1 for line in child.output)
-    while not child.done and child.status != INTERRUPTED:
-        child.step()
-        cost = child.usage["cost"]
-        if max_cost is not None and to_number(max_cost) >= 0 and cost > to_number(max_cost):
-            stopped = _limit(
-                "cost",
-                max_cost,
-                cost,
-                f"the child program exceeded its cost limit of ${to_number(max_cost):g} "
-                f"(it spent ${cost:g})",
-            )
-            break
-        if deadline is not None and time.monotonic() > deadline:
-            stopped = _limit(
-                "wall_clock", wall, wall, f"the child program ran longer than {wall:g} ms"
-            )
-            break
-        if len(child.output) > counted:  # what it printed this step
-            printed += sum(len(line.encode()) + 1 for line in child.output[counted:])
-            counted = len(child.output)
-        if printed > out_limit:
-            stopped = _limit(
-                "stdout",
-                out_limit,
-                printed,
-                f"the child program printed more than {out_limit:g} bytes",
-            )
-            break
+    limits = _Limits(run, child)
+
+    def look(c: Any, kind: str) -> None:  # at each of the child's step boundaries
+        if limits.stopped is None and limits.over(c, True) is not None:
+            c.stop_at = c.step_index  # (stops at this boundary)
+
+    child.on_step = look
+    child.run()
+    stopped = limits.stopped if limits.stopped is not None else limits.over(child, False)
     spent = {k: child.usage[k] - before[k] for k in before}
+    outcome = _ended(child, stopped, spent, payload_limit)
+    if child.outbox:
+        outcome["events"] = from_plain(_events(child.outbox))
+    return outcome
+
+
+def _events(outbox: list[tuple[str, Any]]) -> list[list[str]]:
+    """The lifecycle events a child forwards, packed; one whose data cannot be sent as data is
+    dropped (forwarding only observes, so it never fails the run)."""
+    events = []
+    for hook, data in outbox:
+        try:
+            events.append([hook, _packed(data)])
+        except (TypeError, ValueError, AgencyError):
+            continue
+    return events
+
+
+def _ended(
+    child: Any, stopped: JSObject | None, spent: dict[str, Any], payload_limit: float
+) -> JSObject:
+    """The outcome of a segment that has stopped running."""
+    if stopped is None and child.status == HALTED and child.exit_code is not None:
+        stopped = JSObject(
+            {
+                "reason": "exited",
+                "code": child.exit_code,
+                "message": f"the child program exited with code {child.exit_code}",
+            }
+        )
     if stopped is None and child.status == HALTED:
         value = _packed(child.result)
         if len(value) > payload_limit:
@@ -406,6 +504,7 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
         raise AgencyRuntimeError("run: the record does not hold this child run's outcome")
     outcome = to_plain(done)
     charged = _charge(m, outcome.get("spent") or {})
+    events = [(str(hook), _unpacked(data)) for hook, data in outcome.get("events") or ()]
     result = JSObject({"kind": outcome["kind"]})
     if "value" in outcome:
         result["value"] = _unpacked(outcome["value"])
@@ -423,6 +522,9 @@ def _agency_child_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
             }
         )
         result["state"] = outcome["state"]
+    calls = forwarded_calls(m, events) if events else JSArray()
+    if calls:
+        return TailCall("__child_events", [calls, result, charged])
     if charged:
         return TailCall("__child_spent", [result])
     return result

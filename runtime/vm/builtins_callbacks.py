@@ -8,6 +8,22 @@ hidden global `__hooks`, which is what the machine tests before looking for call
 When a def is called while callbacks for `onFunctionStart` are active, the machine calls the
 prelude's `__hooked_call` instead, which runs each callback (innermost registration scope first,
 in registration order within a scope) and then the def. A callback's own calls fire nothing.
+
+`onFunctionEnd` ({functionName, timeTaken}) runs after the def returns, in the same
+`__hooked_call`; `onToolCallStart` ({toolName, args}) and `onToolCallEnd` ({toolName, result,
+timeTaken}) around each tool call `llm()` makes; `onLLMCallEnd` ({model, result: {output,
+toolCalls}, usage, cost, timeTaken, messages}) after each answer. timeTaken (ms) reads the recorded clock, and
+only while someone listens, so a run without these callbacks reads no clock.
+
+`onNodeStart` ({nodeName}) fires as a node begins: the entry node, and each node a transition
+enters; the machine calls the prelude's `__hooked_node`, which runs the callbacks and then enters
+the node.
+
+A child program (std::agency's `run()`) forwards its lifecycle events to its parent: the parent
+tells it which hooks it (or an ancestor of it) has callbacks for, the child puts each such event
+into its `outbox`, and after each segment the parent relays them upward and runs its own
+callbacks for them (`forwarded_calls`). Forwarded events only observe: they never change the
+child's run.
 """
 
 from __future__ import annotations
@@ -17,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_std import now_ms
 from runtime.vm.frames import TailCall
 from runtime.vm.values import FUNCTION_TYPES, Closure, JSArray, type_name
 from runtime.vm.writelog import PLAIN
@@ -28,6 +45,11 @@ REGISTRY = "__callbacks"  # where registrations live: a frame's local, or a modu
 ACTIVE = "__hooks"  # module global set once anything registered: the machine's cheap test
 HOOKED_CALL = "__hooked_call"  # the prelude function that runs the callbacks, then the call
 FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's callbacks
+HOOKED_NODE = "__hooked_node"  # the prelude function that runs onNodeStart, then the node
+_FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE)
+# A child's events kept for its parent per segment at most; more are dropped (forwarding only
+# observes, as the reference drops an oversize message), so a busy child cannot fill memory.
+OUTBOX_MAX = 100_000
 
 
 def _log(m: Machine, record: tuple[Any, ...], value: Any) -> None:
@@ -69,9 +91,7 @@ def active_callbacks(m: Machine, hook: str) -> JSArray:
     """The callbacks a `hook` event raised now runs, in order; none while a callback runs."""
     found = JSArray()
     for f in reversed(m.frames):
-        if (f.code.name == HOOKED_CALL or f.code.name == FIRE_CALLBACKS) and f.locals.get(
-            "__firing"
-        ):
+        if f.code.name in _FIRING_FRAMES and f.locals.get("__firing"):
             return JSArray()
         for h, fn in f.locals.get(REGISTRY) or ():
             if h == hook:
@@ -118,6 +138,73 @@ def _callable(fn: Any, what: str) -> None:
 
 @builtin("__callbacks_for")
 def _callbacks_for(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
-    """The callbacks an event of hook `name` runs now, in order (std::statelog's `emit`)."""
+    """The callbacks an event of hook `name` runs now, in order (std::statelog's `emit`). Given
+    the event's data, a child program also forwards the event to its parent."""
     hook = arg(args, named, 0, "name")
-    return active_callbacks(m, hook) if type(hook) is str else JSArray()
+    if type(hook) is not str:
+        return JSArray()
+    if len(args) > 1:
+        forward(m, hook, args[1])
+    return active_callbacks(m, hook)
+
+
+def forward(m: Machine, hook: str, data: Any) -> None:
+    """Hand an event to the parent program when one of its callbacks (or an ancestor's) listens
+    for `hook`; nothing happens in a program that is not a child."""
+    if hook in m.forward and len(m.outbox) < OUTBOX_MAX and not firing(m):
+        m.outbox.append((hook, data))
+
+
+def firing(m: Machine) -> bool:
+    """True while a callback runs (its own calls raise no events)."""
+    for f in reversed(m.frames):
+        if f.code.name in _FIRING_FRAMES and f.locals.get("__firing"):
+            return True
+    return False
+
+
+def forwarded_calls(m: Machine, events: list[tuple[str, Any]]) -> JSArray:
+    """The parent's side of a child's forwarded events: relay each one further up (this
+    program may itself be a child) and pair it with the callbacks this program runs for it:
+    `[[callbacks, data], …]`, for the prelude's `__child_events`."""
+    calls = JSArray()
+    for hook, data in events:
+        forward(m, hook, data)
+        fns = active_callbacks(m, hook)
+        if fns:
+            calls.append(JSArray([fns, data]))
+    return calls
+
+
+def listening(m: Machine, hook: str) -> bool:
+    """Whether an event of `hook` raised now runs a callback or goes to a parent program."""
+    return (hook in m.forward and not firing(m)) or bool(active_callbacks(m, hook))
+
+
+@builtin("__hook_clock")
+def _hook_clock(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The clock (ms) when someone listens for the hook named, else 0: where a timeTaken
+    starts."""
+    hook = arg(args, named, 0, "hook")
+    return now_ms(m) if type(hook) is str and listening(m, hook) else 0
+
+
+@builtin("__hook_elapsed")
+def _hook_elapsed(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Milliseconds since `__hook_clock` gave `start` (0 when it gave 0: nobody listened)."""
+    start = arg(args, named, 0, "start")
+    if not start:
+        return 0
+    return now_ms(m) - start
+
+
+def listened(m: Machine) -> frozenset[str]:
+    """The hooks a child program run from here forwards: those this program has callbacks
+    for now, and those its own parent listens for."""
+    hooks = set(m.forward)
+    for f in m.frames:
+        for h, _fn in f.locals.get(REGISTRY) or ():
+            hooks.add(h)
+    for h, _fn in m.globals.get(REGISTRY) or ():
+        hooks.add(h)
+    return frozenset(hooks)

@@ -562,6 +562,20 @@ def _save_draft(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
     return None
 
 
+def request_deadline(m: Machine) -> float | None:
+    """The time.monotonic() instant by which a model request made now must end: where the
+    tightest running time guard's budget runs out (None without one, and under a fake clock,
+    which a request does not move)."""
+    if FAKE_CLOCK in m.mutable:
+        return None
+    left: float | None = None
+    for _at, g in running_guards(m, deciding=False):
+        if g["maxTime"] is not None and g["timeBase"] is not None and "time" not in g["disarmed"]:
+            ms = g["maxTime"] - (m.world.clock() - g["timeBase"]) + 1
+            left = ms if left is None else min(left, ms)
+    return None if left is None else time.monotonic() + max(left, 0.0) / 1000
+
+
 @builtin("sleep")
 def _sleep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Wait `ms` milliseconds. Inside a fork or race branch it advances the branch's virtual

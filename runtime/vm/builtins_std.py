@@ -21,6 +21,7 @@ from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_fork import branch_usage
 from runtime.vm.builtins_threads import messages_of
 from runtime.vm.effects import observe
+from runtime.vm.frames import ExitSignal
 from runtime.vm.llm_calls import MODEL_USAGE
 from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
 from runtime.vm.writelog import W_SHARED
@@ -167,6 +168,15 @@ def _system_set_env(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         raise AgencyRuntimeError(f"setEnv: {name!r} is not a valid environment variable name")
     os.environ[name] = value
     return None
+
+
+@builtin("__system_exit")
+def _system_exit(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """End the program now: a halt with no value, and `code` as the process's exit status."""
+    code = to_number(arg(args, named, 0, "code", 0))
+    if code != code or code in (float("inf"), float("-inf")) or code != int(code):
+        raise AgencyRuntimeError(f"exit: the code must be a whole number, got {to_str(code)}")
+    raise ExitSignal(int(code) & 0xFF)
 
 
 @builtin("__system_cwd")

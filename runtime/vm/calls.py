@@ -10,7 +10,13 @@ from runtime.language.bytecode import Code, FuncRef
 from runtime.language.syntax.ast import Span
 from runtime.vm.boundary import HOST_ERRORS, host_error
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
-from runtime.vm.builtins_callbacks import HOOKED_CALL, active_callbacks
+from runtime.vm.builtins_callbacks import (
+    HOOKED_CALL,
+    HOOKED_NODE,
+    active_callbacks,
+    forward,
+    listening,
+)
 from runtime.vm.builtins_fork import FORK_LOCAL, fork_unwound
 from runtime.vm.builtins_guard import DESTRUCTIVE, STEP_GUARD, destructive_return
 from runtime.vm.checkpoints import entry_checkpoint
@@ -361,18 +367,44 @@ class CallingMachine(MachineState):
         if code is None or code.kind != "node":
             nodes = ", ".join(self.program.nodes()) or "none"
             raise AgencyRuntimeError(f"no node named `{self.node}` (nodes: {nodes})")
+        if self.forward or ACTIVE_HOOKS in self.globals:
+            if self._node_hooks(code, self.entry_args, self.entry_named, True):
+                return
         self.nodes_traversed.append(code.name)
         self._push_frame(code, self.entry_args, self.entry_named)
 
     def _transition(self, code: Code, args: list[Any], named: dict[str, Any]) -> None:
         """A node called another node: the current node ends; the other one takes over."""
+        top = self.frames[-1]
+        hooked = top.code.name == HOOKED_NODE  # its onNodeStart callbacks ran
+        entry = hooked and top.locals.get("__entry") is True  # (the run's first node)
         while len(self.frames) > 1:
             self.frames.pop()
             if self.wlog is not None:
                 self.wlog.append((W_POP_FRAME,))
+        if not hooked and (self.forward or ACTIVE_HOOKS in self.globals):
+            if self._node_hooks(code, args, named, False):
+                return
+        if not entry:
+            self.event("transition", f"→ {code.name}", {"node": code.name})
         self.nodes_traversed.append(code.name)
-        self.event("transition", f"→ {code.name}", {"node": code.name})
         self._push_frame(code, args, named)
+
+    def _node_hooks(self, code: Code, args: list[Any], named: dict[str, Any], entry: bool) -> bool:
+        """A node begins: forward its onNodeStart to a listening parent program, and when
+        callbacks for it are registered, call the prelude's `__hooked_node`, which runs them
+        and then enters the node (True)."""
+        data = JSObject({"nodeName": code.name})
+        me = cast("Machine", self)
+        forward(me, "onNodeStart", data)
+        fns = active_callbacks(me, "onNodeStart")
+        if not fns:
+            return False
+        hooked = self.functions[HOOKED_NODE]
+        self._push_frame(
+            hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named), entry], {}
+        )
+        return True
 
     def _finish(self, value: Any) -> None:
         if self.wlog is not None:
@@ -436,12 +468,15 @@ class CallingMachine(MachineState):
         return False
 
     def _hooked(self, frame: Frame, code: Code, args: list[Any], named: dict[str, Any]) -> bool:
-        """A def call while `onFunctionStart` callbacks are registered: call the prelude's
-        `__hooked_call`, which runs them and then the def (runtime/vm/builtins_callbacks.py)."""
+        """A def call while `onFunctionStart` or `onFunctionEnd` callbacks are registered (or a
+        parent program listens): call the prelude's `__hooked_call`, which runs them around the
+        def (runtime/vm/builtins_callbacks.py)."""
         if code.kind != "def" or code.name.startswith("__") or frame.code.name == HOOKED_CALL:
             return False
-        fns = active_callbacks(cast("Machine", self), "onFunctionStart")
-        if not fns:
+        me = cast("Machine", self)
+        fns = active_callbacks(me, "onFunctionStart")
+        forwarding = "onFunctionStart" in self.forward
+        if not fns and not forwarding and not listening(me, "onFunctionEnd"):
             return False
         values = self.bind_args(code, args, named)
         data = JSObject(
@@ -451,6 +486,8 @@ class CallingMachine(MachineState):
                 "moduleId": code.file,
             }
         )
+        if forwarding:
+            forward(me, "onFunctionStart", data)
         hooked = self.functions[HOOKED_CALL]
         self._push_frame(
             hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named)], {}

@@ -83,6 +83,14 @@ class UnwindSignal(Signal):
         self.value = value
 
 
+class ExitSignal(Signal):
+    """`exit(code)` (std::system): the program ends now, with that exit code and no value."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__("exit")
+        self.code = code
+
+
 class PauseSignal(Signal):
     """The run must wait for the outside world (an unanswered interrupt)."""
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.syntax.ast import TFunc
-from runtime.llm.base import MISSING, ToolSpec
+from runtime.llm.base import DEADLINE, MISSING, Completion, DeadlinePassed, ToolSpec
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.vm.boundary import well_formed
@@ -163,7 +163,11 @@ def _deliver_feedback(m: Machine, thread: str, notes: list[str], prompt_at: Any)
         m.append_message(thread, msg)
 
 
-def call_model(m: Machine, req: JSObject) -> JSObject:
+def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSObject:
+    """Send the request's next round to the model; its answer as {done, value, calls}, or
+    {cancelled: true} when a time guard's budget ran out first (`deadline`, a time.monotonic()
+    instant): the round is then not used up, and the prelude asks the guard before trying
+    again."""
     if m.model is None:
         raise AgencyRuntimeError("llm: no model is configured")
     announce(m)
@@ -182,11 +186,19 @@ def call_model(m: Machine, req: JSObject) -> JSObject:
     tools = tool_specs(m, list(_tool_values(req)))
     params = to_plain(req.get("params") or JSObject())
     started = time.perf_counter()
+    limit = DEADLINE.set(deadline)
     try:
         model = model_for(m, params.get("model"))
         completion = model.complete(messages, tools, schema, params)
+    except DeadlinePassed as exc:  # a remote request cut short at the deadline
+        name = str(getattr(model, "model", ""))
+        completion = Completion(text="", model=name, provider=exc.provider, cancelled=True)
     except AgencyError as exc:
         raise AgencyRuntimeError(str(exc)) from None
+    finally:
+        DEADLINE.reset(limit)
+    if completion.cancelled:
+        return _cancelled(m, req, rnd, completion, messages, tools, schema, params)
     latency = completion.latency_ms or (time.perf_counter() - started) * 1000
     m.llm_calls += 1
     usage = completion.usage
@@ -328,6 +340,69 @@ def start_data(m: Machine, req: JSObject) -> JSObject:
             "tools": tools,
             "model": model,
             "messages": from_plain(request_messages(m, req, rnd)),
+        }
+    )
+
+
+def _cancelled(
+    m: Machine,
+    req: JSObject,
+    rnd: int,
+    completion: Any,
+    messages: list[Any],
+    tools: list[ToolSpec],
+    schema: Any,
+    params: dict[str, Any],
+) -> JSObject:
+    """A request a time guard cut short: recorded like an answer (replay serves it back in its
+    place), nothing added to the thread, and the round given back for the retry."""
+    m.set_key(req, "round", rnd)
+    m.llm_calls += 1
+    m.event(
+        "llm",
+        "cancelled: a time guard ran out",
+        {
+            "provider": completion.provider,
+            "model": completion.model,
+            "request": {
+                "messages": messages,
+                "tools": [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in tools
+                ],
+                "schema": schema,
+                "params": params,
+            },
+            "response": completion.to_json(),
+            "value": None,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": 0.0,
+            "latency_ms": completion.latency_ms,
+            "round": rnd + 1,
+        },
+    )
+    return JSObject({"done": False, "cancelled": True, "value": None, "calls": JSArray()})
+
+
+def end_data(
+    m: Machine, req: JSObject, answer: JSObject, before: dict[str, Any], taken: Any
+) -> JSObject:
+    """What `onLLMCallEnd` callbacks get after each answer: the model, the result (the reply's
+    output and the tool calls it asks for), this call's usage and cost, the time it took (ms,
+    from the recorded clock) and the thread's messages with the answer."""
+    start = start_data(m, req)
+    inp = m.usage["input_tokens"] - before["input_tokens"]
+    out = m.usage["output_tokens"] - before["output_tokens"]
+    thread = m.threads.get(to_str(req["thread"])) or []
+    return JSObject(
+        {
+            "model": start["model"],
+            "result": JSObject({"output": answer.get("value"), "toolCalls": answer.get("calls")}),
+            "usage": JSObject({"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out}),
+            "cost": m.usage["cost"] - before["cost"],
+            "timeTaken": taken,
+            "messages": from_plain([dict(msg) for msg in thread]),
         }
     )
 

@@ -25,6 +25,7 @@ from runtime.vm.checkpoints import apply_restore
 from runtime.vm.classes import items_of
 from runtime.vm.frames import (
     Decision,
+    ExitSignal,
     PauseSignal,
     RejectSignal,
     RestoreSignal,
@@ -145,6 +146,10 @@ class Machine(CallingMachine):
                 self._unwind(unwind.depth, unwind.value)
             except BranchCancelled:
                 pass  # a race branch lost: its frames are gone, the race frame goes on
+            except ExitSignal as ended:
+                self.exit_code = ended.code
+                self._finish(None)
+                return
             except PauseSignal as paused:  # (not `sig`: mypyc types a name by its first use)
                 self.status = INTERRUPTED
                 self.pending = paused.payload

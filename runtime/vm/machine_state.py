@@ -114,6 +114,7 @@ class MachineState:
         self.status = RUNNING
         self.result: Any = None
         self.error: AgencyRuntimeError | None = None
+        self.exit_code: int | None = None  # the program called std::system's exit(code)
         self.pending: Any = None  # the unanswered interrupt while paused
         self.answer: Decision | None = None
         # A step boundary at or past `step_limit` takes the slow path (`at_limit`): the
@@ -136,6 +137,10 @@ class MachineState:
         self.host = Host()  # journal, recorded effects, model routing: set by whoever runs it
         self.agency_depth = 0  # a child program's nesting (std::agency): set by its parent
         self.agency_max_depth = 0
+        # Lifecycle events a parent program listens for (a child program's, std::agency): the
+        # hooks whose events go into `outbox`, which the parent takes after each segment.
+        self.forward: frozenset[str] = frozenset()
+        self.outbox: list[tuple[str, Any]] = []
         # Recording
         self.wlog: list[Any] | None = None
         self.rec: Any = None  # the recorder, which encodes containers as they are written
