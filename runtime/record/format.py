@@ -111,32 +111,38 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
 
 
-_PICKLERS = threading.local()  # each thread's pickler and its buffer, made once
+_PICKLERS = threading.local()  # each thread's picklers and their buffers, made once
 
 
-def encode_record(value: Any) -> bytes:
-    """A step batch or keyframe as stored; `ValueError` for anything that is not plain data."""
+def encode_record(value: Any, memo: bool = False) -> bytes:
+    """A step batch or keyframe as stored; `ValueError` for anything that is not plain data.
+
+    `memo` for a step batch: it names the same few variables again and again, and with the
+    pickler's memo each repeat is a two-byte reference (a batch of local writes ~25% smaller
+    and ~15% faster to write). A keyframe has few repeats worth it and many objects the memo
+    would note, ~30% slower with it (a 2,000-message thread)."""
     pickler: _PlainPickler
     out: io.BytesIO
+    slot = "memo" if memo else "fast"
     try:
-        pickler, out = _PICKLERS.made
+        pickler, out = getattr(_PICKLERS, slot)
     except AttributeError:  # this thread's first record (a pickler costs ~2 µs to make)
         out = io.BytesIO()
         pickler = _PlainPickler(out, protocol=5)
-        _PICKLERS.made = (pickler, out)
+        pickler.fast = not memo  # (without the memo, a cycle is an error: plain data has none)
+        setattr(_PICKLERS, slot, (pickler, out))
     try:
-        # With its memo: a batch names the same few variables again and again, and each
-        # repeat is then a two-byte reference (a batch ~25% smaller, ~15% faster to write).
         pickler.dump(value)
         return out.getvalue()
     except ValueError:  # not plain data (`reducer_override`)
-        del _PICKLERS.made  # cut short: the next record gets a new pickler
+        delattr(_PICKLERS, slot)  # cut short: the next record gets a new pickler
         raise
     except (pickle.PicklingError, TypeError, RecursionError) as exc:
-        del _PICKLERS.made
+        delattr(_PICKLERS, slot)
         raise ValueError(str(exc)) from None
     finally:
-        pickler.clear_memo()  # (it holds what it wrote)
+        if memo:
+            pickler.clear_memo()  # (it holds what it wrote)
         out.seek(0)
         out.truncate()
 

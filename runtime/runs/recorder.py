@@ -54,7 +54,11 @@ from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
 # Time between full keyframes, in times what one cost. Wall time (`perf_counter`, 0.1 µs a
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
-FULL_KEYFRAME_BUDGET = 40
+FULL_KEYFRAME_BUDGET = 10
+# ... and for a large state, whose full keyframes cost milliseconds: a growing list recaptured
+# every 10x its cost spent ~10% of the run capturing it again.
+LARGE_KEYFRAME = 64 << 10  # bytes encoded
+LARGE_KEYFRAME_BUDGET = 40
 COMPRESS_FROM = 4096  # keyframes this large are compressed, when a sample says it pays
 COMPRESS_SAMPLE = 4096  # ... bytes of it compressed first to find out
 COMPRESS_RATIO = 0.6  # ... it pays when the sample shrinks to this share or less
@@ -493,9 +497,9 @@ class Recorder:
         last = m.step_index  # every step appends its marker, so the last one is this step's
         head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((*head, chunk, BATCH_LOCALS))
+            blob = encode_record((*head, chunk, BATCH_LOCALS), memo=True)
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((*head, _plain_data(chunk), BATCH_LOCALS))
+            blob = encode_record((*head, _plain_data(chunk), BATCH_LOCALS), memo=True)
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         self.since_keyframe += len(blob)
@@ -539,7 +543,9 @@ class Recorder:
             or not self.incremental
             or self.full_step is None
             or self.full_step >= step
-            or started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
+            or started - self.full_at
+            > (LARGE_KEYFRAME_BUDGET if self.full_size > LARGE_KEYFRAME else FULL_KEYFRAME_BUDGET)
+            * self.full_cost
             or 2 * self.keyframe_size > self.full_size
             or self.since_full > self.full_size
         )
