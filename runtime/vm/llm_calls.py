@@ -262,15 +262,7 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
         {
             "provider": completion.provider,
             "model": completion.model,
-            "request": {
-                "messages": messages,
-                "tools": [
-                    {"name": t.name, "description": t.description, "parameters": t.parameters}
-                    for t in tools
-                ],
-                "schema": schema,
-                "params": params,
-            },
+            "request": _request(messages, tools, schema, params),
             "response": completion.to_json()
             if hasattr(completion, "to_json")
             else {"text": completion.text},
@@ -364,15 +356,7 @@ def _cancelled(
         {
             "provider": completion.provider,
             "model": completion.model,
-            "request": {
-                "messages": messages,
-                "tools": [
-                    {"name": t.name, "description": t.description, "parameters": t.parameters}
-                    for t in tools
-                ],
-                "schema": schema,
-                "params": params,
-            },
+            "request": _request(messages, tools, schema, params),
             "response": completion.to_json(),
             "value": None,
             "input_tokens": 0,
@@ -493,3 +477,16 @@ def count_model_usage(m: Machine, model: str, inp: int, out: int, cost: float) -
     entry["cost"] = entry["cost"] + cost
     m.mutable[MODEL_USAGE] = table
     m.log((W_SHARED, "mutable:" + MODEL_USAGE, table))
+
+
+def _request(messages: Any, tools: Any, schema: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """An `llm` event's request as the recorder stores it (what the provider was sent)."""
+    return {
+        "messages": messages,
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in tools
+        ],
+        "schema": schema,
+        "params": params,
+    }
