@@ -5,13 +5,24 @@ output must say)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from debugger.cli import cli
 
 AGENCY = [sys.executable, "-c", "from debugger.cli import main; main()"]
 """The command line of a real `agency` process, for tests that need one (signals, pipes)."""
+
+
+def plain_workdir(path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`path` as the working directory, with none of the environment that points the command
+    elsewhere (a run store, scripted answers, a model)."""
+    monkeypatch.chdir(path)
+    for name in ("AGENCY_DB", "AGENCY_LLM_MOCKS", "AGENCY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return path
 
 
 def agency(*args: str) -> Result:

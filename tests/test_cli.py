@@ -15,7 +15,7 @@ import pytest
 
 from debugger.cli import cli
 
-from .cli_helpers import AGENCY, agency, clean
+from .cli_helpers import AGENCY, agency, clean, plain_workdir
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -26,10 +26,7 @@ LOOP = "node main() {\n  let i = 0\n  while (true) {\n    i++\n  }\n}\n"
 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("AGENCY_DB", raising=False)
-    monkeypatch.delenv("AGENCY_LLM_MOCKS", raising=False)
-    monkeypatch.delenv("AGENCY_MODEL", raising=False)
+    plain_workdir(tmp_path, monkeypatch)
     (tmp_path / "ok.agency").write_text(OK)
     (tmp_path / "greet.agency").write_text(GREET)
     (tmp_path / "bin.agency").write_bytes(bytes(range(128, 256)))

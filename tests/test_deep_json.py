@@ -22,7 +22,7 @@ from runtime.language.files import (
     loads_json,
 )
 
-from .cli_helpers import agency, clean
+from .cli_helpers import agency, clean, plain_workdir
 
 ECHO = "node main(x: any) {\n  print(x)\n  return x\n}\n"
 DEEP = 900
@@ -34,10 +34,7 @@ def nested(depth: int) -> str:
 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("AGENCY_DB", raising=False)
-    monkeypatch.delenv("AGENCY_LLM_MOCKS", raising=False)
-    monkeypatch.delenv("AGENCY_MODEL", raising=False)
+    plain_workdir(tmp_path, monkeypatch)
     (tmp_path / "echo.agency").write_text(ECHO)
     return tmp_path
 
