@@ -56,7 +56,7 @@ class Diagnostic(Frozen):
         head = f"{self.path}:{self.span.line}:{self.span.col}: {self.message}"
         if source is None or self.span.line <= 0:
             return head
-        lines = source.splitlines()
+        lines = source.removeprefix("\ufeff").splitlines()  # columns start after a BOM
         if self.span.line > len(lines):
             return head
         text = lines[self.span.line - 1].expandtabs(4)

@@ -60,6 +60,14 @@ def test_names_punctuation_and_spans() -> None:
     assert tokens[-1].span == Span(1, 18, 1, 18)
 
 
+def test_a_leading_byte_order_mark_is_skipped_and_columns_start_after_it() -> None:
+    tokens = lex("\ufefflet x")
+    assert [(t.kind, t.text) for t in tokens][:2] == [(NAME, "let"), (NAME, "x")]
+    assert tokens[0].span == Span(1, 1, 1, 4)
+    _, diagnostics = tokenize("let \ufeffx")  # elsewhere it is a stray character
+    assert diagnostics
+
+
 def test_longest_punctuation_first() -> None:
     source = "=== !== ??= ... ** |> => == != <= >= && || ++ -- += -= *= /= ?. ( ) [ ] { } , ; : ."
     assert kinds(source)[:-1] == source.split()

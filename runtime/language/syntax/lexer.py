@@ -92,9 +92,10 @@ class Lexer:
     def __init__(self, source: str) -> None:
         self.src = source
         self.n = len(source)
-        self.i = 0
+        # A byte-order mark (editors on Windows write one) is not part of the program.
+        self.i = 1 if source.startswith("\ufeff") else 0
         self.line = 1
-        self.line_start = 0  # index of the first character of the current line
+        self.line_start = self.i  # index of the first character of the current line
         self.depth = 0
         self.aborted = False  # nesting went too deep; the rest of the file was skipped
         self.diagnostics: list[Diagnostic] = []
