@@ -269,7 +269,7 @@ def check_imports(program: A.Program, source: str) -> None:
 
 def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     tree = parse(source, path)
-    if splices.has_splices(tree):
+    if "$(" in source and splices.has_splices(tree):  # (a splice starts with that token)
         tree, source = splices.expand(tree, source, path)
     check_imports(tree, source)
     imported = _yield_to_user(tree, gather_imports(tree, source))
