@@ -22,6 +22,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input
@@ -80,6 +81,16 @@ PRIORITY_ACTIONS = frozenset(
 
 class DebuggerApp(Commands, EditingKeys, App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
+
+    class RunLooked(Message):
+        """A look at a run another process is recording (its length and status), read by a
+        worker thread for `session`; `error` when the store could not be read."""
+
+        def __init__(self, session: Session, look: Any, error: Exception | None) -> None:
+            super().__init__()
+            self.session = session
+            self.look = look
+            self.error = error
 
     CSS_PATH = "app.tcss"
     TITLE = "agency debugger"
@@ -208,6 +219,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         # its next step: Esc, q and Ctrl-C use it.
         self._stopper: Stopper | None = stopper
         self._follow_timer: Timer | None = None  # looks again at a run being recorded elsewhere
+        self._looking = False  # a look at that run is being read (by a worker thread)
         self._reader_before: LineReader | None = None  # who answered input() before the app
 
     # -- layout ------------------------------------------------------------------------------------
@@ -259,6 +271,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
 
     def on_unmount(self) -> None:
         set_line_reader(self._reader_before)
+        self._stop_following()
 
     def _ask_line(self, prompt: str) -> str | None:
         """The line the program's `input(prompt)` asks for, from a dialog. A worker thread runs
@@ -335,14 +348,43 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             self._follow_timer = self.set_interval(FOLLOW_SECONDS, self._follow_run)
 
     def _follow_run(self) -> None:
-        """A run another process is recording: look at its length and status again (two small
-        reads) and redraw when they changed, until it ends. Skipped while long work runs."""
+        """A run another process is recording: every FOLLOW_SECONDS, look at its length and
+        status again (two small reads: with PostgreSQL, round trips to the server), in a
+        worker thread so the keys never wait on them, one look at a time; the answer comes
+        back as `RunLooked`. Skipped while long work runs."""
         s = self.session
-        if s is None or self._busy is not None:
+        if s is None or self._busy is not None or self._looking:
             return
+        self._looking = True
+        self._look_worker(s)
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False)
+    def _look_worker(self, session: Session) -> None:
+        look: Any = None
+        error: Exception | None = None
         try:
-            changed = s.follow()
+            look = session.follow_look()
         except Exception as exc:  # noqa: BLE001 - a store that cannot be read now: said once
+            error = exc
+        if not get_current_worker().is_cancelled and not self._exit_requested:
+            self.post_message(self.RunLooked(session, look, error))
+
+    def on_debugger_app_run_looked(self, message: DebuggerApp.RunLooked) -> None:
+        """Apply a look (on the event loop: no store read here) and redraw when the run grew
+        or its status changed; stop following once it has ended."""
+        self._looking = False
+        s = self.session
+        if s is None or s is not message.session or self._follow_timer is None:
+            return  # another session opened, or following stopped, meanwhile
+        if message.error is not None:
+            self._stop_following()
+            self._fail(f"stopped following the run: {message.error}")
+            return
+        if self._busy is not None:
+            return  # long work began meanwhile: looked at again after it
+        try:
+            changed = s.follow(message.look)
+        except Exception as exc:  # noqa: BLE001 - a timeline without a separate look reads
             self._stop_following()
             self._fail(f"stopped following the run: {exc}")
             return
@@ -357,6 +399,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         if self._follow_timer is not None:
             self._follow_timer.stop()
             self._follow_timer = None
+        self.workers.cancel_group(self, "follow")
+        self._looking = False
 
     def _warn_store_size(self) -> None:
         """Every recorded session adds to the run store: say so once it is big, with the way
@@ -609,6 +653,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         if self._stopper is not None:
             self._stopper.cancel("stopped: the debugger quit")
         self.workers.cancel_group(self, "work")
+        self._stop_following()
         self.exit()
 
     # -- widgets asking --------------------------------------------------------------------------

@@ -115,13 +115,18 @@ class Timeline:
         self._span_kfs.clear()
         self._segs = None
 
-    def follow(self) -> bool:
+    def look(self) -> tuple[int, Any]:
+        """The run's length and its row as the store has them now: two small reads that
+        touch none of this timeline's caches, so any thread may make them (a debugger reads
+        off its event loop, then hands the answer to `follow`)."""
+        return self.store.step_count(self.run_id, self.branch), self.store.get_run(self.run_id)
+
+    def follow(self, look: tuple[int, Any] | None = None) -> bool:
         """Look again at a run another process may still be recording: its length and status
-        (two small reads, nothing else). True when either changed; the cached facts that
-        depend on them are then forgotten (the states of recorded steps stay: they never
-        change)."""
-        n = self.store.step_count(self.run_id, self.branch)
-        run = self.store.get_run(self.run_id)
+        (`look()`, or what a `look()` made elsewhere gave). True when either changed; the
+        cached facts that depend on them are then forgotten (the states of recorded steps
+        stay: they never change)."""
+        n, run = look if look is not None else self.look()
         was = self.run.status if self.run is not None else None
         now = run.status if run is not None else None
         if n == len(self) and now == was:
