@@ -9,7 +9,10 @@ progress line; the UI keeps answering and Escape cancels a scan.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +51,7 @@ from debugger.widgets.value_screen import ValueScreen
 from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
+from runtime.errors import EXIT_TERMINATED
 from runtime.runs.stopping import Stopper
 from runtime.vm.builtins_input import LineReader, set_line_reader
 
@@ -220,6 +224,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._stopper: Stopper | None = stopper
         self._follow_timer: Timer | None = None  # looks again at a run being recorded elsewhere
         self._looking = False  # a look at that run is being read (by a worker thread)
+        self._sigterm_listened = False  # SIGTERM quits the app (`_listen_for_sigterm`)
+        self._sigterm_heard = False
         self._reader_before: LineReader | None = None  # who answered input() before the app
 
     # -- layout ------------------------------------------------------------------------------------
@@ -262,6 +268,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        self._listen_for_sigterm()
         # The program's input() cannot read the terminal while the app owns it: it asks here.
         self._reader_before = set_line_reader(self._ask_line)
         if self.session is not None:
@@ -272,6 +279,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
     def on_unmount(self) -> None:
         set_line_reader(self._reader_before)
         self._stop_following()
+        self._stop_listening_for_sigterm()
 
     def _ask_line(self, prompt: str) -> str | None:
         """The line the program's `input(prompt)` asks for, from a dialog. A worker thread runs
@@ -649,12 +657,45 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
     async def action_quit(self) -> None:
         """Quit at once: a run still being recorded stops at its next step and is saved as
         interrupted (resumable) as the process ends."""
+        self._quit("stopped: the debugger quit")
+
+    def _quit(self, why: str, return_code: int = 0) -> None:
         self._exit_requested = True
         if self._stopper is not None:
-            self._stopper.cancel("stopped: the debugger quit")
+            self._stopper.cancel(why)
         self.workers.cancel_group(self, "work")
         self._stop_following()
-        self.exit()
+        self.exit(return_code=return_code)
+
+    def _listen_for_sigterm(self) -> None:
+        """SIGTERM (a supervisor, `kill PID`) quits as `q` does, so a run being recorded is
+        saved as interrupted at its next step and the terminal is given back, with exit
+        status 143; a second one ends the process at once. Only when SIGTERM has its default
+        action (a program embedding the app keeps its own handler)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            return
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._terminated)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return
+        self._sigterm_heard = False
+        self._sigterm_listened = True
+
+    def _stop_listening_for_sigterm(self) -> None:
+        if self._sigterm_listened:
+            self._sigterm_listened = False
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+
+    def _terminated(self) -> None:
+        if self._sigterm_heard:  # the second: now, whatever is in flight
+            self._stop_listening_for_sigterm()
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        self._sigterm_heard = True
+        self._quit("stopped by SIGTERM", EXIT_TERMINATED)
 
     # -- widgets asking --------------------------------------------------------------------------
 
