@@ -274,6 +274,7 @@ def run_recorded(
                 stop.requested = True
             except Exception as exc:  # `| head` closed stdout, or a bug: keep it resumable
                 crash = exc
+            stop.reached()
             try:
                 rec.recorder.finish()
             except Exception as exc:

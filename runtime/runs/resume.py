@@ -204,6 +204,7 @@ def _resume_run(
         except KeyboardInterrupt:
             graceful.requested = True
         finally:
+            graceful.reached()
             rec.finish()
             if graceful.stopped():
                 mark_stopped(store, run.id, graceful.why())

@@ -184,6 +184,8 @@ class GracefulStop:
         self._over = threading.Event()
         self._lock = threading.Lock()
         self._main = threading.main_thread().ident
+        self._grace = DEFAULT_STOP_GRACE
+        self._deadline: float | None = None  # when a SIGTERM stops the run where it is
 
     def __enter__(self) -> GracefulStop:
         if threading.current_thread() is threading.main_thread():
@@ -226,25 +228,31 @@ class GracefulStop:
                 file=sys.stderr,
                 flush=True,
             )
-        grace = None
         if term:
             try:
-                grace = stop_grace()
+                self._grace = stop_grace()
             except AgencyError:
-                grace = DEFAULT_STOP_GRACE
-        threading.Thread(target=self._watch, args=(grace,), daemon=True).start()
+                self._grace = DEFAULT_STOP_GRACE
+            self._deadline = time.monotonic() + self._grace
+        threading.Thread(target=self._watch, daemon=True).start()
 
-    def _watch(self, grace: float | None) -> None:
+    def reached(self) -> None:
+        """The run has stopped (or ended): what is left is completing its record, which gets a
+        grace of its own before a SIGTERM stops that too."""
+        if self._deadline is not None:
+            self._deadline = time.monotonic() + self._grace
+
+    def _watch(self) -> None:
         """Until the run has stopped: keep its stop asked for (a handler that ran while the
-        run loop was setting its own `stop_at` would be overwritten), and after `grace`
-        seconds stop it where it is (a SIGTERM to the main thread, as a second one)."""
-        deadline = None if grace is None else time.monotonic() + grace
+        run loop was setting its own `stop_at` would be overwritten), and once a SIGTERM's
+        grace is over stop it where it is (a SIGTERM to the main thread, as a second one)."""
         while not self._over.wait(0.02):
             m = self.m
             if m is not None and m.stop_at > m.step_index:
                 m.stop_at = m.step_index
+            deadline = self._deadline
             if deadline is not None and time.monotonic() >= deadline and self._main is not None:
-                deadline = None
+                self._deadline = None
                 with self._lock:
                     if not self._over.is_set():
                         # A real signal, not `interrupt_main`: it also ends a blocking read.
