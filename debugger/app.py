@@ -375,7 +375,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         except Exception as exc:  # noqa: BLE001 - a store that cannot be read now: said once
             error = exc
         if not get_current_worker().is_cancelled and not self._exit_requested:
-            self.post_message(self.RunLooked(session, look, error))
+            with contextlib.suppress(RuntimeError):  # the app closed as the look came back
+                self.post_message(self.RunLooked(session, look, error))
 
     def on_debugger_app_run_looked(self, message: DebuggerApp.RunLooked) -> None:
         """Apply a look (on the event loop: no store read here) and redraw when the run grew

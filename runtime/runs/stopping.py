@@ -1,6 +1,6 @@
-"""Provides stopping a run cleanly: Ctrl-C or SIGTERM at a step boundary (`GracefulStop`), a step budget
-and a cancel flag any thread may raise (`Stopper`), recording the answers given to interrupts,
-and marking a stopped run."""
+"""Provides stopping a run cleanly: Ctrl-C or SIGTERM at a step boundary (`GracefulStop`), a
+step budget and a cancel flag any thread may raise (`Stopper`), recording the answers given to
+interrupts, and marking a stopped run."""
 
 from __future__ import annotations
 
