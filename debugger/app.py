@@ -9,7 +9,10 @@ progress line; the UI keeps answering and Escape cancels a scan.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +25,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input
@@ -47,6 +51,7 @@ from debugger.widgets.value_screen import ValueScreen
 from debugger.widgets.variables_panel import VariablesPanel
 from debugger.widgets.watches_panel import WatchesPanel
 from debugger.widgets.work_progress import WorkProgress
+from runtime.errors import EXIT_TERMINATED
 from runtime.runs.stopping import Stopper
 from runtime.vm.builtins_input import LineReader, set_line_reader
 
@@ -80,6 +85,16 @@ PRIORITY_ACTIONS = frozenset(
 
 class DebuggerApp(Commands, EditingKeys, App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
+
+    class RunLooked(Message):
+        """A look at a run another process is recording (its length and status), read by a
+        worker thread for `session`; `error` when the store could not be read."""
+
+        def __init__(self, session: Session, look: Any, error: Exception | None) -> None:
+            super().__init__()
+            self.session = session
+            self.look = look
+            self.error = error
 
     CSS_PATH = "app.tcss"
     TITLE = "agency debugger"
@@ -208,6 +223,9 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         # its next step: Esc, q and Ctrl-C use it.
         self._stopper: Stopper | None = stopper
         self._follow_timer: Timer | None = None  # looks again at a run being recorded elsewhere
+        self._looking = False  # a look at that run is being read (by a worker thread)
+        self._sigterm_listened = False  # SIGTERM quits the app (`_listen_for_sigterm`)
+        self._sigterm_heard = False
         self._reader_before: LineReader | None = None  # who answered input() before the app
 
     # -- layout ------------------------------------------------------------------------------------
@@ -250,6 +268,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        self._listen_for_sigterm()
         # The program's input() cannot read the terminal while the app owns it: it asks here.
         self._reader_before = set_line_reader(self._ask_line)
         if self.session is not None:
@@ -259,6 +278,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
 
     def on_unmount(self) -> None:
         set_line_reader(self._reader_before)
+        self._stop_following()
+        self._stop_listening_for_sigterm()
 
     def _ask_line(self, prompt: str) -> str | None:
         """The line the program's `input(prompt)` asks for, from a dialog. A worker thread runs
@@ -335,14 +356,44 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             self._follow_timer = self.set_interval(FOLLOW_SECONDS, self._follow_run)
 
     def _follow_run(self) -> None:
-        """A run another process is recording: look at its length and status again (two small
-        reads) and redraw when they changed, until it ends. Skipped while long work runs."""
+        """A run another process is recording: every FOLLOW_SECONDS, look at its length and
+        status again (two small reads: with PostgreSQL, round trips to the server), in a
+        worker thread so the keys never wait on them, one look at a time; the answer comes
+        back as `RunLooked`. Skipped while long work runs."""
         s = self.session
-        if s is None or self._busy is not None:
+        if s is None or self._busy is not None or self._looking:
             return
+        self._looking = True
+        self._look_worker(s)
+
+    @work(thread=True, exclusive=True, group="follow", exit_on_error=False)
+    def _look_worker(self, session: Session) -> None:
+        look: Any = None
+        error: Exception | None = None
         try:
-            changed = s.follow()
+            look = session.follow_look()
         except Exception as exc:  # noqa: BLE001 - a store that cannot be read now: said once
+            error = exc
+        if not get_current_worker().is_cancelled and not self._exit_requested:
+            with contextlib.suppress(RuntimeError):  # the app closed as the look came back
+                self.post_message(self.RunLooked(session, look, error))
+
+    def on_debugger_app_run_looked(self, message: DebuggerApp.RunLooked) -> None:
+        """Apply a look (on the event loop: no store read here) and redraw when the run grew
+        or its status changed; stop following once it has ended."""
+        self._looking = False
+        s = self.session
+        if s is None or s is not message.session or self._follow_timer is None:
+            return  # another session opened, or following stopped, meanwhile
+        if message.error is not None:
+            self._stop_following()
+            self._fail(f"stopped following the run: {message.error}")
+            return
+        if self._busy is not None:
+            return  # long work began meanwhile: looked at again after it
+        try:
+            changed = s.follow(message.look)
+        except Exception as exc:  # noqa: BLE001 - a timeline without a separate look reads
             self._stop_following()
             self._fail(f"stopped following the run: {exc}")
             return
@@ -357,6 +408,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         if self._follow_timer is not None:
             self._follow_timer.stop()
             self._follow_timer = None
+        self.workers.cancel_group(self, "follow")
+        self._looking = False
 
     def _warn_store_size(self) -> None:
         """Every recorded session adds to the run store: say so once it is big, with the way
@@ -605,11 +658,45 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
     async def action_quit(self) -> None:
         """Quit at once: a run still being recorded stops at its next step and is saved as
         interrupted (resumable) as the process ends."""
+        self._quit("stopped: the debugger quit")
+
+    def _quit(self, why: str, return_code: int = 0) -> None:
         self._exit_requested = True
         if self._stopper is not None:
-            self._stopper.cancel("stopped: the debugger quit")
+            self._stopper.cancel(why)
         self.workers.cancel_group(self, "work")
-        self.exit()
+        self._stop_following()
+        self.exit(return_code=return_code)
+
+    def _listen_for_sigterm(self) -> None:
+        """SIGTERM (a supervisor, `kill PID`) quits as `q` does, so a run being recorded is
+        saved as interrupted at its next step and the terminal is given back, with exit
+        status 143; a second one ends the process at once. Only when SIGTERM has its default
+        action (a program embedding the app keeps its own handler)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            return
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._terminated)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return
+        self._sigterm_heard = False
+        self._sigterm_listened = True
+
+    def _stop_listening_for_sigterm(self) -> None:
+        if self._sigterm_listened:
+            self._sigterm_listened = False
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+
+    def _terminated(self) -> None:
+        if self._sigterm_heard:  # the second: now, whatever is in flight
+            self._stop_listening_for_sigterm()
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        self._sigterm_heard = True
+        self._quit("stopped by SIGTERM", EXIT_TERMINATED)
 
     # -- widgets asking --------------------------------------------------------------------------
 

@@ -13,9 +13,11 @@ from debugger import __version__
 from debugger.click_context import CONTEXT
 from runtime.errors import (
     EXIT_STOPPED,
+    EXIT_TERMINATED,
     AgencyError,
     AgencySyntaxError,
     CheckpointFormatError,
+    Terminated,
     UsageError,
 )
 
@@ -99,7 +101,10 @@ class AgencyGroup(click.Group):
             report(exc)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, Terminated):
+                click.echo("\nagency: stopped (SIGTERM)", err=True)
+                sys.exit(EXIT_TERMINATED)
             click.echo("\nagency: stopped (Ctrl-C)", err=True)
             sys.exit(EXIT_STOPPED)
         except OSError as exc:
@@ -134,9 +139,9 @@ def main() -> None:
     signals.signal(signals.SIGINT, signals.default_int_handler)  # see debugger/__init__.py
     try:
         cli(prog_name="agency")
-    except KeyboardInterrupt:  # a second Ctrl-C while the first was being handled
+    except KeyboardInterrupt as exc:  # a second Ctrl-C while the first was being handled
         click.echo("\nagency: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_STOPPED)
 
 
 # -- shared options ------------------------------------------------------------------------------
@@ -464,12 +469,13 @@ def run(
     if crash is not None:
         raise crash
     if outcome.stopped:
+        by = outcome.signal_name or "Ctrl-C"
         click.echo(
-            f"agency: stopped at step {machine.step_index} (Ctrl-C); the run is saved as "
+            f"agency: stopped at step {machine.step_index} ({by}); the run is saved as "
             f"interrupted: continue it with `agency resume {rec_id}`",
             err=True,
         )
-        sys.exit(EXIT_STOPPED)
+        sys.exit(EXIT_TERMINATED if by == "SIGTERM" else EXIT_STOPPED)
     if stopper is not None and stopper.stopped():
         click.echo(
             f"agency: {stopper.reason()} at step {machine.step_index}; the run is saved as "

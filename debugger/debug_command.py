@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from runtime.errors import EXIT_TERMINATED
+
 __all__ = ["register", "build_app", "DEFAULT_MAX_STEPS"]
 
 DEFAULT_MAX_STEPS = 1_000_000  # a program that never ends stops here (resumable), not in swap
@@ -216,8 +218,34 @@ def register(cli: click.Group) -> None:
         )
         app.run()
         code = app.return_code or 0
+        if code == EXIT_TERMINATED:
+            _end_within_grace(code)
         if code:
             sys.exit(code)
 
     cli.add_command(debugger, "debugger")
     cli.add_command(debugger, "debug")
+
+
+def _end_within_grace(code: int) -> None:
+    """After SIGTERM the app has quit; the process ends once its workers' threads have (a
+    recording stops at its next step and is saved). One waiting on a model request in flight
+    is not waited for past the stop grace (`AGENCY_STOP_GRACE`): a stop never hangs."""
+    import os
+    import threading
+
+    from runtime.errors import AgencyError
+    from runtime.runs.stopping import DEFAULT_STOP_GRACE, stop_grace
+
+    try:
+        grace = stop_grace()
+    except AgencyError:
+        grace = DEFAULT_STOP_GRACE
+
+    def end() -> None:
+        sys.stderr.flush()
+        os._exit(code)
+
+    timer = threading.Timer(grace, end)
+    timer.daemon = True
+    timer.start()

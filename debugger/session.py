@@ -282,14 +282,23 @@ class Session(Points, Editing):
             and getattr(run, "status", None) == "running"
         )
 
-    def follow(self) -> bool:
+    def follow_look(self) -> Any:
+        """What `follow` needs from the store (the run's length and status), read now; safe
+        from a worker thread, it changes nothing. None when the run is not followed or its
+        timeline cannot be looked at apart (then `follow()` reads itself)."""
+        if not self.following():
+            return None
+        look = getattr(self.timeline, "look", None)
+        return look() if look is not None else None
+
+    def follow(self, look: Any = None) -> bool:
         """Look again at a stored run another process is recording: its length and status
-        (two small reads). True when either changed (the view is then out of date); the cursor
-        stays where it is."""
+        (two small reads, or what `follow_look` read, off the UI thread). True when either
+        changed (the view is then out of date); the cursor stays where it is."""
         if not self.following():
             return False
-        look: Callable[[], bool] = getattr(self.timeline, "follow")  # noqa: B009 - not in the protocol
-        if not look():
+        again: Callable[..., bool] = getattr(self.timeline, "follow")  # noqa: B009 - not in the protocol
+        if not (again() if look is None else again(look)):
             return False
         self._state = None
         self.length  # noqa: B018 - resets the caches that depend on it

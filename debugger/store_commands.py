@@ -409,10 +409,11 @@ def resume(
         store.close()
     if stop.stopped():
         click.echo(
-            f"agency: stopped at step {machine.step_index}; continue with `agency resume {run.id}`",
+            f"agency: stopped at step {machine.step_index} ({stop.signal_name}); the run is "
+            f"saved as interrupted: continue it with `agency resume {run.id}`",
             err=True,
         )
-        sys.exit(EXIT_STOPPED)
+        sys.exit(stop.exit_code())
     if stopper.stopped():
         click.echo(
             f"agency: {stopper.reason()} at step {machine.step_index}; the run is saved as "

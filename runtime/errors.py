@@ -171,3 +171,10 @@ class LLMError(AgencyError):
 
 EXIT_DIVERGED = 4  # `agency replay`: the program no longer does what was recorded
 EXIT_STOPPED = 130  # Ctrl-C, as shells report it
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15), as shells report it
+
+
+class Terminated(KeyboardInterrupt):
+    """A run stopped at once by SIGTERM (a second one, or the first after its grace, see
+    `runtime.runs.stopping.GracefulStop`): raised where the run was, as a second Ctrl-C raises
+    `KeyboardInterrupt`; the command exits with EXIT_TERMINATED."""

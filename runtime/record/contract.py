@@ -623,6 +623,12 @@ class RunStore(Protocol):
         """The run's model calls in recording order, or those along one branch's lineage."""
         ...
 
+    def last_llm_call(self, run_id: str, branch: int, step: int) -> LLMCallRecord | None:
+        """The last model call at or before `step` along one branch's lineage (the latest
+        recorded of a step that made several), or None. Reads that one call only, whatever
+        the run's length."""
+        ...
+
     def put_effect(
         self,
         key: str,

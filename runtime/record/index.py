@@ -10,6 +10,10 @@ key press. One pass over the stored batches (decoded once each, in order) notes:
   place (`push`, `obj.a[0] = …`, a delete) or defined it;
 - which frame instance stands at each depth from which step on;
 - the steps of `restore()`, which replace the state wholesale;
+- where a new recorder took over (a resumed run, a fork: an `R_RESET` that is no restore). Each
+  recorder numbers containers afresh, so an object is keyed by its recorder's era and its id,
+  and the same container in two eras is linked by `alias` (the `Timeline` matches the state
+  the old recorder left with the keyframe the new one began from);
 - the steps at each location (where a breakpoint's line is reached, where a call begins);
 - written names, printed output and messages, for search.
 
@@ -32,6 +36,7 @@ from runtime.record.format import (
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
+    R_RESET,
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
@@ -42,6 +47,7 @@ Progress = Callable[[int, int], None]
 Cancelled = Callable[[], bool]
 
 _OBJECT_WRITES = frozenset({R_SETKEY, R_DELKEY, R_SPLICE, R_CONTENTS})
+ERA_SHIFT = 48  # an object's key: its recorder's era above its id (`WriteIndex.object_keys`)
 
 
 class IndexCancelled(Exception):
@@ -54,7 +60,10 @@ class WriteIndex:
     def __init__(self) -> None:
         self.binds: dict[tuple[int, str], list[int]] = {}  # (frame id, name) -> steps
         self.globals: dict[str, list[int]] = {}  # global or shared name -> steps
-        self.objects: dict[int, list[int]] = {}  # object id -> steps that changed it
+        self.objects: dict[int, list[int]] = {}  # object key -> steps that changed it
+        self.eras: list[int] = []  # steps where a recorder began (the first one's included)
+        self.aliases: dict[int, set[int]] = {}  # object key -> keys of that container in
+        # the eras before and after it
         self.frame_starts: list[list[int]] = []  # per depth: steps a frame began at
         self.frame_ids: list[list[int]] = []  # per depth: the frame ids, parallel
         self.names: dict[str, list[int]] = {}  # any written name -> steps
@@ -85,6 +94,8 @@ class WriteIndex:
         # (a restore within one call goes on in that call); a depth change resyncs at the next
         # batch, which a restore always starts.
         idx.restores = sorted(set(restores))
+        restored = set(restores)
+        era = 0
         seg_of = {s.branch: (s.lo, s.hi) for s in segments}
         stack: list[int] = []  # frame id at each depth
         next_fid = 0
@@ -147,7 +158,7 @@ class WriteIndex:
                         binds.setdefault((stack[d], name), []).append(step)
                     names.setdefault(name, []).append(step)
                 elif code in _OBJECT_WRITES:
-                    objects.setdefault(e[1], []).append(step)
+                    objects.setdefault(era << ERA_SHIFT | e[1], []).append(step)
                 elif code == R_GLOBAL or code == R_SHARED:
                     glob.setdefault(e[1], []).append(step)
                     names.setdefault(e[1], []).append(step)
@@ -161,6 +172,9 @@ class WriteIndex:
                         stack.pop()
                 elif code == R_OUTPUT:
                     texts.append((step, str(e[1]).lower()))
+                elif code == R_RESET and step not in restored:
+                    era += 1  # a new recorder: its containers have ids of their own
+                    idx.eras.append(step)
                 elif code == R_MESSAGE:
                     texts.append((step, str(e[2]).lower()))
             last = min(step - 1, hi)
@@ -200,11 +214,36 @@ class WriteIndex:
     def global_written(self, name: str, before: int) -> int | None:
         return self.last_at_or_before(self.globals.get(name), before)
 
-    def object_changed(self, oids: set[int], before: int) -> int | None:
-        """The last step at or before `before` that changed any of the containers `oids`."""
+    def era_at(self, step: int) -> int:
+        """The era of the recorder that recorded `step` (see `object_keys`)."""
+        return bisect.bisect_right(self.eras, step)
+
+    def alias(self, key: int, other: int) -> None:
+        """Note that object keys `key` and `other` are one container (in two eras)."""
+        if key != other:
+            self.aliases.setdefault(key, set()).add(other)
+            self.aliases.setdefault(other, set()).add(key)
+
+    def object_keys(self, oids: set[int], era: int) -> set[int]:
+        """The keys of the containers `oids` of a state recorded in `era`, with the keys the
+        same containers have in the other eras."""
+        keys = {era << ERA_SHIFT | oid for oid in oids}
+        if self.aliases:
+            todo = list(keys)
+            while todo:
+                for other in self.aliases.get(todo.pop(), ()):
+                    if other not in keys:
+                        keys.add(other)
+                        todo.append(other)
+        return keys
+
+    def object_changed(self, oids: set[int], before: int, era: int | None = None) -> int | None:
+        """The last step at or before `before` that changed any of the containers `oids` (ids
+        in a state recorded in `era`, by default the era of `before`)."""
         best: int | None = None
-        for oid in oids:
-            s = self.last_at_or_before(self.objects.get(oid), before)
+        keys = self.object_keys(oids, self.era_at(before) if era is None else era)
+        for key in keys:
+            s = self.last_at_or_before(self.objects.get(key), before)
             if s is not None and (best is None or s > best):
                 best = s
         return best

@@ -480,6 +480,27 @@ class MemoryStore:
                 out.extend(self._llm_call(r) for s, _, r in calls if seg.lo <= s <= seg.hi)
             return out
 
+    def last_llm_call(self, run_id: str, branch: int, step: int) -> LLMCallRecord | None:
+        with self._lock:
+            self._open()
+            run = self._run(run_id)
+            for seg in reversed(self._segments(run_id, branch)):
+                if seg.lo > step:
+                    continue
+                hi = min(seg.hi, step)
+                found = max(
+                    (
+                        (row["step"], seq, row)
+                        for seq, row in run.branches[seg.branch].llm
+                        if seg.lo <= row["step"] <= hi
+                    ),
+                    key=lambda c: (c[0], c[1]),
+                    default=None,
+                )
+                if found is not None:
+                    return self._llm_call(found[2])
+            return None
+
     def _llm_call(self, row: dict[str, Any]) -> LLMCallRecord:
         run_id = row["run_id"]
         return llm_call_from_row(

@@ -78,9 +78,13 @@ class RawState:
         "heap",
         "step",
         "heap_version",
+        "base",
     )
 
     def __init__(self, data: dict[str, Any], step: int) -> None:
+        # The keyframe step it was built from: deltas never carry a state across a replaced
+        # one, so the recorder whose object ids it holds is the one that wrote that keyframe.
+        self.base = step
         self.frames: list[list[Any]] = [list(f) for f in data["frames"]]
         for f in self.frames:
             f[3] = dict(f[3])

@@ -200,6 +200,21 @@ class SQLJournal(SQLBase):
                 out.extend(self._llm_call(conn, row) for row in rows)
             return out
 
+    def last_llm_call(self, run_id: str, branch: int, step: int) -> LLMCallRecord | None:
+        with self._reading() as conn:
+            for seg in reversed(self._segments(conn, run_id, branch)):
+                if seg.lo > step:
+                    continue
+                rows = self._rows(  # one seek down the (run, branch, step) index
+                    conn,
+                    "SELECT * FROM llm_calls WHERE run_id = ? AND branch = ? AND step >= ?"
+                    " AND step <= ? ORDER BY step DESC, id DESC LIMIT 1",
+                    (run_id, seg.branch, seg.lo, min(seg.hi, step)),
+                )
+                if rows:
+                    return self._llm_call(conn, rows[0])
+            return None
+
     def put_effect(
         self,
         key: str,

@@ -30,7 +30,7 @@ from runtime.record.format import (
     decode_keyframe,
     merge_keyframe,
 )
-from runtime.record.index import WriteIndex
+from runtime.record.index import ERA_SHIFT, WriteIndex
 from runtime.record.raw_state import DecodedBatch, RawState, SharedParts, ViewCache, gc_held
 from runtime.record.store import Batch, Keyframe, RunStore, StoreError
 from runtime.record.views import (
@@ -115,13 +115,18 @@ class Timeline:
         self._span_kfs.clear()
         self._segs = None
 
-    def follow(self) -> bool:
+    def look(self) -> tuple[int, Any]:
+        """The run's length and its row as the store has them now: two small reads that
+        touch none of this timeline's caches, so any thread may make them (a debugger reads
+        off its event loop, then hands the answer to `follow`)."""
+        return self.store.step_count(self.run_id, self.branch), self.store.get_run(self.run_id)
+
+    def follow(self, look: tuple[int, Any] | None = None) -> bool:
         """Look again at a run another process may still be recording: its length and status
-        (two small reads, nothing else). True when either changed; the cached facts that
-        depend on them are then forgotten (the states of recorded steps stay: they never
-        change)."""
-        n = self.store.step_count(self.run_id, self.branch)
-        run = self.store.get_run(self.run_id)
+        (`look()`, or what a `look()` made elsewhere gave). True when either changed; the
+        cached facts that depend on them are then forgotten (the states of recorded steps
+        stay: they never change)."""
+        n, run = look if look is not None else self.look()
         was = self.run.status if self.run is not None else None
         now = run.status if run is not None else None
         if n == len(self) and now == was:
@@ -495,7 +500,33 @@ class Timeline:
                 progress,
                 cancelled,
             )
+            self._link_eras(self._index)
         return self._index
+
+    def _link_eras(self, idx: WriteIndex) -> None:
+        """Link each container across a change of recorder (a resume, a fork): the new one
+        gave the containers other ids in the keyframe it began from, one step before its
+        first. That keyframe is matched, value by value, with the state the steps recorded
+        before it give, so a list pushed to before a resume is still found written there."""
+        for i, start in enumerate(idx.eras):
+            if i == 0 or start < 2:
+                continue
+            try:
+                new_kf = self.store.keyframe_at_or_before(self.run_id, self.branch, start - 1)
+                old_kf = self.store.keyframe_at_or_before(self.run_id, self.branch, start - 2)
+                if new_kf is None or new_kf.step != start - 1 or old_kf is None:
+                    continue
+                new = RawState(self._keyframe_state(new_kf), new_kf.step)
+                old = RawState(self._keyframe_state(old_kf), old_kf.step)
+                old.apply(self._writes(old_kf.step + 1, start - 1))
+            except (IndexError, StoreError):
+                continue
+            _link(idx, new, i + 1, old, i)
+
+    def _era(self, idx: WriteIndex, raw: RawState) -> int:
+        """The era whose object ids `raw` holds: that of the recorder that wrote the keyframe it
+        was built from (a new recorder's first keyframe is one step before its first step)."""
+        return idx.era_at(raw.base + 1)
 
     def _frame_names(self, state: StateView) -> list[str]:
         raw = self._cursor
@@ -570,7 +601,8 @@ class Timeline:
         else:
             return None
         candidates = [_first_after(binds, after), _first_after(idx.restores, after)]
-        candidates += [_first_after(idx.objects.get(oid), after) for oid in raw.reachable(value)]
+        keys = idx.object_keys(raw.reachable(value), self._era(idx, raw))
+        candidates += [_first_after(idx.objects.get(key), after) for key in keys]
         candidates += [k for k in self.lineage_edits() if k > after]
         found = [c for c in candidates if c is not None]
         return min(found) if found else None
@@ -587,7 +619,7 @@ class Timeline:
         else:
             value = raw.globals.get(name, raw.shared.get(name))
             best = idx.global_written(name, before)
-        changed = idx.object_changed(raw.reachable(value), before)
+        changed = idx.object_changed(raw.reachable(value), before, self._era(idx, raw))
         if changed is not None and (best is None or changed > best):
             best = changed
         return best
@@ -616,10 +648,13 @@ class Timeline:
         ]
 
     def llm_call_at(self, step: int) -> dict[str, Any] | None:
-        calls = [c for c in self.store.llm_calls(self.run_id, self.branch) if c.step <= step]
-        if not calls:
+        """The last model call at or before `step` (its request, answer, usage, time), as the
+        LLM inspector and `agency show` give it; None before the first. Reads that one call
+        (an indexed lookup, its request rebuilt from its own parts), so a late call of a long
+        run costs what an early one does."""
+        c = self.store.last_llm_call(self.run_id, self.branch, step)
+        if c is None:
             return None
-        c = calls[-1]
         completion = (
             (c.response or {}).get("completion") if isinstance(c.response, dict) else c.response
         )
@@ -691,6 +726,37 @@ class Timeline:
 
 
 _MISSING = object()
+
+
+def _link(idx: WriteIndex, new: RawState, new_era: int, old: RawState, old_era: int) -> None:
+    """Alias in `idx` the containers of two recordings of one state (`new` in `new_era`,
+    `old` in `old_era`), matched by where they are: the same variable, element or key."""
+    pairs: list[tuple[Any, Any]] = []
+    for nf, of in zip(new.frames, old.frames, strict=False):
+        pairs.extend((v, of[3][k]) for k, v in nf[3].items() if k in of[3])
+    for scope, other in ((new.globals, old.globals), (new.shared, old.shared)):
+        pairs.extend((v, other[k]) for k, v in scope.items() if k in other)
+    seen: set[int] = set()
+    while pairs:
+        a, b = pairs.pop()
+        ta = type(a)
+        if ta is not type(b):
+            continue
+        if ta is tuple:
+            if not a or not b or a[0] != b[0]:
+                continue
+            if a[0] == "r":
+                if a[1] in seen:
+                    continue
+                seen.add(a[1])
+                idx.alias(new_era << ERA_SHIFT | a[1], old_era << ERA_SHIFT | b[1])
+                pairs.append((new.heap.get(a[1]), old.heap.get(b[1])))
+            elif a[0] in ("R", "D") and len(a) > 2 and len(b) > 2:
+                pairs.append((a[2], b[2]))
+        elif ta is list:
+            pairs.extend(zip(a, b, strict=False))
+        elif ta is dict:
+            pairs.extend((v, b[k]) for k, v in a.items() if k in b)
 
 
 def _first_after(steps: list[int] | None, step: int) -> int | None:

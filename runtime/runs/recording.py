@@ -219,13 +219,15 @@ def _drive_recorded(
 
 @dataclass
 class Outcome:
-    """How a recorded run ended: `stopped` by Ctrl-C, or `crash`ed (a closed pipe, a bug), else
+    """How a recorded run ended: `stopped` by Ctrl-C or SIGTERM (`signal_name` says which),
+    or `crash`ed (a closed pipe, a bug), else
     finished, failed or waiting on an interrupt as `machine.status` says."""
 
     machine: Machine
     run_id: str
     stopped: bool = False
     crash: BaseException | None = None
+    signal_name: str = ""
 
 
 def run_recorded(
@@ -245,7 +247,7 @@ def run_recorded(
 
     The run notes its process and working directory (a killed run shows as interrupted; resume
     and replay work in the same directory), journals its effects durably, records the answers
-    given to interrupts, and stops cleanly on Ctrl-C (resumable). `announce` hears the run id
+    given to interrupts, and stops cleanly on Ctrl-C or SIGTERM (resumable). `announce` hears the run id
     first. The caller closes the store."""
     rec = start_run(program, machine, store, config, at_step=at_step)
     if stopper is not None:
@@ -257,26 +259,32 @@ def run_recorded(
         announce(rec.run_id)
     stop = GracefulStop(machine, notice=stop_notice)
     crash: BaseException | None = None
+    # Held while the record is completed too: a SIGTERM then lets the last steps be written.
     try:
         with stop:
-            drive(
-                machine,
-                stop.answer(recording_answers(answer, store, rec.run_id, machine)),
-                stopper,
-            )
-    except KeyboardInterrupt:
-        stop.requested = True  # the second Ctrl-C: stopped mid-step; resume redoes the step
-    except Exception as exc:  # `| head` closed stdout, or a bug: keep the record resumable
-        crash = exc
-    try:
-        rec.recorder.finish()
-    except Exception as exc:
-        crash = crash or exc
-    if stop.stopped():
-        mark_stopped(store, rec.run_id, "stopped by Ctrl-C")
-    elif crash is not None:
-        mark_stopped(store, rec.run_id, why(crash))
-    elif stopper is not None and stopper.stopped():
-        mark_stopped(store, rec.run_id, stopper.reason())
-    claim.release()
-    return Outcome(machine, rec.run_id, stop.stopped(), crash)
+            try:
+                drive(
+                    machine,
+                    stop.answer(recording_answers(answer, store, rec.run_id, machine)),
+                    stopper,
+                )
+            except KeyboardInterrupt:
+                # The second Ctrl-C or SIGTERM (or a SIGTERM past its grace): stopped
+                # mid-step; resume redoes the step.
+                stop.requested = True
+            except Exception as exc:  # `| head` closed stdout, or a bug: keep it resumable
+                crash = exc
+            stop.reached()
+            try:
+                rec.recorder.finish()
+            except Exception as exc:
+                crash = crash or exc
+            if stop.stopped():
+                mark_stopped(store, rec.run_id, stop.why())
+            elif crash is not None:
+                mark_stopped(store, rec.run_id, why(crash))
+            elif stopper is not None and stopper.stopped():
+                mark_stopped(store, rec.run_id, stopper.reason())
+    finally:
+        claim.release()
+    return Outcome(machine, rec.run_id, stop.stopped(), crash, stop.signal_name)

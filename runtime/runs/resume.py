@@ -198,17 +198,18 @@ def _resume_run(
     graceful.m = m
     if stopper is not None:
         stopper.watch_store(store, rec)
-    try:
-        with graceful:
+    with graceful:  # held while the record is completed too (a SIGTERM waits for it)
+        try:
             drive(m, graceful.answer(answers_fn), stopper)
-    except KeyboardInterrupt:
-        graceful.requested = True
-    finally:
-        rec.finish()
-        if graceful.stopped():
-            mark_stopped(store, run.id, "stopped by Ctrl-C")
-        elif stopper is not None and stopper.stopped():
-            mark_stopped(store, run.id, stopper.reason())
+        except KeyboardInterrupt:
+            graceful.requested = True
+        finally:
+            graceful.reached()
+            rec.finish()
+            if graceful.stopped():
+                mark_stopped(store, run.id, graceful.why())
+            elif stopper is not None and stopper.stopped():
+                mark_stopped(store, run.id, stopper.reason())
     return m
 
 

@@ -1,6 +1,6 @@
-"""Provides stopping a run cleanly: Ctrl-C at a step boundary (`GracefulStop`), a step budget
-and a cancel flag any thread may raise (`Stopper`), recording the answers given to interrupts,
-and marking a stopped run."""
+"""Provides stopping a run cleanly: Ctrl-C or SIGTERM at a step boundary (`GracefulStop`), a
+step budget and a cancel flag any thread may raise (`Stopper`), recording the answers given to
+interrupts, and marking a stopped run."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime.errors import AgencyError
+from runtime.errors import EXIT_STOPPED, EXIT_TERMINATED, AgencyError, Terminated
 from runtime.record.sqlite_store import file_size
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
@@ -147,42 +148,118 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
+STOP_GRACE_ENV = "AGENCY_STOP_GRACE"  # seconds a SIGTERM waits for a step boundary
+DEFAULT_STOP_GRACE = 5.0  # under the 10 s a container stop gives before SIGKILL
+
+
+def stop_grace() -> float:
+    """How long a SIGTERM waits for the run to reach a step boundary (`AGENCY_STOP_GRACE`,
+    default 5 s) before it stops the run where it is, as a second one would."""
+    text = os.environ.get(STOP_GRACE_ENV, "").strip()
+    if not text:
+        return DEFAULT_STOP_GRACE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 86400 * 365:
+        raise AgencyError(f"{STOP_GRACE_ENV} must be a number of seconds, not {text!r}")
+    return value
+
+
 class GracefulStop:
-    """Ctrl-C while a run goes on: the first stops it at the next step boundary (nothing is
-    left half done); a second one stops it at once (`KeyboardInterrupt`)."""
+    """Ctrl-C or SIGTERM while a run goes on: the first stops it at the next step boundary
+    (nothing is left half done); a second one stops it at once (`KeyboardInterrupt`, or
+    `Terminated` for SIGTERM), as does a SIGTERM whose step boundary has not come within
+    `stop_grace()` seconds (a model request or an answer in flight), so a supervisor's stop
+    never hangs. SIGTERM is taken over only from its default action (a program embedding the
+    runtime keeps its own handler). `signal_name` says which stopped the run."""
 
     def __init__(self, machine: Machine, notice: bool = True) -> None:
         self.m = machine
         self.notice = notice
         self.requested = False
-        self._old: Any = None
-        self._installed = False
+        self.signal_name = ""  # "Ctrl-C" or "SIGTERM": the first that asked for the stop
+        self._old: dict[int, Any] = {}
+        self._over = threading.Event()
+        self._lock = threading.Lock()
+        self._main = threading.main_thread().ident
+        self._grace = DEFAULT_STOP_GRACE
+        self._deadline: float | None = None  # when a SIGTERM stops the run where it is
 
     def __enter__(self) -> GracefulStop:
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            self._over.clear()
+            self._old[signal.SIGINT] = signal.signal(signal.SIGINT, self._handle)
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                self._old[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._handle)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._old)
-            self._installed = False
+        try:
+            with self._lock:  # a late stop is sent before the handlers go, or not at all
+                self._over.set()
+        finally:
+            self._over.set()
+            for signum, old in self._old.items():
+                signal.signal(signum, old)
+            self._old.clear()
+
+    def why(self) -> str:
+        """What the run is marked stopped by."""
+        return f"stopped by {self.signal_name or 'Ctrl-C'}"
+
+    def exit_code(self) -> int:
+        """The status a command stopped this way exits with (130 Ctrl-C, 143 SIGTERM)."""
+        return EXIT_TERMINATED if self.signal_name == "SIGTERM" else EXIT_STOPPED
 
     def _handle(self, signum: int, frame: Any) -> None:
+        term = signum == signal.SIGTERM
         if self.requested:
-            raise KeyboardInterrupt
+            raise Terminated if term else KeyboardInterrupt
         self.requested = True
-        self.m.stop_at = self.m.step_index  # the loop stops at the next step boundary
+        self.signal_name = "SIGTERM" if term else "Ctrl-C"
+        if self.m is not None:
+            self.m.stop_at = self.m.step_index  # the loop stops at the next step boundary
         if self.notice:
+            again = "SIGTERM again" if term else "Ctrl-C again"
             print(
-                "\nagency: stopping after this step (Ctrl-C again to stop now)",
+                f"\nagency: {self.signal_name}: stopping after this step ({again} to stop now)",
                 file=sys.stderr,
                 flush=True,
             )
+        if term:
+            try:
+                self._grace = stop_grace()
+            except AgencyError:
+                self._grace = DEFAULT_STOP_GRACE
+            self._deadline = time.monotonic() + self._grace
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def reached(self) -> None:
+        """The run has stopped (or ended): what is left is completing its record, which gets a
+        grace of its own before a SIGTERM stops that too."""
+        if self._deadline is not None:
+            self._deadline = time.monotonic() + self._grace
+
+    def _watch(self) -> None:
+        """Until the run has stopped: keep its stop asked for (a handler that ran while the
+        run loop was setting its own `stop_at` would be overwritten), and once a SIGTERM's
+        grace is over stop it where it is (a SIGTERM to the main thread, as a second one)."""
+        while not self._over.wait(0.02):
+            m = self.m
+            if m is not None and m.stop_at > m.step_index:
+                m.stop_at = m.step_index
+            deadline = self._deadline
+            if deadline is not None and time.monotonic() >= deadline and self._main is not None:
+                self._deadline = None
+                with self._lock:
+                    if not self._over.is_set():
+                        # A real signal, not `interrupt_main`: it also ends a blocking read.
+                        signal.pthread_kill(self._main, signal.SIGTERM)
 
     def stopped(self) -> bool:
-        """The run ended because of Ctrl-C (not because it finished or is waiting)."""
+        """The run ended because of Ctrl-C or SIGTERM (not because it finished or is waiting)."""
         return self.requested and not self.m.done and self.m.status != INTERRUPTED
 
     def answer(

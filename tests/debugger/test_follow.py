@@ -83,3 +83,110 @@ async def test_a_finished_run_is_not_followed(
         await settle(pilot)
         assert app.session is not None and not app.session.following()
         assert app._follow_timer is None
+
+
+# -- the look is read off the event loop ------------------------------------------------------
+
+
+class HeldReads:
+    """Wraps a store's `step_count` (the follow timer's first read): notes which thread reads,
+    and, while `hold` is clear, keeps the read waiting, as a database far away would."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        import threading
+
+        self.threads: list[str] = []
+        self.workers: list[object] = []
+        self.waiting = threading.Event()
+        self.hold = threading.Event()
+        self.hold.set()
+        read = store.step_count
+
+        def step_count(*args: object, **kwargs: object) -> int:
+            from textual.worker import NoActiveWorker, get_current_worker
+
+            self.threads.append(threading.current_thread().name)
+            try:
+                self.workers.append(get_current_worker())
+            except NoActiveWorker:
+                pass
+            if not self.hold.is_set():
+                self.waiting.set()
+                self.hold.wait(DEADLINE)
+            return read(*args, **kwargs)  # type: ignore[arg-type]
+
+        store.step_count = step_count  # type: ignore[method-assign]
+
+
+def _running_run(tmp_path: Path) -> tuple[Path, str]:
+    """A recorded run whose row says `running`, held by this (live) process."""
+    from runtime.language.program import load_program
+    from runtime.runs.processes import mark_running
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig
+
+    (tmp_path / "p.agency").write_text(
+        "node main() {\n  let n = 0\n  for (i in range(20)) {\n    n = n + i\n  }\n"
+        '  print("n=${n}")\n  return n\n}\n'
+    )
+    db = tmp_path / "runs.db"
+    with SQLiteStore(db) as store:
+        rec = record_program(
+            load_program(tmp_path / "p.agency"), RunConfig(quiet=True, root=str(tmp_path)), store
+        )
+        mark_running(store, rec.run_id)
+        store.update_run(rec.run_id, status="running")
+    return db, rec.run_id
+
+
+async def test_the_follow_look_waits_in_a_worker_and_keys_go_on_meanwhile(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    db, run_id = _running_run(tmp_path)
+    store = SQLiteStore(db, read_only=True)
+    reads = HeldReads(store)
+    app = DebuggerApp(trace_session(store, run_id))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        s = app.session
+        assert s is not None and s.following()
+        reads.threads.clear()  # (opening the run read its length here, before the app ran)
+        reads.hold.clear()  # the next look hangs on the store
+        await until(pilot, reads.waiting.is_set)
+        # The app answers keys while the look waits.
+        await pilot.press("home")
+        await pilot.pause()
+        assert s.step == 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert s.step == s.last
+        await pilot.press("left")
+        await pilot.pause()
+        assert s.step == s.last - 1
+        # The run ends meanwhile; once the read comes back, the app sees it and stops looking.
+        with SQLiteStore(db) as writer:
+            writer.update_run(run_id, status="finished")
+        reads.hold.set()
+        await until(pilot, lambda: not s.following())
+        assert app._follow_timer is None
+    main = threading.main_thread().name
+    assert reads.threads and main not in reads.threads  # never read on the event loop
+
+
+async def test_quitting_stops_a_look_in_flight(tmp_path: Path) -> None:
+    db, run_id = _running_run(tmp_path)
+    store = SQLiteStore(db, read_only=True)
+    reads = HeldReads(store)
+    app = DebuggerApp(trace_session(store, run_id))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            reads.hold.clear()
+            await until(pilot, reads.waiting.is_set)
+            await pilot.press("q")
+        looked = reads.workers[-1]
+        assert getattr(looked, "is_cancelled", False)  # the worker was told to stop
+    finally:
+        reads.hold.set()  # its read returns; it posts nothing to the app that has gone

@@ -138,3 +138,42 @@ def test_keystrokes_do_what_the_footer_says(terminal: Terminal) -> None:
     terminal.wait_until_gone(r"Reverse continue")
     terminal.keys("q")  # Quit
     terminal.wait_until_gone(r"step 4/20")
+
+
+def test_sigterm_quits_and_saves_the_recording_as_interrupted(tmp_path) -> None:  # noqa: ANN001
+    """SIGTERM (a supervisor, `kill PID`) does what `q` does: the run being recorded stops at
+    its next step and is saved as interrupted, the terminal is given back, exit 143. (It
+    ended the process at once, leaving the run `running`, as if it had crashed.)"""
+    import os
+    import signal
+    import sqlite3
+
+    program = tmp_path / "long.agency"
+    program.write_text(
+        "node main() {\n  let n = 0\n  for (i in range(50000000)) {\n    n = n + 1\n  }\n"
+        "  return n\n}\n"
+    )
+    db, status = tmp_path / "runs.db", tmp_path / "exit-status"
+    command = f"{sys.executable} -m debugger debugger {program} --db {db}; echo $? > {status}"
+    term = Terminal(f"cd {ROOT} && env -u COLUMNS -u LINES TERM=xterm-256color {command}; sleep 30")
+    try:
+        term.wait_for("recording a run")
+        shell = subprocess.run(
+            [*term.tmux, "display", "-p", "-t", term.name, "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        found = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True)
+        os.kill(int(found.stdout.split()[0]), signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while not status.exists() or not status.read_text().strip():
+            assert time.monotonic() < deadline, term.screen()
+            time.sleep(0.05)
+        assert status.read_text().strip() == "143"
+        with sqlite3.connect(db) as conn:
+            row = conn.execute("SELECT status, error, step_count FROM runs").fetchone()
+        assert row[0] == "interrupted" and "SIGTERM" in row[1] and row[2] > 0, row
+        assert "recording a run" not in term.screen()  # the terminal was given back
+    finally:
+        term.close()

@@ -58,8 +58,13 @@ def _config(root: Path) -> RunConfig:
 
 def _stop_and_resume(tmp_path: Path, steps: int) -> tuple[SQLiteStore, str]:
     """Record PROGRAM for `steps` steps (all stored), let its process 'die', resume it."""
+    (tmp_path / "p.agency").write_text(PROGRAM)
+    return _stop_and_resume_program(tmp_path, steps)
+
+
+def _stop_and_resume_program(tmp_path: Path, steps: int) -> tuple[SQLiteStore, str]:
+    """Record p.agency for `steps` steps (all stored), let its process 'die', resume it."""
     path = tmp_path / "p.agency"
-    path.write_text(PROGRAM)
     program = load_program(path)
     store = SQLiteStore(tmp_path / "runs.db")
     machine = new_machine(program, _config(tmp_path))
@@ -96,3 +101,92 @@ def test_every_step_of_a_resumed_run_reads_the_same_walked_or_jumped_to(
         backwards = Timeline(store, run_id, 0)
         for k in reversed(range(len(backwards))):
             assert backwards.state_at(k) == ref_tl.state_at(k), f"backwards: step {k}"
+
+
+# Where each variable was last (and next) written must not depend on where the run stopped:
+# a list pushed to before the stop keeps its history after the resume, although the resumed
+# process gave it another id (and the old id names another container there).
+WRITES = """\
+node main() {
+  for (i in range(4)) {
+    let scratch = {k: [i, i]}
+  }
+  let xs = []
+  let ob = {n: 0, seen: []}
+  let kept = [1, [2, 3]]
+  for (i in range(12)) {
+    xs.push(i * 2)
+    ob.n = i
+    ob.seen.push("s${i}")
+  }
+  kept[1].push(4)
+  let tail = 0
+  for (j in range(6)) {
+    tail = tail + j
+  }
+  return [xs, ob, kept, tail]
+}
+"""
+
+
+def _writers(tl: Timeline) -> dict[tuple[int, str], tuple[int | None, int | None]]:
+    """(step, variable) -> (last write, next write) at every step, for every visible variable."""
+    out = {}
+    for k in range(len(tl)):
+        frames = tl.state_at(k).frames
+        for name in {*frames[-1].locals, *frames[-1].args} if frames else ():
+            out[k, name] = (tl.last_write(name, k), tl.next_write(name, k))
+    return out
+
+
+@pytest.mark.parametrize("stops", [(20,), (44,), (60,), (20, 30), (31, 9, 12)])
+def test_last_and_next_write_across_resumes_are_the_uninterrupted_runs(
+    tmp_path: Path, stops: tuple[int, ...]
+) -> None:
+    from runtime.runs.stopping import Stopper
+
+    (tmp_path / "p.agency").write_text(WRITES)
+    (tmp_path / "ref").mkdir()
+    reference = record_program(load_program(tmp_path / "p.agency"), _config(tmp_path / "ref"))
+    want = _writers(reference.timeline)
+    assert any(name == "xs" and last is not None for (_, name), (last, _) in want.items())
+
+    path = tmp_path / "p.agency"
+    program = load_program(path)
+    store = SQLiteStore(tmp_path / "runs.db")
+    machine = new_machine(program, _config(tmp_path))
+    rec = start_run(program, machine, store, {"provider": "sim", "model": "sim", "spec": "sim"})
+    mark_running(store, rec.run_id, tmp_path, program)
+    machine.host.journal = StoreJournal(store, rec.run_id)
+    machine.step(stops[0])
+    rec.recorder.flush_chunk(machine)
+    store.flush()
+    machine.wlog = None  # the process is gone
+    meta = dict(store.get_run(rec.run_id).meta)
+    meta["process"] = dict(meta["process"], pid=_dead_pid())
+    store.update_run(rec.run_id, meta=meta)
+    for more in stops[1:]:  # resumed, and stopped again (a step budget): one more recorder
+        m = resume_run(store, store.get_run(rec.run_id), quiet=True, stopper=Stopper(more))
+        assert m.status != HALTED
+    m = resume_run(store, store.get_run(rec.run_id), quiet=True)
+    assert m.status == HALTED, m.error
+    with store:
+        assert _writers(Timeline(store, rec.run_id, 0)) == want
+
+
+def test_the_debuggers_y_on_a_resumed_run_goes_to_the_push_before_the_stop(
+    tmp_path: Path,
+) -> None:
+    from debugger.opening import trace_session
+
+    (tmp_path / "p.agency").write_text(WRITES)
+    store, run_id = _stop_and_resume_program(tmp_path, 66)  # in the `tail` loop
+    with store:
+        session = trace_session(store, run_id)
+        lines = [session.timeline.location_at(k).line for k in range(session.length)]
+        pushes = [k for k, line in enumerate(lines) if line == 9]
+        session.goto(lines.index(18))  # `return [xs, ob, kept, tail]`
+        # `xs.push` is written in the step after the one standing on it
+        assert session.why("xs", "locals").step == pushes[-1] + 1 < 66
+        session.goto(lines.index(18))
+        assert session.why("kept", "locals").step == lines.index(13) + 1  # kept[1].push(4)

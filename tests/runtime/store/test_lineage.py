@@ -123,6 +123,19 @@ def test_events_and_llm_calls_follow_the_lineage(store: RunStore, run: str) -> N
     assert len(store.llm_calls(run)) == 8  # no branch: all of the run's calls
 
 
+def test_the_last_llm_call_follows_the_lineage(store: RunStore, run: str) -> None:
+    # What the LLM inspector reads at a step: the last call at or before it, read alone.
+    for branch in (0, 1, 2):
+        calls = store.llm_calls(run, branch)
+        for step in range(-1, 14):
+            before = [c for c in calls if c.step <= step]
+            want = (before[-1].branch, before[-1].step) if before else None
+            got = store.last_llm_call(run, branch, step)
+            assert (None if got is None else (got.branch, got.step)) == want, (branch, step)
+    store.add_llm_call(run, 2, 9, provider="sim", model="m", request={"at": "9b"}, response={})
+    assert store.last_llm_call(run, 2, 9).request == {"at": "9b"}  # the later one of a step
+
+
 def test_effects_follow_the_lineage(store: RunStore, run: str) -> None:
     for branch, step in [(0, 2), (0, 6), (1, 5), (2, 9)]:
         store.put_effect(

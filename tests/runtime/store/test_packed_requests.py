@@ -62,6 +62,31 @@ def test_packed_requests_read_back_exactly(store: RunStore) -> None:
     assert as_text(fork) == as_text([SENT[0][1], SENT[1][1], SENT[2][1], SENT[4][1], SENT[6][1]])
 
 
+def test_one_call_read_alone_is_the_same_request(store: RunStore) -> None:
+    # `last_llm_call` (what the LLM inspector reads) unpacks one call from its own parts, in
+    # a fresh store too, whose packer has seen none of the earlier calls.
+    run_id = record(store)
+    for branch in (0, 1):
+        calls = store.llm_calls(run_id, branch)
+        for call in calls:
+            alone = store.last_llm_call(run_id, branch, call.step)
+            assert alone is not None
+            latest = [c for c in calls if c.step == call.step][-1]
+            assert as_text([alone.request]) == as_text([latest.request])
+
+
+def test_one_call_read_alone_from_a_reopened_sqlite_store(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "runs.db") as store:
+        run_id = record(store)
+        want = [(c.step, c.request) for c in store.llm_calls(run_id, 0)]
+    for step in sorted({s for s, _ in want}):
+        with SQLiteStore(tmp_path / "runs.db", read_only=True) as store:
+            alone = store.last_llm_call(run_id, 0, step)
+        assert alone is not None
+        latest = [r for s, r in want if s == step][-1]
+        assert as_text([alone.request]) == as_text([latest])
+
+
 def test_a_deleted_run_leaves_nothing_for_a_new_one(store: RunStore) -> None:
     store.delete_run(record(store))
     run_id = record(store)
