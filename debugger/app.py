@@ -225,7 +225,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             yield OutputPanel(id="output")
             yield LLMInspector(id="llm")
         yield WorkProgress(id="work")
-        yield CommandLine(id="command")
+        yield CommandLine(commands=COMMANDS, id="command")
         yield StatusLine(id="status")
         yield Footer(compact=True)
 
@@ -644,7 +644,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         handler(message.text)
 
     def on_command_line_cancelled(self, message: CommandLine.Cancelled) -> None:
-        self._unprompt()
+        if message.refocus:
+            self._unprompt()
 
     # -- breakpoints, frames -------------------------------------------------------------------
 
