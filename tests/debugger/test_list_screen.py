@@ -40,3 +40,15 @@ async def test_a_list_of_steps_still_goes_to_one(dice: Session) -> None:
         await settle(pilot)
         assert not isinstance(app.screen, ListScreen)
         assert app.session.step > 0
+
+
+async def test_a_trace_of_a_name_the_run_never_has_says_so(dice: Session) -> None:
+    # `:trace countr` (a typo) opened "0 changes (nothing)", which reads as "never changed"
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("trace countr")
+        await settle(pilot)
+        assert not isinstance(app.screen, ListScreen)
+        said = " ".join(str(n.message) for n in app._notifications)
+        assert "countr" in said and "never" in said
