@@ -57,8 +57,10 @@ class CommandLine(Horizontal):
         Binding("up", "recall(-1)", "Earlier line", show=False, id="command_line.earlier"),
         Binding("down", "recall(1)", "Later line", show=False, id="command_line.later"),
     ]
-    # Modes whose text is a file name, completed from the disk.
+    # Modes whose text is a file name, and `:` commands whose argument is one: completed from
+    # the disk.
     PATH_MODES = frozenset({"write", "open"})
+    PATH_COMMANDS = frozenset({"write", "open", "w", "o"})
 
     class Submitted(Message):
         def __init__(self, mode: str, text: str) -> None:
@@ -155,8 +157,12 @@ class CommandLine(Horizontal):
         """Complete the file name (save, open) or command name (`:`) being typed: as far as
         the choices agree, then list them."""
         text = self.query_one(Input).value
+        command, space, argument = text.partition(" ")
         if self.mode in self.PATH_MODES:
             head, choices = _path_choices(text)
+        elif self.mode == "command" and space and command in self.PATH_COMMANDS:
+            head, choices = _path_choices(argument)
+            head = command + space + head
         elif self.mode == "command" and " " not in text.strip():
             head, choices = "", [c + " " for c in self.commands if c.startswith(text.strip())]
         else:

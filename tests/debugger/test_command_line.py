@@ -57,6 +57,19 @@ async def test_tab_completes_to_the_common_part_and_lists_the_choices(
         assert typed(app) == "cps/"  # a folder: go on typing inside it
 
 
+async def test_tab_completes_the_file_of_open_and_write_commands(
+    dice: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dice.source_text()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "saved.checkpoint.json").write_text("{}")
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", "o", "p", "e", "n", "space", "s", "a", "tab")
+        assert typed(app) == "open saved.checkpoint.json"
+
+
 async def test_tab_completes_a_command_name(dice: Session) -> None:
     app = DebuggerApp(dice)
     async with app.run_test(size=SIZE) as pilot:
