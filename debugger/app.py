@@ -243,7 +243,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             yield OutputPanel(id="output")
             yield LLMInspector(id="llm")
         yield WorkProgress(id="work")
-        yield CommandLine(id="command")
+        yield CommandLine(commands=COMMANDS, id="command")
         yield StatusLine(id="status")
         yield Footer(compact=True)
 
@@ -640,7 +640,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             self.notify("cancelled")
         self._refresh_view()
 
-    def action_cancel_work(self) -> None:
+    def action_cancel_work(self, key: str = "esc") -> None:
+        """Stop the long work under way; `key` is what the person pressed (said in the reason)."""
         if self.command_line.is_open:
             self.command_line.action_cancel()
             return
@@ -651,7 +652,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             return
         if self._runs and self._stopper is not None and not self._stopper.cancelled:
             # A run being recorded stops at its next step; what it did so far opens.
-            self._stopper.cancel(f"{self._busy}: cancelled (esc)")
+            self._stopper.cancel(f"{self._busy}: cancelled ({key})")
             return
         self.workers.cancel_group(self, "work")
 
@@ -731,7 +732,8 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         handler(message.text)
 
     def on_command_line_cancelled(self, message: CommandLine.Cancelled) -> None:
-        self._unprompt()
+        if message.refocus:
+            self._unprompt()
 
     # -- breakpoints, frames -------------------------------------------------------------------
 

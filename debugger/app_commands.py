@@ -283,6 +283,11 @@ class Commands(_App):
         if cancelled:
             self.notify("cancelled")
             return
+        if not found:  # not even a first value: no step can read it (a misspelt name?)
+            self._fail(
+                f"`{text.strip()}` never has a value in this run (no step can read it): a misspelt name?"
+            )
+            return
         title = f"trace {text.strip()}: {len(found)} change{'s' if len(found) != 1 else ''}"
         self.push_screen(ListScreen(title, found), self._went_to)
 

@@ -71,7 +71,10 @@ class EditingKeys(_App):
             return
         ref = self.variables.selected
         if ref is None:
-            self._fail("select a variable (variables panel), a message or the LLM call to edit")
+            self._fail(
+                "select a variable (variables panel), a message or the LLM call to edit"
+                " (tab moves between them)"
+            )
             return
         self._ask(
             s.variable_prompt(ref.kind, ref.label, ref.value),

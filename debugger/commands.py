@@ -128,7 +128,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "write": ("write PATH", "save this step as a checkpoint file (also w PATH)"),
     "open": ("open PATH", "open a checkpoint file of this program"),
     "branch": ("branch ID", "switch to another branch"),
-    "search": ("search TEXT", "next step whose output, messages or names match"),
+    "search": ("search TEXT", "next step whose output, messages, variable or function names match"),
     "why": ("why NAME", "go to the step that last wrote NAME"),
     "print": ("print EXPR", "the value of an expression at this step, nothing run (also p)"),
     "trace": ("trace EXPR", "every step where an expression's value changes; enter goes there"),

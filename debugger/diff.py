@@ -3,8 +3,9 @@
 Two steps (`:diff 120 340`) are compared value by value: each frame's arguments and locals
 (frames matched by position and function), the globals, the output printed between them, the
 active thread's messages, the run's status and result, and the usage. Two branches (`:diff
-branch 2`) are compared from where they diverge: their last states as above, plus each one's
-LLM answers after the divergence, side by side, since that is usually where they parted.
+branch 2`) are compared from where they diverge: their states there (the edit a branch began
+with), their last states as above, plus each one's LLM answers after the divergence, side by
+side, since that is usually where they parted.
 """
 
 from __future__ import annotations
@@ -145,6 +146,12 @@ def diff_branches(timeline_a: Any, timeline_b: Any, diverge: int | None) -> list
     out: list[DiffLine] = []
     start = diverge if diverge is not None else 0
     out.append(DiffLine("diverge", f"at step {start}", "", start))
+    if start < min(len(timeline_a), len(timeline_b)):
+        # what the branch began with (an edit): the ends may agree while this differs
+        out += [
+            DiffLine(line.what, line.a, line.b, start)
+            for line in diff_states(timeline_a.state_at(start), timeline_b.state_at(start))
+        ]
     answers_a = [e for e in timeline_a.events("llm") if e.step >= start]
     answers_b = [e for e in timeline_b.events("llm") if e.step >= start]
     for i in range(max(len(answers_a), len(answers_b))):
@@ -166,4 +173,8 @@ def diff_branches(timeline_a: Any, timeline_b: Any, diverge: int | None) -> list
     if ends:
         out.append(DiffLine("at the end", f"step {last_a.step}", f"step {last_b.step}"))
         out += ends
+    else:
+        out.append(
+            DiffLine("at the end", f"nothing differs (step {last_a.step}, step {last_b.step})", "")
+        )
     return out

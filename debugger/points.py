@@ -16,7 +16,7 @@ from debugger.expressions import Expression, compile_expression, scope_of, show
 from debugger.shapes import Cancelled, Progress, SessionReading
 from debugger.stops import EventBreak, LineBreak, parse_break
 from debugger.watches import Watch, changes
-from runtime.record.views import Location, StateView
+from runtime.record.views import Event, Location, StateView
 
 __all__ = ["Points", "SessionForPoints"]
 
@@ -35,6 +35,7 @@ class SessionForPoints(SessionReading, Protocol):
     def _stop_steps(self) -> list[tuple[int, str]]: ...
     def diverge(self, a: int, b: int) -> int | None: ...
     def parse_step(self, text: str) -> int: ...
+    def events(self, kind: str | None = None) -> list[Event]: ...
 
 
 if TYPE_CHECKING:
@@ -109,6 +110,10 @@ class Points(_Session):
                 self.event_breaks.remove(spec)
                 return f"no longer stopping on {spec.describe()}"
             self.event_breaks.append(spec)
+            if not any(
+                spec.matches(ev.kind, ev.summary, ev.data) for ev in self.events(spec.event_kind)
+            ):  # a misspelt tool name, say: c would run to the end without a word
+                return f"c and C stop on {spec.describe()} (it has not happened in this run)"
             return f"c and C stop on {spec.describe()}"
         if spec.condition is None and spec.hit is None:
             line, at, on = self.break_command(str(spec.line))

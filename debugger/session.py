@@ -675,7 +675,8 @@ class Session(Points, Editing):
         return True
 
     def search(self, text: str) -> list[int]:
-        """Steps whose output, messages or changed variable names contain `text` (cached)."""
+        """Steps whose output, messages, changed variable names or called functions contain
+        `text` (cached)."""
         self.length  # noqa: B018
         if text not in self._search_hits:
             self._search_hits[text] = sorted(set(self.timeline.search(text)))

@@ -206,6 +206,11 @@ def _back(
     cur = start - 1
     n = 0
     while cur >= bound:
+        if n == BACK_STEPS_ALONE:
+            # Each read going back rebuilds a state from its keyframe; a change far back
+            # (a hot variable, a watch on a condition that flips once) is found sooner by
+            # passes forward over windows further and further back.
+            return _back_in_windows(watch, timeline, cur + 1, bound, first, cancelled, progress)
         if cancelled is not None and cancelled():
             return None
         n += 1
@@ -226,6 +231,39 @@ def _back(
         if _changed_at(watch, timeline, step, first):
             return step
         cur = step - 1
+    return None
+
+
+BACK_STEPS_ALONE = 64  # candidate steps `_back` reads one by one before reading windows forward
+
+
+def _back_in_windows(
+    watch: Watch,
+    timeline: Any,
+    start: int,
+    bound: int,
+    first: int,
+    cancelled: Cancelled | None,
+    progress: Progress | None = None,
+) -> int | None:
+    """`_back` by forward passes (`changes`) over windows before `start`, each twice as wide
+    as the one after it: the last change in the nearest window that has one."""
+    hi, width = start - 1, 1024
+    while hi >= bound:
+        lo = max(bound, hi - width + 1)
+        found = None
+        for step, _ in changes(watch, timeline, lo, hi, cancelled, limit=hi - lo + 2):
+            # a pass reports its first step when the watch is readable there; whether it
+            # changed there is a question about the step before the window
+            if step > lo or _changed_at(watch, timeline, lo, first):
+                found = step
+        if cancelled is not None and cancelled():
+            return None
+        if found is not None:
+            return found
+        if progress is not None:
+            progress(start - lo, max(start - bound, 1))
+        hi, width = lo - 1, width * 2
     return None
 
 

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
+from textual.visual import VisualType
 from textual.widgets import Static
 
 from debugger.widgets.timeline_bar import legend
@@ -51,18 +52,56 @@ class HelpScreen(ModalScreen[None]):
         self.commands = commands
 
     def compose(self) -> ComposeResult:
-        lines: list[tuple[str, str] | str] = [("Keys\n", "bold $text-accent")]
-        for key, description in self.keys:
-            lines += [(f"  {key:<14}", "bold"), description + "\n"]
-        lines.append(("\nCommands (type : first)\n", "bold $text-accent"))
-        for usage, description in self.commands:
-            lines += [(f"  {usage:<26}", "bold"), description + "\n"]
-        lines.append(("\nMouse\n", "bold $text-accent"))
-        for where, what in MOUSE:
-            lines += [(f"  {where:<26}", "bold"), what + "\n"]
-        lines.append(("\nTimeline markers\n", "bold $text-accent"))
+        sections = [
+            ("Keys", [(key, about, 16) for key, about in self.keys]),
+            ("Commands (type : first)", [(usage, about, 28) for usage, about in self.commands]),
+            ("Mouse", [(where, what, 28) for where, what in MOUSE]),
+        ]
         with VerticalScroll():
-            yield Static(Content.assemble(*lines) + Content("  ") + legend(), id="help-text")
+            yield HelpText(sections, legend(), id="help-text")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)
+
+
+Entry = tuple[str, str, int]  # (key or usage, what it does, the width of the first column)
+
+
+class HelpText(Static):
+    """The help's text, laid out for the width it is drawn at: two columns, a wrapped
+    description going on under itself, a usage too long for its column on a line of its own."""
+
+    def __init__(
+        self, sections: list[tuple[str, list[Entry]]], markers: Content, *, id: str | None = None
+    ) -> None:
+        self.sections = sections
+        self.markers = markers
+        super().__init__(self._layout(88), id=id)
+
+    def render(self) -> VisualType:
+        width = self.content_region.width
+        return self._layout(width) if width else super().render()
+
+    def _layout(self, width: int) -> Content:
+        lines: list[Content] = []
+        for heading, entries in self.sections:
+            lines += [Content(""), Content.styled(heading, "bold $text-accent")]
+            for label, about, column in entries:
+                lines += _entry(label, about, column, width)
+        lines += [Content(""), Content.styled("Timeline markers", "bold $text-accent")]
+        lines += [Content("  ") + line for line in self.markers.wrap(max(width - 2, 8))]
+        return Content("\n").join(lines[1:])
+
+
+def _entry(label: str, about: str, column: int, width: int) -> list[Content]:
+    """One key or command: `  label  about…`, `about` wrapped in its own column."""
+    indent = Content(" " * column)
+    first_width = max(width - column, 12)
+    wrapped = Content(about).wrap(first_width)
+    name = Content.styled(label, "bold")
+    if name.cell_length + 3 > column:  # too long for the column: a line (or more) of its own
+        parts = name.wrap(max(width - 4, 8))
+        head = [Content("  ") + parts[0]] + [Content("    ") + part for part in parts[1:]]
+        return head + [indent + part for part in wrapped]
+    first = Content("  ") + name + Content(" " * (column - 2 - name.cell_length))
+    return [first + wrapped[0]] + [indent + part for part in wrapped[1:]]

@@ -66,4 +66,4 @@ class InputScreen(ModalScreen[str | None]):
 
     async def action_stop_run(self) -> None:
         self.dismiss(None)
-        await self.app.run_action("cancel_work")
+        await self.app.run_action("cancel_work('ctrl+c')")

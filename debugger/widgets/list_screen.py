@@ -1,5 +1,6 @@
 """Provides `ListScreen`: a titled list of lines over the app (`:trace`, `:diff`, `:breaks`).
-A line that names a step goes there on Enter (the screen returns that step); Escape closes."""
+A line that names a step goes there on Enter (the screen returns that step); Enter on a line
+that names none, and Escape, close the list."""
 
 from __future__ import annotations
 
@@ -50,14 +51,17 @@ class ListScreen(ModalScreen[int | None]):
             ids.append(str(step) if step is not None and step not in seen else None)
             if step is not None:
                 seen.add(step)
+        steps = any(step is not None for step, _ in self.rows)
+        # a list that names no step (`:breaks`) has no step column, and Enter just closes it
+        blank = " " * 14 if steps else ""
         with Vertical():
-            hint = "enter goes to the step, esc closes"
+            hint = "enter goes to the step, esc closes" if steps else "enter or esc closes"
             yield Label(Content.assemble((self.title_text, "bold"), (f"  ({hint})", "$text-muted")))
             yield OptionList(
                 *[
                     Option(
                         Content.assemble(
-                            (f"step {step:>7}  " if step is not None else " " * 14, "$text-muted"),
+                            (f"step {step:>7}  " if step is not None else blank, "$text-muted"),
                             text,
                         ),
                         id=ident,
@@ -74,8 +78,10 @@ class ListScreen(ModalScreen[int | None]):
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if event.option.id is not None:
-            self.dismiss(int(event.option.id))
+        # the row's own step (a second row of one step has no option id, and still goes there)
+        rows = self.rows
+        step = rows[event.option_index][0] if event.option_index < len(rows) else None
+        self.dismiss(step)
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

@@ -3,11 +3,13 @@ cursor stopped where it is; staged edits and a waiting interrupt are called out.
 
 When the line is wider than the terminal, the step budget goes first, then the token and cost
 figures, so the run's status, a waiting interrupt (and how to answer it) and the reason stay in
-sight."""
+sight; a reason still too long (how to resume a stopped recording) goes on a second line,
+which is given back when the text fits again."""
 
 from __future__ import annotations
 
 from textual.content import Content
+from textual.geometry import Size
 from textual.widget import Widget
 
 from runtime.record.views import StateView
@@ -26,7 +28,8 @@ class StatusLine(Widget):
 
     DEFAULT_CSS = """
     StatusLine {
-        height: 1;
+        height: auto;
+        max-height: 2;
     }
     """
 
@@ -37,10 +40,19 @@ class StatusLine(Widget):
         self.compact = Content("")  # without the budget, tokens and cost, for narrow terminals
 
     def render(self) -> Content:
-        width = self.content_size.width
+        return self._fitted(self.content_size.width)
+
+    def _fitted(self, width: int) -> Content:
+        """The fullest version of the line that fits `width` (else the compact one, wrapped)."""
         if width and self.content.cell_length > width:
             return self.unbudgeted if self.unbudgeted.cell_length <= width else self.compact
         return self.content
+
+    def _rows(self, width: int) -> int:
+        return 1 if not width or self._fitted(width).cell_length <= width else 2
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self._rows(width)
 
     def show(
         self,
@@ -109,7 +121,10 @@ class StatusLine(Widget):
             rest += [("  — ", "$text-muted"), (reason, "italic")]
         content = Content.assemble(*head, *usage, *tail, *rest)
         if content.plain != self.content.plain or content != self.content:
+            width = self.content_size.width
+            rows = self._rows(width)
             self.content = content
             self.unbudgeted = Content.assemble(*steps, *place, *usage, *tail, *rest)
             self.compact = Content.assemble(*steps, *place, *short, *rest)
-            self.refresh()
+            # a layout pass only when the line needs a row more or one less
+            self.refresh(layout=self._rows(width) != rows)

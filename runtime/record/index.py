@@ -68,6 +68,7 @@ class WriteIndex:
         self.frame_ids: list[list[int]] = []  # per depth: the frame ids, parallel
         self.names: dict[str, list[int]] = {}  # any written name -> steps
         self.params: dict[str, list[int]] = {}  # parameter name -> steps of calls binding it
+        self.calls: dict[str, list[int]] = {}  # function name -> steps its calls began at
         self.texts: list[tuple[int, str]] = []  # (step, lower-case output or message)
         self.restores: list[int] = []
         self.at_location: dict[int, list[int]] = {}  # location id -> steps at it
@@ -164,6 +165,7 @@ class WriteIndex:
                     names.setdefault(e[1], []).append(step)
                 elif code == R_PUSH_FRAME:
                     fid = push(step)
+                    idx.calls.setdefault(e[1], []).append(step)
                     for name in e[4]:
                         binds.setdefault((fid, name), []).append(step)
                         idx.params.setdefault(name, []).append(step)
@@ -249,11 +251,13 @@ class WriteIndex:
         return best
 
     def search(self, text: str) -> list[int]:
-        """Steps whose output, messages or written variable names mention `text`."""
+        """Steps whose output, messages, written variable names or called functions' names
+        mention `text` (a call: the step it began at)."""
         needle = text.lower()
         hits: set[int] = set()
-        for name, steps in self.names.items():
-            if needle in name.lower():
-                hits.update(steps)
+        for table in (self.names, self.calls):
+            for name, steps in table.items():
+                if needle in name.lower():
+                    hits.update(steps)
         hits.update(step for step, blob in self.texts if needle in blob)
         return sorted(hits)

@@ -685,8 +685,8 @@ class Timeline:
         }
 
     def search(self, text: str) -> list[int]:
-        """Steps whose output, messages or written variable names mention `text` (from the
-        write index: one pass the first time, then a lookup)."""
+        """Steps whose output, messages, written variable names or called functions mention
+        `text` (from the write index: one pass the first time, then a lookup)."""
         return self.index().search(text)
 
     # -- branches -------------------------------------------------------------------------------

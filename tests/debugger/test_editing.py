@@ -99,3 +99,15 @@ async def test_restore_with_nothing_staged_asks_and_says_what_reruns(calls: Sess
         await pilot.press("y")
         await settle(pilot)
         assert app.session.branch == 1
+
+
+async def test_e_with_nothing_to_edit_says_how_to_get_to_something(dice: Session) -> None:
+    # "select … the LLM call" left a person looking for how: tab is how
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("tab")  # the call stack: no variable selected, not a message
+        await pilot.press("e")
+        await settle(pilot)
+        said = " ".join(str(n.message) for n in app._notifications)
+        assert "tab moves between them" in said

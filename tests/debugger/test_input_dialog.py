@@ -116,6 +116,9 @@ async def test_ctrl_c_in_the_dialog_stops_the_run(tmp_path: Path) -> None:
         assert s.run_status() == "interrupted"  # stopped early (resumable), at the first input
         assert s.location() is not None and s.location().line == 5
         assert not isinstance(app.screen, InputScreen)
+        # the reason names the key that was pressed, not Esc
+        said = app.status.content.plain + " ".join(str(n.message) for n in app._notifications)
+        assert "ctrl+c" in said and "(esc)" not in said
 
 
 async def test_a_run_stopped_elsewhere_takes_its_dialog_away(tmp_path: Path) -> None:

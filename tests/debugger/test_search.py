@@ -45,3 +45,34 @@ async def test_previous_and_next_match_on_keys_every_terminal_sends(dice: Sessio
         assert dice.step == hits[-1]
         keys = {b.action: b.key for b in app.BINDINGS if hasattr(b, "action")}
         assert "comma" in keys["search_previous"].split(",")
+
+
+def test_search_finds_the_calls_of_a_function(tmp_path) -> None:  # noqa: ANN001
+    # `/square` is how a person looks for where a function ran: it wrote no variable of
+    # that name and printed nothing, yet "`square` is nowhere in this run" was wrong.
+    from debugger.opening import record_session
+    from runtime.language.program import load_program
+    from runtime.runs.runner import RunConfig
+
+    source = tmp_path / "calls_of.agency"
+    source.write_text(
+        "def square(x: number): number {\n"
+        "  return x * x\n"
+        "}\n"
+        "node main() {\n"
+        "  let a = 1\n"
+        "  a = square(3)\n"
+        "  a = square(a)\n"
+        "  return a\n"
+        "}\n"
+    )
+    session = record_session(load_program(str(source)), RunConfig(quiet=True))
+    entries = [
+        k
+        for k in range(session.length)
+        if (loc := session.timeline.location_at(k)) is not None and loc.scope == "square"
+    ]
+    hits = session.search("square")
+    assert entries and all(k in hits for k in entries)
+    move = session.search_next("SQUARE")
+    assert session.step == entries[0] and "match 1 of" in move.reason

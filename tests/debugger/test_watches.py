@@ -92,6 +92,26 @@ def test_watch_changes_agree_with_reading_every_step(
         assert W.next_change(watch, t, start, watched.first, watched.last, True) == before
 
 
+@pytest.mark.parametrize(("text", "function"), WATCHES)
+def test_going_back_in_windows_agrees_with_reading_every_step(
+    watched: Session, text: str, function: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A search back reads a few candidates one by one, then passes forward over windows
+    # (a change far back is found sooner that way): here it goes to windows at once.
+    monkeypatch.setattr(W, "BACK_STEPS_ALONE", 0)
+    watch = W.Watch.parse(text, function)
+    expected = brute_changes(watch, watched)
+    t = watched.timeline
+    for start in range(watched.first, watched.last + 1):
+        before = next((k for k in reversed(expected) if k < start), None)
+        assert W.next_change(watch, t, start, watched.first, watched.last, True) == before
+        until = max(watched.first, start - 7)  # a bound inside the run, as `C` gives one
+        inside = before if before is not None and before >= until else None
+        assert W.next_change(watch, t, start, watched.first, watched.last, True, None, until) == (
+            inside
+        )
+
+
 def test_in_place_changes_and_restore_are_changes(watched: Session) -> None:
     items = W.Watch.parse("items", "main")
     values = [v for _, v in W.changes(items, watched.timeline, watched.first, watched.last)]
@@ -260,7 +280,8 @@ def test_a_tool_breakpoint_stops_at_the_call_before_the_tool_runs() -> None:
     session.goto(session.last)
     assert session.reverse_continue().step == move.step
     session.break_spec("tool add")
-    assert session.break_spec("tool nosuch") == "c and C stop on tool nosuch"
+    said = session.break_spec("tool nosuch")
+    assert said == "c and C stop on tool nosuch (it has not happened in this run)"
     session.goto(session.first)
     assert session.continue_forward().step == session.last
 
