@@ -377,6 +377,10 @@ class Code:
     # What the recorder derives from this code once (`runtime.runs.recorder.frame_head`): its
     # name, kind, parameter names, those recorded, its statements' positions by pc.
     rec_head: Any = field(default=None, compare=False, repr=False)
+    # The shapes a frame can have at each pc (`runtime.language.stack_depths.frame_shapes`),
+    # worked out the first time a checkpoint holding a frame of this code is read: reading one
+    # checks every frame against them, and a run's checkpoints hold frames of the same code.
+    frame_shapes: Any = field(default=None, compare=False, repr=False)
 
     @property
     def param_names(self) -> list[str]:
@@ -405,6 +409,10 @@ class CompiledProgram:
     types: dict[str, A.TypeExpr]
     imports: list[A.Import]
     linked: bool = False  # operands linked to the machine's objects (runtime.vm.link)
+    # The variables a block assigns in the frame that made it, found once by reading a
+    # checkpoint (`runtime.vm.checkpoint_reading`): a walk of every instruction of the program
+    # and its prelude, which reading each checkpoint again made cost more than the rebuild.
+    outer_assigned: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     def nodes(self) -> list[str]:
         return [c.name for c in self.functions.values() if c.kind == "node"]

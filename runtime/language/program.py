@@ -267,7 +267,18 @@ def check_imports(program: A.Program, source: str) -> None:
         raise AgencySyntaxError(problems, source)
 
 
-def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
+# Programs compiled to run (`compile_source(..., reuse=True)`), by what they were compiled from.
+_TO_RUN: dict[tuple[str, str, tuple[str, ...]], CompiledProgram] = {}
+_TO_RUN_SIZE = 32
+
+
+def compile_source(source: str, path: str = "<input>", reuse: bool = False) -> CompiledProgram:
+    """The program `source` compiles to. `reuse`: the caller only runs it (machines link a
+    program in place, once), so the program compiled earlier in this process from the same
+    text, path and imported files is given again: a resume, a replay or a fork of a run reads
+    its program from the file each time, and compiling it (with the prelude and its `std::`
+    imports) cost more than many a resume. Callers that read its instructions as compiled
+    (not linked) leave `reuse` off."""
     tree = parse(source, path)
     if "$(" in source and splices.has_splices(tree):  # (a splice starts with that token)
         tree, source = splices.expand(tree, source, path)
@@ -278,8 +289,11 @@ def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
     tree = bind_import_names(tree)
     imported = [(bind_import_names(sub), text) for sub, text in imported]
     digest = source_hash(source + "".join(text for _, text in imported))
+    key = (path, digest, tuple(sub.path for sub, _ in imported))
+    if reuse and key in _TO_RUN:
+        return _TO_RUN[key]
     try:
-        return ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(
+        program = ProgramCompiler(tree, source, digest, [sub for sub, _ in imported]).compile(
             prelude()
         )
     except RecursionError:
@@ -289,6 +303,11 @@ def compile_source(source: str, path: str = "<input>") -> CompiledProgram:
             "split it with intermediate variables"
         )
         raise AgencySyntaxError([Diagnostic(what, span, path)], source) from None
+    if reuse:
+        if len(_TO_RUN) >= _TO_RUN_SIZE:
+            _TO_RUN.pop(next(iter(_TO_RUN)))
+        _TO_RUN[key] = program
+    return program
 
 
 def deepest(tree: A.Program) -> tuple[int, A.Span]:
@@ -315,7 +334,8 @@ def deepest(tree: A.Program) -> tuple[int, A.Span]:
     return best
 
 
-def load_program(path: str | Path) -> CompiledProgram:
+def load_program(path: str | Path, reuse: bool = False) -> CompiledProgram:
+    """The program in file `path` (`reuse`: see `compile_source`)."""
     p = Path(path)
     try:
         source = read_text(p, "the program", ProgramLoadError)
@@ -327,4 +347,4 @@ def load_program(path: str | Path) -> CompiledProgram:
         raise ProgramLoadError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise ProgramLoadError(f"{path}: cannot read ({exc.strerror})") from None
-    return compile_source(source, str(path))
+    return compile_source(source, str(path), reuse)

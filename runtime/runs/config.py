@@ -64,4 +64,4 @@ def program_of(run: Any) -> Any:
         path = Path(cwd) / path
     if not path.exists():
         raise AgencyError(f"{run.source_path}: the program of run {run.id} is not there any more")
-    return load_program(path)
+    return load_program(path, reuse=True)  # only run (compiled once per process)

@@ -126,7 +126,7 @@ def _program(tl: record.Timeline) -> Any:
         return tl.program
 
     try:
-        program = load_program(tl.source_path)
+        program = load_program(tl.source_path, reuse=True)  # only run: compiled once
     except ProgramLoadError as exc:  # moved, deleted, or a damaged `source_path` in the store
         raise ProgramLoadError(
             f"run {tl.run_id} is re-executed from its program, which cannot be read: {exc}"

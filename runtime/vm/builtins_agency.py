@@ -120,7 +120,9 @@ def compile_child(source: str, root: Path | None, name: str = "<source>.agency")
         problems = _refused_imports(source, path, root)
         if problems:
             raise AgencyRuntimeError("; ".join(problems))
-        program = compile_source(source, path)
+        # Only run: the same files compiled again (each pass of a loop, a parent rebuilt or
+        # resumed going past its `compile` again) give the program compiled the first time.
+        program = compile_source(source, path, reuse=True)
     except AgencySyntaxError as exc:
         raise AgencyRuntimeError(f"compile error: {exc.render()}") from None
     except AgencyRuntimeError:

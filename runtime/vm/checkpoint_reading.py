@@ -122,7 +122,11 @@ def _check_depth(
     unless the frame there has the same shape."""
     found = cache.get(code.name)
     if found is None:
-        found = cache[code.name] = frame_shapes(code)
+        # Kept on the code (superinstructions leave every pc's shape as it was: `unfused`).
+        found = code.frame_shapes
+        if found is None:
+            found = code.frame_shapes = frame_shapes(code)
+        cache[code.name] = found
     pc = f["position"]["pc"]
     shapes = found[pc] if 0 <= pc < len(found) else frozenset()
     if not shapes:
@@ -178,7 +182,7 @@ def _check_callee(
     above: dict[str, Any],
     program: CompiledProgram,
     where: str,
-    reassigned: set[str],
+    reassigned: frozenset[str],
 ) -> None:
     """A frame waiting on a call whose callee the code names (`f(…)`), or takes from a local
     variable holding a function value (`g(…)`), has that function's frame above it (or, for a
@@ -219,15 +223,19 @@ def _function_named(value: Any) -> str | None:
     return None
 
 
-def _outer_assigned(program: CompiledProgram) -> set[str]:
-    """Every variable a block assigns in the frame that made it (`STORE_OUTER`, `UPDATE_OUTER`)."""
+def _outer_assigned(program: CompiledProgram) -> frozenset[str]:
+    """Every variable a block assigns in the frame that made it (`STORE_OUTER`, `UPDATE_OUTER`),
+    found once per program (no instruction is added to a compiled program)."""
+    if program.outer_assigned is not None:
+        return program.outer_assigned
     out: set[str] = set()
     for fn in program.functions.values():
         for op, arg in zip(fn.ops, fn.args):
             op, arg = unfused(op, arg)
             if op in (bytecode.STORE_OUTER, bytecode.UPDATE_OUTER):
                 out.add(str(arg[0] if type(arg) is tuple else arg))
-    return out
+    program.outer_assigned = frozenset(out)
+    return program.outer_assigned
 
 
 def check_against_program(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
@@ -239,7 +247,7 @@ def check_against_program(data: dict[str, Any], program: CompiledProgram, origin
     user = data.get("kind") == "checkpoint"
     frames = data["stack"]
     depths: dict[str, list[frozenset[Any]]] = {}  # frame shapes per function, computed once
-    reassigned = _outer_assigned(program) if len(frames) > 1 else set()
+    reassigned = _outer_assigned(program) if len(frames) > 1 else frozenset()
     for i, f in enumerate(frames):
         code = program.module if f["scope"] == "<module>" else program.functions[f["scope"]]
         where = f"frame {i} (`{f['scope']}`)"

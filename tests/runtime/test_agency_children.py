@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runtime.language import program as program_module
 from runtime.language.program import compile_source
 from runtime.vm import builtins_agency
 from runtime.vm.builtins import World
@@ -54,6 +55,7 @@ def test_a_parent_waiting_on_its_child_survives_json_and_a_fresh_process(tmp_pat
 
     data = json.loads(json.dumps(snapshot(m)))
     builtins_agency._compiled.clear()  # a fresh process: only the snapshot knows the child
+    program_module._TO_RUN.clear()
     (tmp_path / "child-ran.txt").unlink()  # the child's write happened before the snapshot
     again = rebuild(m.program, data, world=World(root=tmp_path, quiet=True))
     for answer in ("one", "two"):
