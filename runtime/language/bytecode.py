@@ -326,6 +326,10 @@ BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
 LANG_HOST_NAMES = frozenset({"_pairsOf", "__memory_project_config", "__s3_call", "__s3_presign"})
 BUILTIN_NAMES = BUILTIN_NAMES | LANG_HOST_NAMES
 
+# JavaScript globals the reference's programs may call (runtime/vm/builtins_data.py).
+JS_GLOBAL_NAMES = frozenset({"isNaN", "isFinite", "structuredClone", "console"})
+BUILTIN_NAMES = BUILTIN_NAMES | JS_GLOBAL_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to
