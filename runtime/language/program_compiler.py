@@ -158,10 +158,12 @@ class ProgramCompiler:
             span=d.span,
         )
         names = {p.name for p in d.params}
-        names |= self._locals_of(d.body, names)
+        bound: set[str] = set()
+        names |= self._locals_of(d.body, names, bound)
         if kind != "prelude":
             self._check_reserved(names, d.span, file)
         fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
+        fc.bound = bound
         fc.consts = constants(d.body)
         _body_with_defaults(fc, d.params, d.body)
         return code
@@ -177,11 +179,20 @@ class ProgramCompiler:
                 )
             )
 
-    def _locals_of(self, body: A.Block | None, declared: set[str]) -> set[str]:
+    def _locals_of(
+        self, body: A.Block | None, declared: set[str], bound: set[str] | None = None
+    ) -> set[str]:
+        """The locals of a function: what it declares, what it assigns that is no module
+        variable, and its loops' variables that are no module variable. `bound` gets the
+        names bound other than as a loop variable (a loop of such a name shadows it)."""
         assigned: set[str] = set()
-        declared_names(body, declared, assigned)
+        loop_vars: set[str] = set()
+        declared_names(body, declared, assigned, loop_vars)
         module = self.global_names | self.shared_names
-        return declared | {n for n in assigned if n not in module}
+        local_assigned = {n for n in assigned if n not in module}
+        if bound is not None:
+            bound |= declared | local_assigned
+        return declared | local_assigned | {n for n in loop_vars if n not in module}
 
     def schema_for(self, t: A.TypeExpr) -> Any:
         """The JSON schema asked of the model for `const x: T = llm(…)`, as JSON-like data (the
@@ -212,6 +223,9 @@ class ProgramCompiler:
         names |= {"__data", "__owner"}
         fc = FunctionCompiler(self, code, names)
         fc.outer = visible
+        # inside a loop that shadows a variable (`for (x in xs)`), `x` is the loop's hidden local
+        fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
+        fc.outer |= set(fc.renames.values())
         if h.body is not None:
             fc.block(h.body, "")
         fc.emit(CONST, None)
@@ -239,7 +253,8 @@ class ProgramCompiler:
         names = declared | {n for n in assigned if n not in module and n not in visible}
         fc = FunctionCompiler(self, code, names, steps=owner_fc.steps)
         fc.outer = visible
-        # inside a comprehension `[… for x in xs]`, `x` is the creator's hidden local
+        # inside a comprehension `[… for x in xs]` or a loop that shadows a variable, `x` is
+        # the creator's hidden local
         fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
         fc.outer |= set(fc.renames.values())
         fc.consts = constants(b.body)
