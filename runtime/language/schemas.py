@@ -148,10 +148,99 @@ class _Converter:
             }
         if t.name == "Record" and len(args) == 2:
             return {"type": "object", "additionalProperties": args[1]}
+        if t.name in _UTILITIES and len(args) == _UTILITIES[t.name]:
+            return _utility(t.name, args)
         raise LLMError(
             f"unsupported generic type `{t.name}` with {len(args)} argument(s); structured output "
-            "understands Array<T>, Result<S, F> and Record<string, T>"
+            "understands Array<T>, Result<S, F>, Record<string, T>, Partial<T>, Required<T>, "
+            'Pick<T, K>, Omit<T, K>, NonNullable<T>, keyof T, A & B and T["key"]'
         )
+
+
+# The utility types over object types (and their number of arguments). `&` is `A & B`, `keyof`
+# is `keyof T` and `[]` is the indexed access `T["key"]`, as the parser writes them.
+_UTILITIES = {
+    "Partial": 1,
+    "Required": 1,
+    "Pick": 2,
+    "Omit": 2,
+    "NonNullable": 1,
+    "keyof": 1,
+    "&": 2,
+    "[]": 2,
+}
+
+
+def _utility(name: str, args: list[Schema]) -> Schema:
+    if name == "NonNullable":
+        return _without_null(args[0])
+    if name == "&":
+        return _intersection(args[0], args[1])
+    props, required = _object_parts(args[0], name)
+    if name == "Partial":
+        return {"type": "object", "properties": props, "required": []}
+    if name == "Required":
+        return {"type": "object", "properties": props, "required": list(props)}
+    if name == "keyof":
+        return _union([_literal(k) for k in props]) if props else {"not": {}}
+    keys = _literal_keys(args[1], name)
+    if name == "[]":
+        missing = [k for k in keys if k not in props]
+        if missing:
+            raise LLMError(f"the type has no property `{missing[0]}` (it has {', '.join(props)})")
+        return _union([props[k] for k in keys])
+    keep = [k for k in props if (k in keys) == (name == "Pick")]
+    return {
+        "type": "object",
+        "properties": {k: props[k] for k in keep},
+        "required": [k for k in required if k in keep],
+    }
+
+
+def _object_parts(schema: Schema, name: str) -> tuple[dict[str, Schema], list[str]]:
+    """The properties and required names of an object type's schema."""
+    if schema.get("type") != "object" or "properties" not in schema:
+        raise LLMError(f"`{name}` needs an object type with known properties")
+    return dict(schema["properties"]), list(schema.get("required", []))
+
+
+def _literal_keys(schema: Schema, name: str) -> list[str]:
+    """The key names a `Pick`/`Omit`/indexed access is given: a string literal or a union of
+    them."""
+    values = schema.get("enum")
+    if schema.get("type") != "string" or not isinstance(values, list):
+        raise LLMError(f'`{name}` needs its keys as string literals, like "name" | "email"')
+    return [str(v) for v in values]
+
+
+def _without_null(schema: Schema) -> Schema:
+    if list(schema) == ["anyOf"]:
+        return _union([o for o in schema["anyOf"] if o != {"type": "null"}])
+    kind = schema.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        out = dict(schema)
+        rest = [k for k in kind if k != "null"]
+        out["type"] = rest[0] if len(rest) == 1 else rest
+        if "enum" in out:
+            out["enum"] = [v for v in out["enum"] if v is not None]
+        return out
+    return schema
+
+
+def _intersection(a: Schema, b: Schema) -> Schema:
+    """`A & B` of two object types: every property of both (one on both sides must agree)."""
+    pa, ra = _object_parts(a, "&")
+    pb, rb = _object_parts(b, "&")
+    props = dict(pa)
+    for k, v in pb.items():
+        if k in props and props[k] != v and props[k] and v:
+            raise LLMError(f"`A & B`: the property `{k}` has two different types")
+        props[k] = props.get(k) or v
+    return {
+        "type": "object",
+        "properties": props,
+        "required": [*ra, *(k for k in rb if k not in ra)],
+    }
 
 
 def _with_fragments(schema: Schema, fragments: tuple[A.Expr, ...]) -> Schema:

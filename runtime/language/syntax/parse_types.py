@@ -47,8 +47,13 @@ class TypeParser(TokenReader):
     def type_postfix(self) -> ast.TypeExpr:
         start = self.peek().span
         result = self.type_primary()
-        while self.at("[") and self.peek_after().kind == "]":
+        while self.at("[") and self.peek_after().kind in ("]", STRING):
             self.advance()
+            if self.at(STRING):  # `T["key"]`: the type of a property (written as `[]<T, K>`)
+                key = self.type_expr()
+                self.expect("]")
+                result = ast.TGeneric("[]", (result, key), self.span_from(start))
+                continue
             self.advance()
             result = ast.TArray(result, self.span_from(start))
         if self.at("!"):
