@@ -115,15 +115,27 @@ def _boolean(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
 @builtin("parseInt")
 def _parse_int(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     text = to_str(args[0] if args else None).strip()
+    radix = integer(args[1]) if len(args) > 1 and args[1] is not None else 0
+    sign = -1 if text[:1] == "-" else 1
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if radix in (0, 16) and body[:2].lower() == "0x":  # `0x1f` is hexadecimal, as in JavaScript
+        body, radix = body[2:], 16
+    if radix == 0:
+        radix = 10
+    if not 2 <= radix <= 36:
+        return math.nan
     digits = ""
-    for i, ch in enumerate(text):
-        if ch.isdigit() or (i == 0 and ch in "+-"):
+    for ch in body:
+        if ch.isascii() and ch.isalnum() and int(ch, 36) < radix:
             digits += ch
         else:
             break
-    if digits in ("", "+", "-"):
+    if not digits:
         return math.nan
-    return int(digits) if len(digits) <= 16 else num_of_text(digits)
+    if radix == 10:
+        return sign * int(digits) if len(digits) <= 16 else sign * num_of_text(digits)
+    n = int(digits, radix)
+    return sign * n if n < 2**53 else sign * float(n)
 
 
 @builtin("parseFloat")
