@@ -31,7 +31,9 @@ from runtime.language.bytecode import (
     ITER_NEXT,
     JUMP,
     JUMP_IF_FALSE,
+    JUMP_IF_FALSE_KEEP,
     JUMP_IF_NOT_NULL_KEEP,
+    JUMP_IF_TRUE_KEEP,
     LOAD_LOCAL,
     POP,
     RANGE_INIT,
@@ -317,9 +319,9 @@ class FunctionCompiler(MatchCompiler):
         if isinstance(target, A.Name):
             if op == "=":
                 self.expr(s.value)
-            elif op == "??=":
+            elif op in _KEEP_JUMPS:
                 self.load_name(target.id, target.span)
-                skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                skip = self.emit(_KEEP_JUMPS[op], None)
                 self.emit(POP)
                 self.expr(s.value)
                 self.store_name(target.id, s.span)
@@ -337,10 +339,10 @@ class FunctionCompiler(MatchCompiler):
             self.expr(target.obj)
             if op == "=":
                 self.expr(s.value)
-            elif op == "??=":
+            elif op in _KEEP_JUMPS:
                 self.emit(DUP)
                 self.emit(GET_MEMBER, target.name)
-                skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                skip = self.emit(_KEEP_JUMPS[op], None)
                 self.emit(POP)
                 self.expr(s.value)
                 self.emit(SET_MEMBER, target.name)
@@ -361,10 +363,10 @@ class FunctionCompiler(MatchCompiler):
             self.expr(target.index)
             if op == "=":
                 self.expr(s.value)
-            elif op == "??=":
+            elif op in _KEEP_JUMPS:
                 self.emit(DUP2)
                 self.emit(GET_INDEX)
-                skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                skip = self.emit(_KEEP_JUMPS[op], None)
                 self.emit(POP)
                 self.expr(s.value)
                 self.emit(SET_INDEX)
@@ -385,6 +387,15 @@ class FunctionCompiler(MatchCompiler):
             self.error("cannot assign to this expression", target.span)
 
     # -- expressions ----------------------------------------------------------------------
+
+
+# `x ??= v`, `x ||= v`, `x &&= v` assign only when the current value is null, falsy, truthy:
+# the jump that skips the assignment, keeping the current value on the stack.
+_KEEP_JUMPS = {
+    "??=": JUMP_IF_NOT_NULL_KEEP,
+    "||=": JUMP_IF_TRUE_KEEP,
+    "&&=": JUMP_IF_FALSE_KEEP,
+}
 
 
 def is_interrupt_call(e: A.Expr | None) -> bool:

@@ -567,6 +567,20 @@ def regex_test(r: Any, s: Any) -> bool:
     return pattern.search(s if type(s) is str else to_str(s)) is not None
 
 
+def js_in(key: Any, obj: Any) -> bool:
+    """`key in obj`: whether an object has the property `key` (an array: the index, or
+    `length`), as JavaScript's `in`; any other right side is an error."""
+    t = type(obj)
+    if t is JSObject:
+        return to_str(key) in obj
+    if t is JSArray:
+        if key == "length":
+            return True
+        n = to_number(key)
+        return type(key) is not bool and n == n and float(n).is_integer() and 0 <= n < len(obj)
+    raise AgencyRuntimeError(f"cannot use `in` to look for a key in {a_type(obj)}")
+
+
 BINARY_OPS = {
     "+": js_add,
     "-": js_sub,
@@ -584,6 +598,7 @@ BINARY_OPS = {
     ">=": js_ge,
     "=~": lambda a, b: regex_test(b, a),
     "!~": lambda a, b: not regex_test(b, a),
+    "in": js_in,
 }
 
 UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}

@@ -79,9 +79,12 @@ class ExpressionParser(PatternParser):
                     self.advance()
                     left = self.is_operator(left, tok, start)
                     continue
-                if tok.text != "catch":
+                if tok.text == "in":  # `"key" in obj`, as JavaScript's
+                    kind = "in"
+                elif tok.text != "catch":
                     break
-                kind = "catch"
+                else:
+                    kind = "catch"
             bp = _INFIX.get(kind)
             if bp is None or bp <= min_bp:
                 break

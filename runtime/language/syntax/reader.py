@@ -63,6 +63,7 @@ _INFIX: dict[str, int] = {
     ">=": _COMPARE,
     "=~": _COMPARE,
     "!~": _COMPARE,
+    "in": _COMPARE,
     "+": _SUM,
     "-": _SUM,
     "*": _PRODUCT,
@@ -77,7 +78,7 @@ _INFIX: dict[str, int] = {
     "--": _POSTFIX,
 }
 _LOGICAL = frozenset({"||", "??", "&&"})
-_ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "??="})
+_ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "??=", "||=", "&&="})
 _OPENERS = {"(": ")", "[": "]", "{": "}", "$(": ")"}
 _CLOSERS = frozenset({")", "]", "}"})
 _STATEMENT_ENDS = frozenset({NEWLINE, ";", "}", EOF})
