@@ -516,7 +516,7 @@ class Parser(DeclarationParser):
         return ast.ForIn(var, second, iterable, body, span, pattern[0] if pattern else None)
 
     def loop_binders(self) -> tuple[str, str | None, ast.Pattern | None]:
-        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in`.
+        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in` (or `of`).
 
         A destructuring first binder comes back as a pattern (and `""` for the name)."""
         pattern: ast.Pattern | None = None
@@ -528,6 +528,9 @@ class Parser(DeclarationParser):
         second = None
         if self.accept(","):
             second = self.expect_name("a second loop variable").text
+        if self.at_word("of"):  # `for (const x of xs)`: TypeScript's spelling, read as `in`
+            self.advance()
+            return var, second, pattern
         self.expect_word(
             "in", f"expected `in` after the loop variable, got {describe(self.peek())}"
         )
