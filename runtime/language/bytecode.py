@@ -409,6 +409,8 @@ class CompiledProgram:
     types: dict[str, A.TypeExpr]
     imports: list[A.Import]
     linked: bool = False  # operands linked to the machine's objects (runtime.vm.link)
+    # the type parameters of each generic alias (`type Page<T> = …`), by name
+    type_params: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def nodes(self) -> list[str]:
         return [c.name for c in self.functions.values() if c.kind == "node"]

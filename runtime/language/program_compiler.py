@@ -54,6 +54,7 @@ class ProgramCompiler:
         self.module_consts: set[str] = set()
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
+        self.type_params: dict[str, tuple[str, ...]] = {}
         # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
         self.signatures: dict[str, tuple[A.Param, ...]] = {}
         self.handlers = 0
@@ -77,6 +78,8 @@ class ProgramCompiler:
         for item in items:
             if type(item) is A.TypeAlias:
                 self.types[item.name] = item.type
+                if item.type_params:
+                    self.type_params[item.name] = item.type_params
             elif type(item) is A.VarDecl:
                 names: set[str] = set()
                 pattern_names(item.target, names)
@@ -140,6 +143,7 @@ class ProgramCompiler:
             shared=shared_order,
             statics=sorted(self.statics),
             types=self.types,
+            type_params=self.type_params,
             imports=[i for i in items if type(i) is A.Import],
         )
 
@@ -197,7 +201,7 @@ class ProgramCompiler:
     def schema_for(self, t: A.TypeExpr) -> Any:
         """The JSON schema asked of the model for `const x: T = llm(…)`, as JSON-like data (the
         machine links it to an Agency object)."""
-        return wrap_schema(type_to_schema(t, self.types))
+        return wrap_schema(type_to_schema(t, self.types, self.type_params))
 
     def compile_handler(self, h: A.Handler, owner_fc: FunctionCompiler) -> Any:
         if h.func in FIXED_ANSWERS:

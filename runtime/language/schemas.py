@@ -4,6 +4,7 @@ the LLM layer's business (`runtime.llm.schema`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,13 +44,18 @@ _JSON_TYPE_OF_LITERAL = {str: "string", bool: "boolean", int: "number", float: "
 # Types to schemas
 
 
-def type_to_schema(t: TypeExpr, aliases: Mapping[str, TypeExpr] | None = None) -> Schema:
-    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`.
+def type_to_schema(
+    t: TypeExpr,
+    aliases: Mapping[str, TypeExpr] | None = None,
+    type_params: Mapping[str, tuple[str, ...]] | None = None,
+) -> Schema:
+    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`, and a
+    generic alias's type parameters (`type Page<T> = …`) in `type_params`.
 
     Raises `LLMError` for an unknown type name and for a recursive alias (structured output
     cannot describe an unbounded type).
     """
-    return _Converter(aliases or {}).convert(t)
+    return _Converter(aliases or {}, type_params or {}).convert(t)
 
 
 def wrap_schema(inner: Schema) -> Schema:
@@ -77,8 +83,11 @@ def tool_parameters(
 
 
 class _Converter:
-    def __init__(self, aliases: Mapping[str, TypeExpr]) -> None:
+    def __init__(
+        self, aliases: Mapping[str, TypeExpr], type_params: Mapping[str, tuple[str, ...]] = {}
+    ) -> None:
         self.aliases = aliases
+        self.type_params = type_params
         self.expanding: list[str] = []
 
     def convert(self, t: TypeExpr) -> Schema:
@@ -114,11 +123,7 @@ class _Converter:
                     f"the type `{name}` refers to itself ({chain}); structured output needs a "
                     "type of bounded depth, so write the nesting out"
                 )
-            self.expanding.append(name)
-            try:
-                return self.convert(self.aliases[name])
-            finally:
-                self.expanding.pop()
+            return self.expand(name, ())
         if name in _PRIMITIVES:
             return dict(_PRIMITIVES[name])
         raise LLMError(
@@ -126,7 +131,28 @@ class _Converter:
             "boolean, any or null"
         )
 
+    def expand(self, name: str, args: tuple[TypeExpr, ...]) -> Schema:
+        """The schema of the alias `name`, its type parameters replaced by `args` (a missing
+        one is `any`)."""
+        body = self.aliases[name]
+        params = self.type_params.get(name, ())
+        if params:
+            given = {p: args[i] if i < len(args) else TName("any") for i, p in enumerate(params)}
+            body = _substitute(body, given)
+        self.expanding.append(name)
+        try:
+            return self.convert(body)
+        finally:
+            self.expanding.pop()
+
     def generic(self, t: TGeneric) -> Schema:
+        if t.name in self.type_params and t.name in self.aliases:
+            if t.name in self.expanding:
+                raise LLMError(
+                    f"the type `{t.name}` refers to itself; structured output needs a type of "
+                    "bounded depth, so write the nesting out"
+                )
+            return self.expand(t.name, t.args)
         args = [self.convert(a) for a in t.args]
         if t.name == "Array" and len(args) == 1:
             return {"type": "array", "items": args[0]}
@@ -241,6 +267,24 @@ def _intersection(a: Schema, b: Schema) -> Schema:
         "properties": props,
         "required": [*ra, *(k for k in rb if k not in ra)],
     }
+
+
+def _substitute(t: Any, given: Mapping[str, TypeExpr]) -> Any:
+    """`t` with each type parameter named in `given` replaced by its argument."""
+    if isinstance(t, TName):
+        return given.get(t.name, t)
+    if isinstance(t, tuple):
+        return tuple(_substitute(x, given) for x in t)
+    if not dataclasses.is_dataclass(t) or isinstance(t, type):
+        return t
+    changes = {}
+    for f in dataclasses.fields(t):
+        value = getattr(t, f.name)
+        if isinstance(value, tuple) or dataclasses.is_dataclass(value):
+            new = _substitute(value, given)
+            if new is not value:
+                changes[f.name] = new
+    return dataclasses.replace(t, **changes) if changes else t
 
 
 def _with_fragments(schema: Schema, fragments: tuple[A.Expr, ...]) -> Schema:
