@@ -578,6 +578,18 @@ class ExpressionParser(PatternParser):
             items: list[ast.Expr | ast.Spread] = []
             while not self.at("]"):
                 items.append(self.array_item())
+                first = items[0]
+                if (
+                    len(items) == 1
+                    and not isinstance(first, ast.Spread)
+                    and self.peek().kind in _ASSIGN_OPS
+                    and _assignable(first)
+                ):
+                    # `[total += x for x in xs]`: an assignment as a comprehension's element
+                    op = self.advance()
+                    value = self.expr_after(op)
+                    span = self.span_from(first.span)
+                    items[0] = ast.AssignExpr(ast.Assign(first, op.kind, value, span), span)
                 if len(items) == 1 and self.at_word("for") and not isinstance(items[0], ast.Spread):
                     return self.comprehension(items[0], opener)
                 if not self.accept(","):
