@@ -21,6 +21,7 @@ from runtime.language.syntax.reader import (
     _IS,
     _LOGICAL,
     _NO_FOLD_AFTER,
+    _OPENERS,
     _PREFIX_OPERAND,
     _TERNARY,
     T,
@@ -181,12 +182,62 @@ class ExpressionParser(PatternParser):
             return ast.Arg(value, None, True, self.span_from(tok.span))
         if tok.kind == NAME and self.peek_after().kind == ":":
             self.advance()
-            value = self.expr_after(self.advance())
-            return ast.Arg(value, tok.text, False, self.span_from(tok.span))
+            colon = self.advance()
+            self.skip_newlines()
+            named = self.arrow_block() if self.arrow_ahead() else self.expr_after(colon)
+            return ast.Arg(named, tok.text, False, self.span_from(tok.span))
+        if self.arrow_ahead():
+            block = self.arrow_block()
+            return ast.Arg(block, None, False, block.span)
         if not self.starts_expression(tok):
             self.fail(f"expected an argument, got {describe(tok)}", tok.span)
         value = self.expression()
         return ast.Arg(value, None, False, value.span)
+
+    def arrow_ahead(self) -> bool:
+        """At an argument written as a JavaScript arrow function: `x =>`, `(a, b) =>`,
+        `() =>`, each optionally after `async`."""
+        toks, j = self.toks, self.pos
+        if toks[j].kind == NAME and toks[j].text == "async" and toks[j + 1].kind in (NAME, "("):
+            j += 1
+        if toks[j].kind == NAME:
+            return toks[j + 1].kind == "=>"
+        if toks[j].kind != "(":
+            return False
+        depth = 0
+        while toks[j].kind != EOF:
+            if toks[j].kind in _OPENERS:
+                depth += 1
+            elif toks[j].kind in _CLOSERS:
+                depth -= 1
+                if depth == 0:
+                    return toks[j + 1].kind == "=>"
+            j += 1
+        return False
+
+    def arrow_block(self) -> ast.BlockFn:
+        """`(a, b) => expr` or `(a, b) => { … }` as an argument: a block, as the reference reads
+        JavaScript's arrow functions there (`async` is dropped: everything is awaited)."""
+        start = self.peek().span
+        if self.at_word("async"):
+            self.advance()
+        if self.at("("):
+            params = tuple(self.comma_list(self.advance(), self.param))
+        else:
+            name = self.expect_name("a parameter name")
+            params = (ast.Param(name.text, None, None, False, name.span),)
+        arrow = self.expect("=>")
+        self.skip_newlines()
+        saved = self.headers
+        self.headers = 0
+        try:
+            if self.at("{"):
+                return ast.BlockFn(params, self.handler_body(), False, self.span_from(start))
+            value = self.expr_after(arrow)
+        finally:
+            self.headers = saved
+        body = ast.Block((ast.Return(value, value.span),), value.span)
+        return ast.BlockFn(params, body, True, self.span_from(start))
 
     def prefix(self) -> ast.Expr:
         tok = self.peek()
