@@ -85,7 +85,8 @@ class DeclarationParser(ExpressionParser):
         return ast.Param(name, type_, default, rest, self.span_from(start), optional)
 
     def type_alias(self) -> ast.TypeAlias:
-        start = self.advance().span  # type
+        keyword = self.advance()  # type (or interface)
+        start = keyword.span
         name = self.expect_name("a type name").text
         type_params: tuple[str, ...] = ()
         params: tuple[ast.Param, ...] = ()
@@ -93,6 +94,8 @@ class DeclarationParser(ExpressionParser):
             type_params = self.alias_type_params(self.advance())
         if self.at("("):
             params = tuple(self.comma_list(self.advance(), self.param))
+        if keyword.text == "interface" and self.at("{"):  # `interface Name { … }`: no `=`
+            return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
         self.expect("=", f"expected `=` after `type {name}`, got {describe(self.peek())}")
         self.skip_newlines()
         return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)

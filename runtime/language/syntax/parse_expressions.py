@@ -180,7 +180,8 @@ class ExpressionParser(PatternParser):
             self.advance()
             value = self.expr_after(tok)
             return ast.Arg(value, None, True, self.span_from(tok.span))
-        if tok.kind == NAME and self.peek_after().kind == ":":
+        if tok.kind == NAME and self.peek_after().kind in (":", "="):
+            # `name: value`, or Python's spelling `name = value`
             self.advance()
             colon = self.advance()
             self.skip_newlines()
@@ -396,6 +397,13 @@ class ExpressionParser(PatternParser):
                 return raised
         if text == "async" and self.peek_after().kind == NAME:
             return self.async_call(tok)
+        if text in ("await", "sync") and self.peek_after().kind in (NAME, "("):
+            nxt = self.peek_after()
+            if nxt.span.line == tok.span.line and nxt.span.col > tok.span.end_col:
+                # `await f(x)` / `sync f(x)`: every call is awaited, so the word is dropped,
+                # as the reference does
+                self.advance()
+                return self.expr_after(tok, _PREFIX_OPERAND)
         if text in concurrency.COMPREHENSION_PREFIXES and self.peek_after().kind == "[":
             nxt = self.peek_after()
             if (nxt.span.line, nxt.span.col) != (tok.span.end_line, tok.span.end_col):

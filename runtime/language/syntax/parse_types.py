@@ -21,6 +21,8 @@ from runtime.language.syntax.tokens import (
     describe,
 )
 
+_BOXED = {"Number": "number", "String": "string", "Boolean": "boolean"}
+
 
 class TypeParser(TokenReader):
     """Type expressions: `string[]`, `A | B`, `(a: T) -> R`, `{name: T}`, `Promise<T>`."""
@@ -93,7 +95,8 @@ class TypeParser(TokenReader):
                 if tok.text == "Array" and len(type_args) == 1:
                     return ast.TArray(type_args[0], self.span_from(tok.span))
                 return ast.TGeneric(tok.text, type_args, self.span_from(tok.span))
-            return ast.TName(tok.text, tok.span)
+            # TypeScript's boxed spellings are the primitives, as the reference normalises them
+            return ast.TName(_BOXED.get(tok.text, tok.text), tok.span)
         if tok.kind == NAME and tok.text in ("null", "undefined"):
             self.advance()
             return ast.TName("null", tok.span)

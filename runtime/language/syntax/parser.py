@@ -298,6 +298,10 @@ class Parser(DeclarationParser):
                 self.advance()
             self.module_only(start, top, "`static` variables are")
             return self.var_decl(start, "static")
+        if word == "interface" and nxt.kind == NAME and self.peek_after(2).kind in ("{", "<"):
+            # `interface Name { … }`: TypeScript's spelling of `type Name = { … }`
+            self.module_only(start, top, "`interface` declarations are")
+            return self.type_alias()
         if word == "type" and nxt.kind == NAME and self.peek_after(2).kind in ("=", "<", "("):
             if not top and self.in_function:
                 self.inner_aliases.append(self.type_alias())
@@ -457,7 +461,11 @@ class Parser(DeclarationParser):
             start = self.advance()  # if
             cond = self.header(lambda start=start: self.expr_after(start))  # type: ignore[misc]
             heads.append((start, cond, self.block()))
-            if not self.peek_past_newlines().is_word("else"):
+            after = self.peek_past_newlines()
+            if after.is_word("elif"):  # Python's spelling of `else if`
+                self.skip_newlines()
+                continue
+            if not after.is_word("else"):
                 break
             self.skip_newlines()
             self.advance()  # else
