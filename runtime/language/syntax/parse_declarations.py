@@ -24,7 +24,9 @@ class DeclarationParser(ExpressionParser):
     """Top-level declarations: `def`/`node`, parameters, `type` aliases, decorators, imports, effects."""
 
     def function(self, start: Token, modifiers: tuple[str, ...]) -> ast.FuncDecl:
-        kind = self.advance().text  # def | node
+        kind = self.advance().text  # def | node (| function, read as def)
+        if kind == "function":
+            kind = "def"
         name = self.expect_name(f"a {kind} name").text
         opener = self.expect(
             "(", f"expected `(` after the {kind} name, got {describe(self.peek())}"
@@ -301,6 +303,8 @@ class DeclarationParser(ExpressionParser):
             word = toks[j].text
             if word in ("def", "node") and toks[j + 1].kind == NAME:
                 return words
+            if word == "function" and toks[j + 1].kind == NAME and toks[j + 2].kind == "(":
+                return words  # `function f(…)`: TypeScript's spelling of `def`
             if word in RESERVED:
                 return None
             words.append(word)
