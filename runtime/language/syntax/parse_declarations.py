@@ -38,7 +38,7 @@ class DeclarationParser(ExpressionParser):
                 self.report("a `...rest` parameter must be the last one", param.span)
             seen_rest = seen_rest or param.rest
         return_type = None
-        if self.accept(":"):
+        if self.accept(":") or self.accept("->"):  # `-> T` is the reference's other spelling
             return_type = self.type_expr()
         raises = self.raises_clause() if self.at_word("raises") else None
         saved = self.loops, self.in_function

@@ -355,7 +355,7 @@ class ExpressionParser(PatternParser):
         elif tok.kind == NAME:
             name = self.expect_name("a parameter name")
             params = (ast.Param(name.text, None, None, False, name.span),)
-        arrow = self.expect(
+        arrow = self.expect_arrow(
             "->", f"expected `->` after the inline block's parameters, got {describe(self.peek())}"
         )
         saved = self.headers

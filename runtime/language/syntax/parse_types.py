@@ -123,10 +123,11 @@ class TypeParser(TokenReader):
         j += 1
         while toks[j].kind == NEWLINE:
             j += 1
-        return toks[j].kind == "->"
+        return toks[j].kind in ("->", "=>")
 
     def function_type(self, opener: Token) -> ast.TFunc:
-        """`(a: T, U) -> R`; parameter names, `?` and `...` are accepted and dropped."""
+        """`(a: T, U) -> R` (or `=> R`); parameter names, `?` and `...` are accepted and
+        dropped."""
 
         def param() -> ast.TypeExpr:
             self.accept("...")
@@ -137,7 +138,9 @@ class TypeParser(TokenReader):
             return self.type_expr()
 
         params = tuple(self.comma_list(opener, param))
-        self.expect("->")
+        self.expect_arrow(
+            "->", f"expected `->` after a function type's parameters, got {describe(self.peek())}"
+        )
         result = self.type_expr()
         return ast.TFunc(params, result, self.span_from(opener.span))
 

@@ -510,7 +510,7 @@ class Parser(DeclarationParser):
         def header() -> tuple[str, str | None, ast.Expr]:
             if self.at_word("let") or self.at_word("const"):
                 self.advance()
-            var, second, found = self.loop_binders()
+            var, second, found = self.loop_binders(of=True)
             if found is not None:
                 pattern.append(found)
             return var, second, self.header(self.expression)
@@ -523,8 +523,9 @@ class Parser(DeclarationParser):
         span = self.span_from(start.span)
         return ast.ForIn(var, second, iterable, body, span, pattern[0] if pattern else None)
 
-    def loop_binders(self) -> tuple[str, str | None, ast.Pattern | None]:
-        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in` (or `of`).
+    def loop_binders(self, of: bool = False) -> tuple[str, str | None, ast.Pattern | None]:
+        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in` (or, for a
+        loop's header, `of`).
 
         A destructuring first binder comes back as a pattern (and `""` for the name)."""
         pattern: ast.Pattern | None = None
@@ -536,7 +537,7 @@ class Parser(DeclarationParser):
         second = None
         if self.accept(","):
             second = self.expect_name("a second loop variable").text
-        if self.at_word("of"):  # `for (const x of xs)`: TypeScript's spelling, read as `in`
+        if of and self.at_word("of"):  # `for (const x of xs)`: TypeScript's spelling, as `in`
             self.advance()
             return var, second, pattern
         self.expect_word(
