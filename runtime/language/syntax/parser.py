@@ -331,6 +331,11 @@ class Parser(DeclarationParser):
             self.module_only(start, top, "`export` is")
             self.advance()
             return self.statement_body(self.peek(), top)
+        if word == "optimize" and nxt.kind == NAME and nxt.text in ("const", "let", "static"):
+            # `optimize const prompt = …` marks a value for the reference's prompt optimizer
+            # (`agency eval optimize`); running, it is the declaration itself
+            self.advance()
+            return self.statement_body(self.peek(), top)
         return self.expression_statement(start, top)
 
     def destructive_block(self, start: Token) -> ast.Block:
