@@ -18,6 +18,7 @@ from runtime.vm.limits import SMALL, check_array_length
 from runtime.vm.values import (
     JSArray,
     JSObject,
+    js_keys,
     js_pow,
     parse_json,
     stringify,
@@ -62,7 +63,7 @@ def integer(v: Any) -> int:
 def _keys(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     obj = args[0] if args else None
     if type(obj) is JSObject:
-        return JSArray(obj.keys())
+        return JSArray(js_keys(obj))
     if type(obj) is JSArray:
         return JSArray(str(i) for i in range(len(obj)))
     raise AgencyRuntimeError(f"keys() expects an object, got {type_name(obj)}")
@@ -72,7 +73,7 @@ def _keys(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
 def _values(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     obj = args[0] if args else None
     if type(obj) is JSObject:
-        return JSArray(obj.values())
+        return JSArray(obj[k] for k in js_keys(obj))
     if type(obj) is JSArray:
         return JSArray(obj)
     raise AgencyRuntimeError(f"values() expects an object, got {type_name(obj)}")
@@ -83,7 +84,7 @@ def _entries(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     obj = args[0] if args else None
     if type(obj) is not JSObject:
         raise AgencyRuntimeError(f"entries() expects an object, got {type_name(obj)}")
-    return JSArray(JSArray([k, v]) for k, v in obj.items())
+    return JSArray(JSArray([k, obj[k]]) for k in js_keys(obj))
 
 
 @builtin("len")
