@@ -326,6 +326,10 @@ BUILTIN_NAMES = BUILTIN_NAMES | NET_HOST_NAMES
 LANG_HOST_NAMES = frozenset({"_pairsOf", "__memory_project_config", "__s3_call", "__s3_presign"})
 BUILTIN_NAMES = BUILTIN_NAMES | LANG_HOST_NAMES
 
+# JavaScript globals the reference's programs may call (runtime/vm/builtins_data.py).
+JS_GLOBAL_NAMES = frozenset({"isNaN", "isFinite", "structuredClone", "console"})
+BUILTIN_NAMES = BUILTIN_NAMES | JS_GLOBAL_NAMES
+
 
 class FuncRef:
     """A function value: a reference to a def, node or builtin by name (what `f` evaluates to
@@ -413,6 +417,8 @@ class CompiledProgram:
     # checkpoint (`runtime.vm.checkpoint_reading`): a walk of every instruction of the program
     # and its prelude, which reading each checkpoint again made cost more than the rebuild.
     outer_assigned: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    # the type parameters of each generic alias (`type Page<T> = …`), by name
+    type_params: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def nodes(self) -> list[str]:
         return [c.name for c in self.functions.values() if c.kind == "node"]

@@ -68,6 +68,11 @@ class CodeEmitter:
         self.is_module = code.kind == "module"
         self.consts: set[str] = set()  # this function's `const` names
         self.renames: dict[str, str] = {}  # a comprehension's variable -> its hidden local
+        # Names the function binds other than as a loop variable (parameters, declarations,
+        # assignments), and the variables of the loops being compiled: a loop over one of
+        # these names shadows it (see `FunctionCompiler.for_stmt`).
+        self.bound: set[str] = set()
+        self.loop_names: list[str] = []
         # A handler body's view of the enclosing function's variables (read and written in
         # the frame that opened the `handle` block, like a JavaScript closure).
         self.outer: set[str] = set()

@@ -31,7 +31,9 @@ from runtime.language.bytecode import (
     ITER_NEXT,
     JUMP,
     JUMP_IF_FALSE,
+    JUMP_IF_FALSE_KEEP,
     JUMP_IF_NOT_NULL_KEEP,
+    JUMP_IF_TRUE_KEEP,
     LOAD_LOCAL,
     POP,
     RANGE_INIT,
@@ -226,7 +228,15 @@ class FunctionCompiler(MatchCompiler):
             and s.second is None
             and s.pattern is None
         )
-        var = s.var
+        plain = [n for n in (s.var if s.pattern is None else None, s.second) if n]
+        shadowing = self.shadowed(plain)
+        saved = {name: self.renames.get(name) for name in shadowing}
+        for name in shadowing:
+            hidden = self.new_hidden(f"for_{name}_")
+            self.locals.add(hidden)
+            self.renames[name] = hidden
+        var = self.renames.get(s.var, s.var)
+        second = self.renames.get(s.second, s.second) if s.second is not None else None
         if s.pattern is not None:
             var = self.new_hidden("fv")
             self.locals.add(var)
@@ -246,17 +256,42 @@ class FunctionCompiler(MatchCompiler):
         top = self.here()
         self.step(self.header_span(s, it), path)
         if is_range:
-            nxt = self.emit(RANGE_NEXT, (None, slot, s.var))
+            nxt = self.emit(RANGE_NEXT, (None, slot, var))
         else:
-            nxt = self.emit(ITER_NEXT, (None, slot, var, s.second))
+            nxt = self.emit(ITER_NEXT, (None, slot, var, second))
         if s.pattern is not None:
             self.emit(LOAD_LOCAL, var)
             self.destructure(s.pattern, s.span)
+        self.loop_names.extend(plain)
         loop = self.loop_body(s.body, path + ".body", top)
+        del self.loop_names[len(self.loop_names) - len(plain) :]
         self.emit(JUMP, top)
         self.patch(nxt)
         for b in loop.breaks:
             self.patch(b)
+        for name, outer in saved.items():
+            if outer is None:
+                del self.renames[name]
+            else:
+                self.renames[name] = outer
+
+    def shadowed(self, names: list[str]) -> list[str]:
+        """Which of a loop's variables are the loop's own, apart from a variable of the same
+        name: as in the reference, where they are the parameters of the loop body's closure,
+        `for (x in xs)` leaves a parameter, a declared variable, a module variable or an
+        enclosing loop's variable `x` as it was (the name means the item only inside the
+        loop). A name bound nowhere else keeps its own slot (the debugger shows it)."""
+        if self.is_module:
+            return []
+        return sorted(
+            n
+            for n in set(names)
+            if n in self.bound
+            or n in self.renames
+            or n in self.loop_names
+            or n in self.outer
+            or n not in self.locals
+        )
 
     def var_decl(self, s: A.VarDecl) -> None:
         if s.value is None:
@@ -284,9 +319,9 @@ class FunctionCompiler(MatchCompiler):
         if isinstance(target, A.Name):
             if op == "=":
                 self.expr(s.value)
-            elif op == "??=":
+            elif op in _KEEP_JUMPS:
                 self.load_name(target.id, target.span)
-                skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                skip = self.emit(_KEEP_JUMPS[op], None)
                 self.emit(POP)
                 self.expr(s.value)
                 self.store_name(target.id, s.span)
@@ -304,10 +339,10 @@ class FunctionCompiler(MatchCompiler):
             self.expr(target.obj)
             if op == "=":
                 self.expr(s.value)
-            elif op == "??=":
+            elif op in _KEEP_JUMPS:
                 self.emit(DUP)
                 self.emit(GET_MEMBER, target.name)
-                skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                skip = self.emit(_KEEP_JUMPS[op], None)
                 self.emit(POP)
                 self.expr(s.value)
                 self.emit(SET_MEMBER, target.name)
@@ -328,10 +363,10 @@ class FunctionCompiler(MatchCompiler):
             self.expr(target.index)
             if op == "=":
                 self.expr(s.value)
-            elif op == "??=":
+            elif op in _KEEP_JUMPS:
                 self.emit(DUP2)
                 self.emit(GET_INDEX)
-                skip = self.emit(JUMP_IF_NOT_NULL_KEEP, None)
+                skip = self.emit(_KEEP_JUMPS[op], None)
                 self.emit(POP)
                 self.expr(s.value)
                 self.emit(SET_INDEX)
@@ -352,6 +387,15 @@ class FunctionCompiler(MatchCompiler):
             self.error("cannot assign to this expression", target.span)
 
     # -- expressions ----------------------------------------------------------------------
+
+
+# `x ??= v`, `x ||= v`, `x &&= v` assign only when the current value is null, falsy, truthy:
+# the jump that skips the assignment, keeping the current value on the stack.
+_KEEP_JUMPS = {
+    "??=": JUMP_IF_NOT_NULL_KEEP,
+    "||=": JUMP_IF_TRUE_KEEP,
+    "&&=": JUMP_IF_FALSE_KEEP,
+}
 
 
 def is_interrupt_call(e: A.Expr | None) -> bool:

@@ -54,6 +54,7 @@ class ProgramCompiler:
         self.module_consts: set[str] = set()
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
+        self.type_params: dict[str, tuple[str, ...]] = {}
         # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
         self.signatures: dict[str, tuple[A.Param, ...]] = {}
         self.handlers = 0
@@ -77,6 +78,8 @@ class ProgramCompiler:
         for item in items:
             if type(item) is A.TypeAlias:
                 self.types[item.name] = item.type
+                if item.type_params:
+                    self.type_params[item.name] = item.type_params
             elif type(item) is A.VarDecl:
                 names: set[str] = set()
                 pattern_names(item.target, names)
@@ -140,6 +143,7 @@ class ProgramCompiler:
             shared=shared_order,
             statics=sorted(self.statics),
             types=self.types,
+            type_params=self.type_params,
             imports=[i for i in items if type(i) is A.Import],
         )
 
@@ -158,10 +162,12 @@ class ProgramCompiler:
             span=d.span,
         )
         names = {p.name for p in d.params}
-        names |= self._locals_of(d.body, names)
+        bound: set[str] = set()
+        names |= self._locals_of(d.body, names, bound)
         if kind != "prelude":
             self._check_reserved(names, d.span, file)
         fc = FunctionCompiler(self, code, names, steps=kind != "prelude")
+        fc.bound = bound
         fc.consts = constants(d.body)
         _body_with_defaults(fc, d.params, d.body)
         return code
@@ -177,16 +183,25 @@ class ProgramCompiler:
                 )
             )
 
-    def _locals_of(self, body: A.Block | None, declared: set[str]) -> set[str]:
+    def _locals_of(
+        self, body: A.Block | None, declared: set[str], bound: set[str] | None = None
+    ) -> set[str]:
+        """The locals of a function: what it declares, what it assigns that is no module
+        variable, and its loops' variables that are no module variable. `bound` gets the
+        names bound other than as a loop variable (a loop of such a name shadows it)."""
         assigned: set[str] = set()
-        declared_names(body, declared, assigned)
+        loop_vars: set[str] = set()
+        declared_names(body, declared, assigned, loop_vars)
         module = self.global_names | self.shared_names
-        return declared | {n for n in assigned if n not in module}
+        local_assigned = {n for n in assigned if n not in module}
+        if bound is not None:
+            bound |= declared | local_assigned
+        return declared | local_assigned | {n for n in loop_vars if n not in module}
 
     def schema_for(self, t: A.TypeExpr) -> Any:
         """The JSON schema asked of the model for `const x: T = llm(…)`, as JSON-like data (the
         machine links it to an Agency object)."""
-        return wrap_schema(type_to_schema(t, self.types))
+        return wrap_schema(type_to_schema(t, self.types, self.type_params))
 
     def compile_handler(self, h: A.Handler, owner_fc: FunctionCompiler) -> Any:
         if h.func in FIXED_ANSWERS:
@@ -212,6 +227,9 @@ class ProgramCompiler:
         names |= {"__data", "__owner"}
         fc = FunctionCompiler(self, code, names)
         fc.outer = visible
+        # inside a loop that shadows a variable (`for (x in xs)`), `x` is the loop's hidden local
+        fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
+        fc.outer |= set(fc.renames.values())
         if h.body is not None:
             fc.block(h.body, "")
         fc.emit(CONST, None)
@@ -239,7 +257,8 @@ class ProgramCompiler:
         names = declared | {n for n in assigned if n not in module and n not in visible}
         fc = FunctionCompiler(self, code, names, steps=owner_fc.steps)
         fc.outer = visible
-        # inside a comprehension `[… for x in xs]`, `x` is the creator's hidden local
+        # inside a comprehension `[… for x in xs]` or a loop that shadows a variable, `x` is
+        # the creator's hidden local
         fc.renames = {k: v for k, v in owner_fc.renames.items() if k not in declared}
         fc.outer |= set(fc.renames.values())
         fc.consts = constants(b.body)

@@ -4,6 +4,7 @@ the LLM layer's business (`runtime.llm.schema`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,13 +44,18 @@ _JSON_TYPE_OF_LITERAL = {str: "string", bool: "boolean", int: "number", float: "
 # Types to schemas
 
 
-def type_to_schema(t: TypeExpr, aliases: Mapping[str, TypeExpr] | None = None) -> Schema:
-    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`.
+def type_to_schema(
+    t: TypeExpr,
+    aliases: Mapping[str, TypeExpr] | None = None,
+    type_params: Mapping[str, tuple[str, ...]] | None = None,
+) -> Schema:
+    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`, and a
+    generic alias's type parameters (`type Page<T> = …`) in `type_params`.
 
     Raises `LLMError` for an unknown type name and for a recursive alias (structured output
     cannot describe an unbounded type).
     """
-    return _Converter(aliases or {}).convert(t)
+    return _Converter(aliases or {}, type_params or {}).convert(t)
 
 
 def wrap_schema(inner: Schema) -> Schema:
@@ -77,8 +83,11 @@ def tool_parameters(
 
 
 class _Converter:
-    def __init__(self, aliases: Mapping[str, TypeExpr]) -> None:
+    def __init__(
+        self, aliases: Mapping[str, TypeExpr], type_params: Mapping[str, tuple[str, ...]] = {}
+    ) -> None:
         self.aliases = aliases
+        self.type_params = type_params
         self.expanding: list[str] = []
 
     def convert(self, t: TypeExpr) -> Schema:
@@ -114,11 +123,7 @@ class _Converter:
                     f"the type `{name}` refers to itself ({chain}); structured output needs a "
                     "type of bounded depth, so write the nesting out"
                 )
-            self.expanding.append(name)
-            try:
-                return self.convert(self.aliases[name])
-            finally:
-                self.expanding.pop()
+            return self.expand(name, ())
         if name in _PRIMITIVES:
             return dict(_PRIMITIVES[name])
         raise LLMError(
@@ -126,7 +131,28 @@ class _Converter:
             "boolean, any or null"
         )
 
+    def expand(self, name: str, args: tuple[TypeExpr, ...]) -> Schema:
+        """The schema of the alias `name`, its type parameters replaced by `args` (a missing
+        one is `any`)."""
+        body = self.aliases[name]
+        params = self.type_params.get(name, ())
+        if params:
+            given = {p: args[i] if i < len(args) else TName("any") for i, p in enumerate(params)}
+            body = _substitute(body, given)
+        self.expanding.append(name)
+        try:
+            return self.convert(body)
+        finally:
+            self.expanding.pop()
+
     def generic(self, t: TGeneric) -> Schema:
+        if t.name in self.type_params and t.name in self.aliases:
+            if t.name in self.expanding:
+                raise LLMError(
+                    f"the type `{t.name}` refers to itself; structured output needs a type of "
+                    "bounded depth, so write the nesting out"
+                )
+            return self.expand(t.name, t.args)
         args = [self.convert(a) for a in t.args]
         if t.name == "Array" and len(args) == 1:
             return {"type": "array", "items": args[0]}
@@ -148,10 +174,117 @@ class _Converter:
             }
         if t.name == "Record" and len(args) == 2:
             return {"type": "object", "additionalProperties": args[1]}
+        if t.name in _UTILITIES and len(args) == _UTILITIES[t.name]:
+            return _utility(t.name, args)
         raise LLMError(
             f"unsupported generic type `{t.name}` with {len(args)} argument(s); structured output "
-            "understands Array<T>, Result<S, F> and Record<string, T>"
+            "understands Array<T>, Result<S, F>, Record<string, T>, Partial<T>, Required<T>, "
+            'Pick<T, K>, Omit<T, K>, NonNullable<T>, keyof T, A & B and T["key"]'
         )
+
+
+# The utility types over object types (and their number of arguments). `&` is `A & B`, `keyof`
+# is `keyof T` and `[]` is the indexed access `T["key"]`, as the parser writes them.
+_UTILITIES = {
+    "Partial": 1,
+    "Required": 1,
+    "Pick": 2,
+    "Omit": 2,
+    "NonNullable": 1,
+    "keyof": 1,
+    "&": 2,
+    "[]": 2,
+}
+
+
+def _utility(name: str, args: list[Schema]) -> Schema:
+    if name == "NonNullable":
+        return _without_null(args[0])
+    if name == "&":
+        return _intersection(args[0], args[1])
+    props, required = _object_parts(args[0], name)
+    if name == "Partial":
+        return {"type": "object", "properties": props, "required": []}
+    if name == "Required":
+        return {"type": "object", "properties": props, "required": list(props)}
+    if name == "keyof":
+        return _union([_literal(k) for k in props]) if props else {"not": {}}
+    keys = _literal_keys(args[1], name)
+    if name == "[]":
+        missing = [k for k in keys if k not in props]
+        if missing:
+            raise LLMError(f"the type has no property `{missing[0]}` (it has {', '.join(props)})")
+        return _union([props[k] for k in keys])
+    keep = [k for k in props if (k in keys) == (name == "Pick")]
+    return {
+        "type": "object",
+        "properties": {k: props[k] for k in keep},
+        "required": [k for k in required if k in keep],
+    }
+
+
+def _object_parts(schema: Schema, name: str) -> tuple[dict[str, Schema], list[str]]:
+    """The properties and required names of an object type's schema."""
+    if schema.get("type") != "object" or "properties" not in schema:
+        raise LLMError(f"`{name}` needs an object type with known properties")
+    return dict(schema["properties"]), list(schema.get("required", []))
+
+
+def _literal_keys(schema: Schema, name: str) -> list[str]:
+    """The key names a `Pick`/`Omit`/indexed access is given: a string literal or a union of
+    them."""
+    values = schema.get("enum")
+    if schema.get("type") != "string" or not isinstance(values, list):
+        raise LLMError(f'`{name}` needs its keys as string literals, like "name" | "email"')
+    return [str(v) for v in values]
+
+
+def _without_null(schema: Schema) -> Schema:
+    if list(schema) == ["anyOf"]:
+        return _union([o for o in schema["anyOf"] if o != {"type": "null"}])
+    kind = schema.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        out = dict(schema)
+        rest = [k for k in kind if k != "null"]
+        out["type"] = rest[0] if len(rest) == 1 else rest
+        if "enum" in out:
+            out["enum"] = [v for v in out["enum"] if v is not None]
+        return out
+    return schema
+
+
+def _intersection(a: Schema, b: Schema) -> Schema:
+    """`A & B` of two object types: every property of both (one on both sides must agree)."""
+    pa, ra = _object_parts(a, "&")
+    pb, rb = _object_parts(b, "&")
+    props = dict(pa)
+    for k, v in pb.items():
+        if k in props and props[k] != v and props[k] and v:
+            raise LLMError(f"`A & B`: the property `{k}` has two different types")
+        props[k] = props.get(k) or v
+    return {
+        "type": "object",
+        "properties": props,
+        "required": [*ra, *(k for k in rb if k not in ra)],
+    }
+
+
+def _substitute(t: Any, given: Mapping[str, TypeExpr]) -> Any:
+    """`t` with each type parameter named in `given` replaced by its argument."""
+    if isinstance(t, TName):
+        return given.get(t.name, t)
+    if isinstance(t, tuple):
+        return tuple(_substitute(x, given) for x in t)
+    if not dataclasses.is_dataclass(t) or isinstance(t, type):
+        return t
+    changes = {}
+    for f in dataclasses.fields(t):
+        value = getattr(t, f.name)
+        if isinstance(value, tuple) or dataclasses.is_dataclass(value):
+            new = _substitute(value, given)
+            if new is not value:
+                changes[f.name] = new
+    return dataclasses.replace(t, **changes) if changes else t
 
 
 def _with_fragments(schema: Schema, fragments: tuple[A.Expr, ...]) -> Schema:

@@ -9,16 +9,22 @@ from runtime.language.syntax import ast as A
 
 
 def declared_names(
-    body: A.Block | A.Stmt | A.Expr | None, out: set[str], assigned: set[str] | None = None
+    body: A.Block | A.Stmt | A.Expr | None,
+    out: set[str],
+    assigned: set[str] | None = None,
+    loop_vars: set[str] | None = None,
 ) -> None:
     """Collect every name a function body declares (function-scoped, JS `var`-like).
 
     Names only assigned (`x = e`, `x++`) go to `assigned` when given: they are locals only
-    if no module variable of that name exists."""
+    if no module variable of that name exists. The variables of `for (x, i in xs)` go to
+    `loop_vars` when given (a loop's own variables: see `FunctionCompiler.for_stmt`)."""
     if body is None:
         return
     if assigned is None:
         assigned = out
+    if loop_vars is None:
+        loop_vars = out
     stack: list[Any] = [body]
     while stack:
         n = stack.pop()
@@ -40,9 +46,9 @@ def declared_names(
             if n.pattern is not None:
                 pattern_names(n.pattern, out)
             elif n.var:
-                out.add(n.var)
+                loop_vars.add(n.var)
             if n.second:
-                out.add(n.second)
+                loop_vars.add(n.second)
             stack.extend([n.iterable, n.body])
         elif t is A.ThreadBlock:
             stack.append(n.body)

@@ -75,6 +75,13 @@ PRIMITIVES = {
 # Built-in type names the checker knows nothing more about than that they exist.
 OPAQUE = frozenset(
     {
+        "[]",  # `T["key"]`, an indexed access type: not modelled
+        "&",  # `A & B`
+        "keyof",
+        "Pick",
+        "Omit",
+        "Required",
+        "NonNullable",
         "any",
         "unknown",
         "never",

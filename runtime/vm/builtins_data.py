@@ -4,6 +4,7 @@ conversions (`String`, `Number`, `parseInt`, …) and the `JSON`, `Object` and `
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -12,10 +13,12 @@ from runtime.errors import AgencyRuntimeError
 from runtime.vm import classes
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
+from runtime.vm.effects import observe
 from runtime.vm.limits import SMALL, check_array_length
 from runtime.vm.values import (
     JSArray,
     JSObject,
+    js_keys,
     js_pow,
     parse_json,
     stringify,
@@ -60,7 +63,7 @@ def integer(v: Any) -> int:
 def _keys(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     obj = args[0] if args else None
     if type(obj) is JSObject:
-        return JSArray(obj.keys())
+        return JSArray(js_keys(obj))
     if type(obj) is JSArray:
         return JSArray(str(i) for i in range(len(obj)))
     raise AgencyRuntimeError(f"keys() expects an object, got {type_name(obj)}")
@@ -70,7 +73,7 @@ def _keys(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
 def _values(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     obj = args[0] if args else None
     if type(obj) is JSObject:
-        return JSArray(obj.values())
+        return JSArray(obj[k] for k in js_keys(obj))
     if type(obj) is JSArray:
         return JSArray(obj)
     raise AgencyRuntimeError(f"values() expects an object, got {type_name(obj)}")
@@ -81,7 +84,7 @@ def _entries(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     obj = args[0] if args else None
     if type(obj) is not JSObject:
         raise AgencyRuntimeError(f"entries() expects an object, got {type_name(obj)}")
-    return JSArray(JSArray([k, v]) for k, v in obj.items())
+    return JSArray(JSArray([k, obj[k]]) for k in js_keys(obj))
 
 
 @builtin("len")
@@ -113,15 +116,27 @@ def _boolean(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
 @builtin("parseInt")
 def _parse_int(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     text = to_str(args[0] if args else None).strip()
+    radix = integer(args[1]) if len(args) > 1 and args[1] is not None else 0
+    sign = -1 if text[:1] == "-" else 1
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if radix in (0, 16) and body[:2].lower() == "0x":  # `0x1f` is hexadecimal, as in JavaScript
+        body, radix = body[2:], 16
+    if radix == 0:
+        radix = 10
+    if not 2 <= radix <= 36:
+        return math.nan
     digits = ""
-    for i, ch in enumerate(text):
-        if ch.isdigit() or (i == 0 and ch in "+-"):
+    for ch in body:
+        if ch.isascii() and ch.isalnum() and int(ch, 36) < radix:
             digits += ch
         else:
             break
-    if digits in ("", "+", "-"):
+    if not digits:
         return math.nan
-    return int(digits) if len(digits) <= 16 else num_of_text(digits)
+    if radix == 10:
+        return sign * int(digits) if len(digits) <= 16 else sign * num_of_text(digits)
+    n = int(digits, radix)
+    return sign * n if n < 2**53 else sign * float(n)
 
 
 @builtin("parseFloat")
@@ -177,10 +192,15 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "values": lambda *a: _values(None, list(a), {}),  # type: ignore[arg-type]
         "entries": lambda *a: _entries(None, list(a), {}),  # type: ignore[arg-type]
         "assign": lambda *a: _object_assign(*a),
+        "fromEntries": lambda *a: _from_entries(a[0] if a else None),
+        "create": lambda *a: JSObject(a[0]) if a and type(a[0]) is JSObject else JSObject(),
+        "freeze": lambda *a: a[0] if a else None,
+        "getOwnPropertyNames": lambda *a: _keys(None, list(a), {}),  # type: ignore[arg-type]
     },
     "Array": {
         "from": classes.array_from,
         "isArray": lambda *a: bool(a) and type(a[0]) is JSArray,
+        "of": lambda *a: JSArray(a),
     },
     "Math": {
         "floor": lambda x=None, *_: math.floor(to_number(x)) if _finite(x) else _nan_or(x),
@@ -193,12 +213,33 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "pow": lambda x=None, y=None, *_: js_pow(x, y) if y is not None else math.nan,
         "trunc": lambda x=None, *_: math.trunc(to_number(x)) if _finite(x) else _nan_or(x),
         "sign": lambda x=None, *_: _sign(x),
+        "cbrt": lambda x=None, *_: _real(_cbrt, x),
+        "exp": lambda x=None, *_: _real(math.exp, x),
+        "log": lambda x=None, *_: _log(math.log, x),
+        "log2": lambda x=None, *_: _log(math.log2, x),
+        "log10": lambda x=None, *_: _log(math.log10, x),
+        "sin": lambda x=None, *_: _real(math.sin, x),
+        "cos": lambda x=None, *_: _real(math.cos, x),
+        "tan": lambda x=None, *_: _real(math.tan, x),
+        "asin": lambda x=None, *_: _real(math.asin, x),
+        "acos": lambda x=None, *_: _real(math.acos, x),
+        "atan": lambda x=None, *_: _real(math.atan, x),
+        "atan2": lambda y=None, x=None, *_: (
+            math.nan if y is None or x is None else _num(math.atan2(to_number(y), to_number(x)))
+        ),
+        "hypot": lambda *a: _real(lambda _: math.hypot(*(to_number(v) for v in a)), 0),
+    },
+    "Date": {
+        "parse": lambda *a: _num(classes.parse_date(to_str(a[0] if a else None))),
+        "UTC": lambda *a: _num(classes.new_date(None, list(a) if len(a) > 1 else [*a, 0]).ms),  # type: ignore[arg-type]
     },
     "String": {
         "fromCharCode": lambda *a: "".join(_utf16_units(a)),
         "fromCodePoint": lambda *a: "".join(_code_point(x) for x in a),
     },
     "Number": {
+        "parseInt": lambda *a: _parse_int(None, list(a), {}),  # type: ignore[arg-type]
+        "parseFloat": lambda *a: _parse_float(None, list(a), {}),  # type: ignore[arg-type]
         "isInteger": lambda x=None, *_: _is_number(x) and _finite(x) and float(x).is_integer(),
         "isFinite": lambda x=None, *_: _is_number(x) and _finite(x),
         "isNaN": lambda x=None, *_: _is_number(x) and x != x,
@@ -207,6 +248,109 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         ),
     },
 }
+
+
+# Values read as `Math.PI`, `Number.MAX_SAFE_INTEGER`: members of a namespace that are not
+# functions.
+CONSTANTS: dict[str, dict[str, Any]] = {
+    "Math": {
+        "PI": math.pi,
+        "E": math.e,
+        "LN2": math.log(2),
+        "LN10": math.log(10),
+        "LOG2E": 1 / math.log(2),
+        "LOG10E": 1 / math.log(10),
+        "SQRT2": math.sqrt(2),
+        "SQRT1_2": math.sqrt(0.5),
+    },
+    "Number": {
+        "MAX_SAFE_INTEGER": 2**53 - 1,
+        "MIN_SAFE_INTEGER": -(2**53 - 1),
+        "EPSILON": 2.0**-52,
+        "MAX_VALUE": 1.7976931348623157e308,
+        "MIN_VALUE": 5e-324,
+        "POSITIVE_INFINITY": math.inf,
+        "NEGATIVE_INFINITY": -math.inf,
+        "NaN": math.nan,
+    },
+}
+
+
+def _real(fn: Callable[[float], float], x: Any) -> Any:
+    """A Math function of a number as JavaScript computes it: NaN for a missing argument or
+    outside the function's domain, ±Infinity on overflow."""
+    if x is None:
+        return math.nan
+    n = to_number(x)
+    try:
+        return _num(fn(float(n)))
+    except ValueError:
+        return math.nan
+    except OverflowError:
+        return math.inf
+
+
+def _cbrt(x: float) -> float:
+    """The cube root, exact for perfect cubes (`Math.cbrt(27)` is 3, as in JavaScript)."""
+    c = math.cbrt(x)
+    r = round(c)
+    return float(r) if r**3 == x else c
+
+
+def _log(fn: Callable[[float], float], x: Any) -> Any:
+    """Math.log/log2/log10: -Infinity at 0, NaN below it."""
+    if x is not None and to_number(x) == 0:
+        return -math.inf
+    return _real(fn, x)
+
+
+def _from_entries(pairs: Any) -> JSObject:
+    if type(pairs) is not JSArray:
+        raise AgencyRuntimeError(
+            f"Object.fromEntries expects an array of pairs, got {type_name(pairs)}"
+        )
+    out = JSObject()
+    for pair in pairs:
+        if type(pair) is not JSArray:
+            raise AgencyRuntimeError(
+                f"Object.fromEntries: each entry must be a [key, value] array, got {type_name(pair)}"
+            )
+        out[to_str(pair[0] if pair else None)] = pair[1] if len(pair) > 1 else None
+    return out
+
+
+@builtin("isNaN")
+def _is_nan(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    """The global isNaN: whether the argument, made a number, is NaN (`isNaN("abc")` is true)."""
+    n = to_number(args[0]) if args else math.nan
+    return n != n
+
+
+@builtin("isFinite")
+def _is_finite(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    return bool(args) and _finite(args[0])
+
+
+@builtin("structuredClone")
+def _structured_clone(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """A deep copy of plain data (arrays and objects; other values are shared)."""
+    return _clone(args[0] if args else None, 0)
+
+
+def _clone(v: Any, depth: int) -> Any:
+    if depth > 500:
+        raise AgencyRuntimeError("structuredClone: the value is too deeply nested (or cyclic)")
+    t = type(v)
+    if t is JSArray:
+        return JSArray(_clone(x, depth + 1) for x in v)
+    if t is JSObject:
+        return JSObject({k: _clone(x, depth + 1) for k, x in v.items()})
+    return v
+
+
+@builtin("console")
+def _console_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    raise AgencyRuntimeError("console is not a function (use console.log, or print)")
 
 
 def _is_number(x: Any) -> bool:
@@ -275,7 +419,27 @@ def _num(f: float) -> Any:
     return int(f) if f.is_integer() else f
 
 
+def _math_random(m: Machine, args: list[Any], named: dict[str, Any]) -> float:
+    """Math.random(), read through the effect journal so a replayed run gets the same number."""
+    return float(observe(m, "random", {"what": "Math.random"}, random.random))
+
+
+def _console(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """console.log and its siblings print as `print` does."""
+    BUILTINS["print"](m, args, named)
+
+
+# Namespace members that need the machine (the clock, the journal, the output).
+MACHINE_MEMBERS: dict[str, Callable[[Machine, list[Any], dict[str, Any]], Any]] = {
+    "Date.now": lambda m, args, named: classes.now_ms(m),
+    "Math.random": _math_random,
+    **{f"console.{k}": _console for k in ("log", "info", "debug", "warn", "error")},
+}
+
+
 def _register_namespaces() -> None:
+    for name, fn in MACHINE_MEMBERS.items():
+        BUILTINS.setdefault(name, fn)
     for ns, members in NAMESPACES.items():
         for member, fn in members.items():
 

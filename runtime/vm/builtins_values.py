@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.syntax.validation import SCHEMA_PREFIX
+from runtime.vm import regex_methods
 from runtime.vm.builtin_base import builtin
 from runtime.vm.classes import CLASS_TYPES
 from runtime.vm.effects import observe
@@ -55,12 +56,14 @@ def _regex(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObject:
 
 
 def regex_method(r: JSObject, name: str, args: list[Any]) -> Any:
-    """`r.test(s)`, `r.toString()`."""
+    """`r.test(s)`, `r.exec(s)`, `r.toString()`."""
     if name == "test":
         return regex_test(r, args[0] if args else None)
+    if name == "exec":
+        return regex_methods.exec_(r, args)
     if name == "toString":
         return f"/{r.get('source')}/{r.get('flags')}"
-    raise AgencyRuntimeError(f"a regex has no method `{name}` (it has test and toString)")
+    raise AgencyRuntimeError(f"a regex has no method `{name}` (it has test, exec and toString)")
 
 
 # -- schema validation: the host side of the prelude's `__schema_check` (see

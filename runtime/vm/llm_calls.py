@@ -106,7 +106,11 @@ def tool_specs(m: Machine, tools: list[Any]) -> list[Any]:
         for p in code.params:
             if isinstance(p.type, TFunc) or p.name in bound:  # a block parameter, or bound
                 continue
-            props[p.name] = type_to_schema(p.type, m.program.types) if p.type is not None else {}
+            props[p.name] = (
+                type_to_schema(p.type, m.program.types, m.program.type_params)
+                if p.type is not None
+                else {}
+            )
             if not p.has_default and not p.rest:
                 required.append(p.name)
         description = t.description if type(t) is BoundFunction else None

@@ -4,6 +4,7 @@ methods, and the methods of function values (`f.partial(a: 1)`, `.describe`, `.r
 
 from __future__ import annotations
 
+import decimal
 import math
 import unicodedata
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
-from runtime.vm import builtins_values, classes
+from runtime.vm import builtins_values, classes, regex_methods
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg
 from runtime.vm.frames import Decision, TailCall
@@ -34,7 +35,7 @@ from runtime.vm.values import (
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
-from runtime.vm.builtins_data import NAMESPACES, integer
+from runtime.vm.builtins_data import CONSTANTS, MACHINE_MEMBERS, NAMESPACES, integer
 
 # -- members and methods ------------------------------------------------------------------------
 
@@ -73,7 +74,10 @@ def get_member(obj: Any, name: str) -> Any:
             return obj.name
         if obj.name in NAMESPACES and name in NAMESPACES[obj.name]:
             return FuncRef(f"{obj.name}.{name}")
-        return None
+        if f"{obj.name}.{name}" in MACHINE_MEMBERS:
+            return FuncRef(f"{obj.name}.{name}")
+        constants = CONSTANTS.get(obj.name)
+        return constants.get(name) if constants is not None else None
     if t is BoundFunction:
         if name == "description":  # what .describe(...) gave it (a tool's description)
             return obj.description
@@ -115,11 +119,15 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             q = Decimal(1).scaleb(-digits)
             return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
         if name == "toString":
+            if args and args[0] is not None and integer(args[0]) != 10:
+                return _radix(obj, integer(args[0]))
             return format_number(obj)
+        if name == "toLocaleString":
+            return _locale_number(obj)
     elif t in classes.CLASS_TYPES:
         return classes.call_method(m, obj, name, args)
-    elif t is FuncRef and obj.name == "Date" and name == "now":
-        return classes.now_ms(m)
+    elif t is FuncRef and f"{obj.name}.{name}" in MACHINE_MEMBERS:
+        return MACHINE_MEMBERS[f"{obj.name}.{name}"](m, args, {})
     elif t is FuncRef and obj.name in NAMESPACES:
         ns = NAMESPACES[obj.name]
         if name in ns:
@@ -145,6 +153,32 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             f"cannot call `.{name}()` on a failure{origin}: {to_str(obj.error)}"
         )
     raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
+
+
+def _radix(n: float, base: int) -> str:
+    """`n.toString(base)` for an integral number (2 to 36); other numbers in base 10."""
+    if not 2 <= base <= 36:
+        raise AgencyRuntimeError(f"toString() radix must be between 2 and 36, got {base}")
+    if n != n or n in (math.inf, -math.inf) or not float(n).is_integer():
+        return format_number(n)
+    k, digits = abs(int(n)), ""
+    while True:
+        k, r = divmod(k, base)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[r] + digits
+        if k == 0:
+            break
+    return ("-" if n < 0 else "") + digits
+
+
+def _locale_number(n: float) -> str:
+    """`n.toLocaleString()` as en-US writes it: thousands grouped, at most 3 decimals."""
+    if n != n or n in (math.inf, -math.inf):
+        return {math.inf: "∞", -math.inf: "-∞"}.get(n, "NaN")
+    q = decimal.Decimal(n).quantize(decimal.Decimal("0.001"), rounding=decimal.ROUND_HALF_UP)
+    whole, _, frac = f"{abs(q):f}".partition(".")
+    frac = frac.rstrip("0")
+    text = f"{int(whole):,}" + (f".{frac}" if frac else "")
+    return ("-" if q < 0 else "") + text
 
 
 def _a(args: list[Any], i: int, default: Any = None) -> Any:
@@ -224,6 +258,20 @@ def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
     return arr
 
 
+def _arr_fill(m: Machine, arr: JSArray, args: list[Any]) -> JSArray:
+    """`a.fill(v, start?, end?)`: sets the elements in place and returns the array."""
+    n = len(arr)
+    start, end = _slice_index(_a(args, 1), n, 0), _slice_index(_a(args, 2), n, n)
+    if start < end:
+        m.splice(arr, start, end - start, (_a(args, 0),) * (end - start))
+    return arr
+
+
+def _arr_to_sorted(m: Machine, arr: JSArray, args: list[Any]) -> Any:
+    """`a.toSorted(cmp?)`: a sorted copy."""
+    return _arr_sort(m, JSArray(arr), args)
+
+
 def _arr_reverse(m: Machine, arr: JSArray, args: list[Any]) -> JSArray:
     m.splice(arr, 0, len(arr), tuple(reversed(arr)))
     return arr
@@ -269,6 +317,9 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     ),
     "reverse": _arr_reverse,
     "sort": _arr_sort,
+    "fill": _arr_fill,
+    "toSorted": _arr_to_sorted,
+    "toReversed": lambda m, a, args: JSArray(reversed(a)),
     "flat": _arr_flat,
     "toString": lambda m, a, args: to_str(a),
     "map": _prelude("__arr_map"),
@@ -276,6 +327,8 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     "reduce": _prelude("__arr_reduce"),
     "find": _prelude("__arr_find"),
     "findIndex": _prelude("__arr_findIndex"),
+    "findLast": _prelude("__arr_findLast"),
+    "findLastIndex": _prelude("__arr_findLastIndex"),
     "some": _prelude("__arr_some"),
     "every": _prelude("__arr_every"),
     "forEach": _prelude("__arr_forEach"),
@@ -347,6 +400,8 @@ def _str_split(s: str, args: list[Any]) -> JSArray:
     sep = _a(args, 0)
     if sep is None:
         return JSArray([s])
+    if is_regex(sep):
+        return regex_methods.split(s, args)
     sep = to_str(sep)
     parts = list(s) if sep == "" else s.split(sep)
     if len(args) > 1 and args[1] is not None:
@@ -380,8 +435,15 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
     "includes": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)) >= 0,
     "indexOf": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
     "lastIndexOf": lambda s, a: s.rfind(to_str(_a(a, 0, ""))),
-    "replace": lambda s, a: checked(_str_replace(s, a, 1)),
-    "replaceAll": lambda s, a: checked(_str_replace(s, a, 0)),
+    "replace": lambda s, a: (
+        regex_methods.replace(s, a, False) if is_regex(_a(a, 0)) else checked(_str_replace(s, a, 1))
+    ),
+    "replaceAll": lambda s, a: (
+        regex_methods.replace(s, a, True) if is_regex(_a(a, 0)) else checked(_str_replace(s, a, 0))
+    ),
+    "match": regex_methods.match,
+    "matchAll": regex_methods.match_all,
+    "search": regex_methods.search,
     "toLowerCase": lambda s, a: s.lower(),
     "toUpperCase": lambda s, a: s.upper(),
     "substring": _substring,

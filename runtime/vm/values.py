@@ -567,6 +567,20 @@ def regex_test(r: Any, s: Any) -> bool:
     return pattern.search(s if type(s) is str else to_str(s)) is not None
 
 
+def js_in(key: Any, obj: Any) -> bool:
+    """`key in obj`: whether an object has the property `key` (an array: the index, or
+    `length`), as JavaScript's `in`; any other right side is an error."""
+    t = type(obj)
+    if t is JSObject:
+        return to_str(key) in obj
+    if t is JSArray:
+        if key == "length":
+            return True
+        n = to_number(key)
+        return type(key) is not bool and n == n and float(n).is_integer() and 0 <= n < len(obj)
+    raise AgencyRuntimeError(f"cannot use `in` to look for a key in {a_type(obj)}")
+
+
 BINARY_OPS = {
     "+": js_add,
     "-": js_sub,
@@ -584,6 +598,7 @@ BINARY_OPS = {
     ">=": js_ge,
     "=~": lambda a, b: regex_test(b, a),
     "!~": lambda a, b: not regex_test(b, a),
+    "in": js_in,
 }
 
 UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}
@@ -591,6 +606,31 @@ UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}
 
 # --------------------------------------------------------------------------------------------
 # JSON
+
+
+def js_keys(obj: dict[Any, Any]) -> list[Any]:
+    """An object's keys in JavaScript's order: the array-index keys (`"0"`, `"2"`, `"10"`)
+    first, ascending, then the others in insertion order, as Object.keys, JSON.stringify and
+    the spread list them (counts keyed by number print as `{"1":…,"2":…,"3":…}`)."""
+    keys = list(obj)
+    if not any(type(k) is str and k[:1].isdigit() for k in keys):
+        return keys
+    index = [k for k in keys if _is_index_key(k)]
+    if not index:
+        return keys
+    index.sort(key=int)
+    return index + [k for k in keys if not _is_index_key(k)]
+
+
+def _is_index_key(k: Any) -> bool:
+    """`k` is a canonical array index: decimal digits, no leading zero, below 2**32 - 1."""
+    return (
+        type(k) is str
+        and k.isascii()
+        and k.isdigit()
+        and (k == "0" or k[0] != "0")
+        and int(k) < 4294967295
+    )
 
 
 def to_plain(v: Any, _depth: int = 0) -> Any:
@@ -612,7 +652,13 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
         return _json_int(v) if v.is_integer() and abs(v) < 1e21 else v
     if t is JSArray or t is list or t is tuple:
         return [to_plain(x, _depth + 1) for x in v]
-    if t is JSObject or t is dict:
+    if t is JSObject:
+        return {
+            str(k): to_plain(x, _depth + 1)
+            for k in js_keys(v)
+            if type(x := v[k]) not in FUNCTION_TYPES
+        }
+    if t is dict:
         return {
             str(k): to_plain(x, _depth + 1) for k, x in v.items() if type(x) not in FUNCTION_TYPES
         }

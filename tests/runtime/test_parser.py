@@ -829,7 +829,7 @@ def test_parse_expression_and_arguments() -> None:
             "def f() raises <a::b {}",
             [("expected `>` to close the effect list opened at 1:16, got `{`", 1, 22)],
         ),
-        ("for x of xs {}", [("expected `in` after the loop variable, got `of`", 1, 7)]),
+        ("for x over xs {}", [("expected `in` after the loop variable, got `over`", 1, 7)]),
         (
             "match (x) { 1 => 2 3 => 4 }",
             [("expected a new line or `,` between match arms, got number `3`", 1, 20)],

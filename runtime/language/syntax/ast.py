@@ -536,7 +536,8 @@ class VarDecl:
 
 @dataclass(frozen=True, slots=True)
 class Assign:
-    """`target op value` with op in `= += -= *= /= ??=`; target is Name, Member or Index."""
+    """`target op value` with op in `= += -= *= /= ??= ||= &&=`; target is Name, Member or
+    Index."""
 
     target: Expr
     op: str

@@ -24,7 +24,9 @@ class DeclarationParser(ExpressionParser):
     """Top-level declarations: `def`/`node`, parameters, `type` aliases, decorators, imports, effects."""
 
     def function(self, start: Token, modifiers: tuple[str, ...]) -> ast.FuncDecl:
-        kind = self.advance().text  # def | node
+        kind = self.advance().text  # def | node (| function, read as def)
+        if kind == "function":
+            kind = "def"
         name = self.expect_name(f"a {kind} name").text
         opener = self.expect(
             "(", f"expected `(` after the {kind} name, got {describe(self.peek())}"
@@ -36,7 +38,7 @@ class DeclarationParser(ExpressionParser):
                 self.report("a `...rest` parameter must be the last one", param.span)
             seen_rest = seen_rest or param.rest
         return_type = None
-        if self.accept(":"):
+        if self.accept(":") or self.accept("->"):  # `-> T` is the reference's other spelling
             return_type = self.type_expr()
         raises = self.raises_clause() if self.at_word("raises") else None
         saved = self.loops, self.in_function
@@ -85,7 +87,8 @@ class DeclarationParser(ExpressionParser):
         return ast.Param(name, type_, default, rest, self.span_from(start), optional)
 
     def type_alias(self) -> ast.TypeAlias:
-        start = self.advance().span  # type
+        keyword = self.advance()  # type (or interface)
+        start = keyword.span
         name = self.expect_name("a type name").text
         type_params: tuple[str, ...] = ()
         params: tuple[ast.Param, ...] = ()
@@ -93,6 +96,8 @@ class DeclarationParser(ExpressionParser):
             type_params = self.alias_type_params(self.advance())
         if self.at("("):
             params = tuple(self.comma_list(self.advance(), self.param))
+        if keyword.text == "interface" and self.at("{"):  # `interface Name { … }`: no `=`
+            return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
         self.expect("=", f"expected `=` after `type {name}`, got {describe(self.peek())}")
         self.skip_newlines()
         return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
@@ -298,6 +303,8 @@ class DeclarationParser(ExpressionParser):
             word = toks[j].text
             if word in ("def", "node") and toks[j + 1].kind == NAME:
                 return words
+            if word == "function" and toks[j + 1].kind == NAME and toks[j + 2].kind == "(":
+                return words  # `function f(…)`: TypeScript's spelling of `def`
             if word in RESERVED:
                 return None
             words.append(word)

@@ -21,6 +21,7 @@ from runtime.language.syntax.reader import (
     _IS,
     _LOGICAL,
     _NO_FOLD_AFTER,
+    _OPENERS,
     _PREFIX_OPERAND,
     _TERNARY,
     T,
@@ -79,9 +80,12 @@ class ExpressionParser(PatternParser):
                     self.advance()
                     left = self.is_operator(left, tok, start)
                     continue
-                if tok.text != "catch":
+                if tok.text == "in":  # `"key" in obj`, as JavaScript's
+                    kind = "in"
+                elif tok.text != "catch":
                     break
-                kind = "catch"
+                else:
+                    kind = "catch"
             bp = _INFIX.get(kind)
             if bp is None or bp <= min_bp:
                 break
@@ -176,14 +180,65 @@ class ExpressionParser(PatternParser):
             self.advance()
             value = self.expr_after(tok)
             return ast.Arg(value, None, True, self.span_from(tok.span))
-        if tok.kind == NAME and self.peek_after().kind == ":":
+        if tok.kind == NAME and self.peek_after().kind in (":", "="):
+            # `name: value`, or Python's spelling `name = value`
             self.advance()
-            value = self.expr_after(self.advance())
-            return ast.Arg(value, tok.text, False, self.span_from(tok.span))
+            colon = self.advance()
+            self.skip_newlines()
+            named = self.arrow_block() if self.arrow_ahead() else self.expr_after(colon)
+            return ast.Arg(named, tok.text, False, self.span_from(tok.span))
+        if self.arrow_ahead():
+            block = self.arrow_block()
+            return ast.Arg(block, None, False, block.span)
         if not self.starts_expression(tok):
             self.fail(f"expected an argument, got {describe(tok)}", tok.span)
         value = self.expression()
         return ast.Arg(value, None, False, value.span)
+
+    def arrow_ahead(self) -> bool:
+        """At an argument written as a JavaScript arrow function: `x =>`, `(a, b) =>`,
+        `() =>`, each optionally after `async`."""
+        toks, j = self.toks, self.pos
+        if toks[j].kind == NAME and toks[j].text == "async" and toks[j + 1].kind in (NAME, "("):
+            j += 1
+        if toks[j].kind == NAME:
+            return toks[j + 1].kind == "=>"
+        if toks[j].kind != "(":
+            return False
+        depth = 0
+        while toks[j].kind != EOF:
+            if toks[j].kind in _OPENERS:
+                depth += 1
+            elif toks[j].kind in _CLOSERS:
+                depth -= 1
+                if depth == 0:
+                    return toks[j + 1].kind == "=>"
+            j += 1
+        return False
+
+    def arrow_block(self) -> ast.BlockFn:
+        """`(a, b) => expr` or `(a, b) => { … }` as an argument: a block, as the reference reads
+        JavaScript's arrow functions there (`async` is dropped: everything is awaited)."""
+        start = self.peek().span
+        if self.at_word("async"):
+            self.advance()
+        if self.at("("):
+            params = tuple(self.comma_list(self.advance(), self.param))
+        else:
+            name = self.expect_name("a parameter name")
+            params = (ast.Param(name.text, None, None, False, name.span),)
+        arrow = self.expect("=>")
+        self.skip_newlines()
+        saved = self.headers
+        self.headers = 0
+        try:
+            if self.at("{"):
+                return ast.BlockFn(params, self.handler_body(), False, self.span_from(start))
+            value = self.expr_after(arrow)
+        finally:
+            self.headers = saved
+        body = ast.Block((ast.Return(value, value.span),), value.span)
+        return ast.BlockFn(params, body, True, self.span_from(start))
 
     def prefix(self) -> ast.Expr:
         tok = self.peek()
@@ -300,7 +355,7 @@ class ExpressionParser(PatternParser):
         elif tok.kind == NAME:
             name = self.expect_name("a parameter name")
             params = (ast.Param(name.text, None, None, False, name.span),)
-        arrow = self.expect(
+        arrow = self.expect_arrow(
             "->", f"expected `->` after the inline block's parameters, got {describe(self.peek())}"
         )
         saved = self.headers
@@ -342,6 +397,13 @@ class ExpressionParser(PatternParser):
                 return raised
         if text == "async" and self.peek_after().kind == NAME:
             return self.async_call(tok)
+        if text in ("await", "sync") and self.peek_after().kind in (NAME, "("):
+            nxt = self.peek_after()
+            if nxt.span.line == tok.span.line and nxt.span.col > tok.span.end_col:
+                # `await f(x)` / `sync f(x)`: every call is awaited, so the word is dropped,
+                # as the reference does
+                self.advance()
+                return self.expr_after(tok, _PREFIX_OPERAND)
         if text in concurrency.COMPREHENSION_PREFIXES and self.peek_after().kind == "[":
             nxt = self.peek_after()
             if (nxt.span.line, nxt.span.col) != (tok.span.end_line, tok.span.end_col):
@@ -575,6 +637,18 @@ class ExpressionParser(PatternParser):
             items: list[ast.Expr | ast.Spread] = []
             while not self.at("]"):
                 items.append(self.array_item())
+                first = items[0]
+                if (
+                    len(items) == 1
+                    and not isinstance(first, ast.Spread)
+                    and self.peek().kind in _ASSIGN_OPS
+                    and _assignable(first)
+                ):
+                    # `[total += x for x in xs]`: an assignment as a comprehension's element
+                    op = self.advance()
+                    value = self.expr_after(op)
+                    span = self.span_from(first.span)
+                    items[0] = ast.AssignExpr(ast.Assign(first, op.kind, value, span), span)
                 if len(items) == 1 and self.at_word("for") and not isinstance(items[0], ast.Spread):
                     return self.comprehension(items[0], opener)
                 if not self.accept(","):

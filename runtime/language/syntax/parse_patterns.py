@@ -69,7 +69,9 @@ class PatternParser(TypeParser):
         guard = None
         if self.at_word("if"):
             guard = self.expr_after(self.advance())
-        arrow = self.expect("=>", f"expected `=>` after the pattern, got {describe(self.peek())}")
+        arrow = self.expect_arrow(
+            "=>", f"expected `=>` after the pattern, got {describe(self.peek())}"
+        )
         body = self.arm_body(arrow)
         return ast.MatchArm(pattern, body, self.span_from(start), guard)
 
@@ -78,11 +80,13 @@ class PatternParser(TypeParser):
         start = self.peek().span
         tok = self.peek()
         guard = None
-        if tok.is_word("_") and self.peek_after().kind == "=>":
+        if tok.is_word("_") and self.peek_after().kind in ("=>", "->"):
             self.advance()
         else:
             guard = self.expression()
-        arrow = self.expect("=>", f"expected `=>` after the case, got {describe(self.peek())}")
+        arrow = self.expect_arrow(
+            "=>", f"expected `=>` after the case, got {describe(self.peek())}"
+        )
         body = self.arm_body(arrow)
         return ast.MatchArm(ast.PWildcard(tok.span), body, self.span_from(start), guard)
 

@@ -21,6 +21,8 @@ from runtime.language.syntax.tokens import (
     describe,
 )
 
+_BOXED = {"Number": "number", "String": "string", "Boolean": "boolean"}
+
 
 class TypeParser(TokenReader):
     """Type expressions: `string[]`, `A | B`, `(a: T) -> R`, `{name: T}`, `Promise<T>`."""
@@ -47,8 +49,13 @@ class TypeParser(TokenReader):
     def type_postfix(self) -> ast.TypeExpr:
         start = self.peek().span
         result = self.type_primary()
-        while self.at("[") and self.peek_after().kind == "]":
+        while self.at("[") and self.peek_after().kind in ("]", STRING):
             self.advance()
+            if self.at(STRING):  # `T["key"]`: the type of a property (written as `[]<T, K>`)
+                key = self.type_expr()
+                self.expect("]")
+                result = ast.TGeneric("[]", (result, key), self.span_from(start))
+                continue
             self.advance()
             result = ast.TArray(result, self.span_from(start))
         if self.at("!"):
@@ -88,7 +95,8 @@ class TypeParser(TokenReader):
                 if tok.text == "Array" and len(type_args) == 1:
                     return ast.TArray(type_args[0], self.span_from(tok.span))
                 return ast.TGeneric(tok.text, type_args, self.span_from(tok.span))
-            return ast.TName(tok.text, tok.span)
+            # TypeScript's boxed spellings are the primitives, as the reference normalises them
+            return ast.TName(_BOXED.get(tok.text, tok.text), tok.span)
         if tok.kind == NAME and tok.text in ("null", "undefined"):
             self.advance()
             return ast.TName("null", tok.span)
@@ -115,10 +123,11 @@ class TypeParser(TokenReader):
         j += 1
         while toks[j].kind == NEWLINE:
             j += 1
-        return toks[j].kind == "->"
+        return toks[j].kind in ("->", "=>")
 
     def function_type(self, opener: Token) -> ast.TFunc:
-        """`(a: T, U) -> R`; parameter names, `?` and `...` are accepted and dropped."""
+        """`(a: T, U) -> R` (or `=> R`); parameter names, `?` and `...` are accepted and
+        dropped."""
 
         def param() -> ast.TypeExpr:
             self.accept("...")
@@ -129,7 +138,9 @@ class TypeParser(TokenReader):
             return self.type_expr()
 
         params = tuple(self.comma_list(opener, param))
-        self.expect("->")
+        self.expect_arrow(
+            "->", f"expected `->` after a function type's parameters, got {describe(self.peek())}"
+        )
         result = self.type_expr()
         return ast.TFunc(params, result, self.span_from(opener.span))
 

@@ -298,6 +298,10 @@ class Parser(DeclarationParser):
                 self.advance()
             self.module_only(start, top, "`static` variables are")
             return self.var_decl(start, "static")
+        if word == "interface" and nxt.kind == NAME and self.peek_after(2).kind in ("{", "<"):
+            # `interface Name { … }`: TypeScript's spelling of `type Name = { … }`
+            self.module_only(start, top, "`interface` declarations are")
+            return self.type_alias()
         if word == "type" and nxt.kind == NAME and self.peek_after(2).kind in ("=", "<", "("):
             if not top and self.in_function:
                 self.inner_aliases.append(self.type_alias())
@@ -325,6 +329,11 @@ class Parser(DeclarationParser):
             return self.reexport()
         if word == "export" and nxt.kind == NAME:
             self.module_only(start, top, "`export` is")
+            self.advance()
+            return self.statement_body(self.peek(), top)
+        if word == "optimize" and nxt.kind == NAME and nxt.text in ("const", "let", "static"):
+            # `optimize const prompt = …` marks a value for the reference's prompt optimizer
+            # (`agency eval optimize`); running, it is the declaration itself
             self.advance()
             return self.statement_body(self.peek(), top)
         return self.expression_statement(start, top)
@@ -457,7 +466,11 @@ class Parser(DeclarationParser):
             start = self.advance()  # if
             cond = self.header(lambda start=start: self.expr_after(start))  # type: ignore[misc]
             heads.append((start, cond, self.block()))
-            if not self.peek_past_newlines().is_word("else"):
+            after = self.peek_past_newlines()
+            if after.is_word("elif"):  # Python's spelling of `else if`
+                self.skip_newlines()
+                continue
+            if not after.is_word("else"):
                 break
             self.skip_newlines()
             self.advance()  # else
@@ -502,7 +515,7 @@ class Parser(DeclarationParser):
         def header() -> tuple[str, str | None, ast.Expr]:
             if self.at_word("let") or self.at_word("const"):
                 self.advance()
-            var, second, found = self.loop_binders()
+            var, second, found = self.loop_binders(of=True)
             if found is not None:
                 pattern.append(found)
             return var, second, self.header(self.expression)
@@ -515,8 +528,9 @@ class Parser(DeclarationParser):
         span = self.span_from(start.span)
         return ast.ForIn(var, second, iterable, body, span, pattern[0] if pattern else None)
 
-    def loop_binders(self) -> tuple[str, str | None, ast.Pattern | None]:
-        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in`.
+    def loop_binders(self, of: bool = False) -> tuple[str, str | None, ast.Pattern | None]:
+        """`x`, `x, i`, `[k, v]`, `{name, ...rest}, i` up to and including `in` (or, for a
+        loop's header, `of`).
 
         A destructuring first binder comes back as a pattern (and `""` for the name)."""
         pattern: ast.Pattern | None = None
@@ -528,6 +542,9 @@ class Parser(DeclarationParser):
         second = None
         if self.accept(","):
             second = self.expect_name("a second loop variable").text
+        if of and self.at_word("of"):  # `for (const x of xs)`: TypeScript's spelling, as `in`
+            self.advance()
+            return var, second, pattern
         self.expect_word(
             "in", f"expected `in` after the loop variable, got {describe(self.peek())}"
         )

@@ -63,6 +63,7 @@ _INFIX: dict[str, int] = {
     ">=": _COMPARE,
     "=~": _COMPARE,
     "!~": _COMPARE,
+    "in": _COMPARE,
     "+": _SUM,
     "-": _SUM,
     "*": _PRODUCT,
@@ -77,7 +78,7 @@ _INFIX: dict[str, int] = {
     "--": _POSTFIX,
 }
 _LOGICAL = frozenset({"||", "??", "&&"})
-_ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "??="})
+_ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "??=", "||=", "&&="})
 _OPENERS = {"(": ")", "[": "]", "{": "}", "$(": ")"}
 _CLOSERS = frozenset({")", "]", "}"})
 _STATEMENT_ENDS = frozenset({NEWLINE, ";", "}", EOF})
@@ -255,6 +256,13 @@ class TokenReader:
             return self.advance()
         self.fail(message or f"expected `{kind}`, got {describe(tok)}", tok.span)
 
+    def expect_arrow(self, preferred: str, message: str) -> Token:
+        """`=>` or `->`: the reference takes either spelling in match arms, inline blocks and
+        function types."""
+        if self.at("=>") or self.at("->"):
+            return self.advance()
+        return self.expect(preferred, message)
+
     def expect_word(self, word: str, message: str | None = None) -> Token:
         tok = self.peek()
         if tok.kind == NAME and tok.text == word:
@@ -404,5 +412,5 @@ class TokenReader:
     def handler_body(self) -> ast.Block:
         raise NotImplementedError
 
-    def loop_binders(self) -> tuple[str, str | None, ast.Pattern | None]:
+    def loop_binders(self, of: bool = False) -> tuple[str, str | None, ast.Pattern | None]:
         raise NotImplementedError

@@ -25,7 +25,7 @@ REGEX = "regex"  # `re/pattern/flags`; the token text is the whole literal
 CODE = "code"  # a code literal `[| … |]`; the token text is what stands between the brackets
 
 # Longest first: the lexer tries three characters, then two, then one.
-PUNCT3 = frozenset({"...", "===", "!==", "??="})
+PUNCT3 = frozenset({"...", "===", "!==", "??=", "||=", "&&="})
 PUNCT2 = frozenset(
     {"?.", "??", "|>", "=>", "==", "!=", "<=", ">=", "&&", "||", "++", "--", "+=", "-=", "*=", "/="}
     | {"**", "->"}

@@ -18,7 +18,8 @@ A type becomes a *descriptor*, plain data built at run time (so `Age(18)` and
     {k: "nonnull", of: D}                NonNullable<T>
     {k: "all", of: [D, …]}               A & B
     {k: "keyof", of: D}                  keyof T
-    {k: "ref", fn: F, args: [...]}       an alias: F is its generated `__schema_Name` def
+    {k: "ref", fn: F, args: [...]}       an alias: F is its generated `__schema_Name` def (or,
+                                         for `T["key"]`, the prelude's `__schema_index`)
     {k: "check", of: D, validators: [f, …], json: [{…}, …]}   `@validate` / `@jsonSchema`
 
 Each `type Name<T>(p: number) = …` gets a def named `type Name` with parameters `(T, p)` returning the descriptor
@@ -140,6 +141,9 @@ def _generic(name: str, args: list[A.Expr], span: A.Span) -> A.Expr:
         return _obj(span, k=_lit("all", span), of=_arr(args, span))
     if name == "keyof":
         return _obj(span, k=_lit("keyof", span), of=first)
+    if name == "[]" and len(args) == 2:  # `T["key"]`: resolved when used, as an alias is
+        fn = A.Name("__schema_index", span)
+        return _obj(span, k=_lit("ref", span), fn=fn, args=_arr(args, span))
     if name == "Record" and len(args) == 2:
         return _obj(span, k=_lit("record", span), of=args[1])
     if name == "Array" and len(args) == 1:
