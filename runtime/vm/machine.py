@@ -54,6 +54,7 @@ from runtime.vm.values import (
     Result,
     a_type,
     js_add,
+    js_keys,
     to_number,
     to_str,
     truthy,
@@ -522,7 +523,7 @@ class Machine(CallingMachine):
                         if t is JSArray:
                             seq, obj = v, None
                         elif t is JSObject:
-                            seq, obj = JSArray(v.keys()), v
+                            seq, obj = JSArray(js_keys(v)), v  # index keys first, as JS
                         elif t is str:
                             seq, obj = JSArray(v), None
                         elif v is None:
