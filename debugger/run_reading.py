@@ -109,6 +109,10 @@ def check_step(run: Any, step: int | None, n: int, tl: Any = None) -> int:
     the timeline `tl`, a step before the first recorded one (a run started from a checkpoint
     records from the checkpoint's step on) is refused too."""
     if n == 0:
+        if run.status == "running":  # its first steps are still in the writer's hands
+            raise AgencyError(
+                f"run {run.id} is running and has not recorded a step yet; try again in a moment"
+            )
         raise AgencyError(f"run {run.id} recorded no steps")
     if step is None:
         return n - 1

@@ -360,3 +360,20 @@ def test_show_says_a_killed_run_stopped_and_how_to_go_on(tmp_path: Path) -> None
     step0 = [*AGENCY, "show", "last:0", "--db", "r.db"]
     before = subprocess.run(step0, cwd=tmp_path, capture_output=True, env=env)
     assert b"status running" in before.stdout  # an earlier step is as it was
+
+
+def test_show_of_a_run_that_has_not_recorded_a_step_yet_says_so(tmp_path: Path) -> None:
+    # A run's row is written when it starts, its first steps a moment later (the writer
+    # batches them): a reader in between was told the run "recorded no steps", as if it had
+    # ended empty.
+    from click.testing import CliRunner
+
+    from runtime.record.contract import RunMeta
+    from runtime.record.sqlite_store import SQLiteStore
+
+    with SQLiteStore(tmp_path / "r.db") as store:
+        run_id = store.create_run(RunMeta("p.agency", "0" * 64))
+    result = CliRunner().invoke(cli, ["show", run_id, "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 1
+    assert f"run {run_id} is running and has not recorded a step yet" in result.output
+    assert "Traceback" not in result.output
