@@ -7,7 +7,6 @@ is which, so this reads the declarations from the source.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 __all__ = ["typed_names"]
@@ -19,6 +18,7 @@ def typed_names(source: str, path: str = "<input>") -> dict[tuple[str, str], boo
     from runtime.errors import AgencyError
     from runtime.language.syntax import ast as A
     from runtime.language.syntax import parse
+    from runtime.language.syntax.nodes import Node
 
     try:
         program = parse(source, path)
@@ -43,10 +43,10 @@ def typed_names(source: str, path: str = "<input>") -> dict[tuple[str, str], boo
         if isinstance(node, tuple | list):
             for item in node:
                 walk(item, scope)
-        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-            for f in dataclasses.fields(node):
-                if f.name != "span":
-                    walk(getattr(node, f.name), scope)
+        elif isinstance(node, Node):
+            for f in node._fields:
+                if f != "span":
+                    walk(getattr(node, f), scope)
 
     walk(program.items, "")
     return out

@@ -21,6 +21,7 @@ from debugger.errors import SessionError
 from runtime.errors import AgencySyntaxError
 from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse_expression
+from runtime.language.syntax.nodes import Node
 
 __all__ = ["Expression", "NotInScope", "compile_expression", "scope_of", "show"]
 
@@ -95,13 +96,12 @@ def _collect_names(node: Any, out: set[str]) -> None:
     if type(node) is A.Name:
         out.add(node.id)
         return
-    fields = getattr(node, "__dataclass_fields__", None)
-    if fields is None:
+    if not isinstance(node, Node):
         if isinstance(node, tuple):
             for item in node:
                 _collect_names(item, out)
         return
-    for name in fields:
+    for name in node._fields:
         if name != "span":
             _collect_names(getattr(node, name), out)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from runtime.language.program import gather_imports
 from runtime.language.syntax import ast as A
+from runtime.language.syntax.nodes import Node
 from runtime.language.syntax.parser import parse
 
 BUILTIN_EFFECTS = {"write": "std::write", "read": "std::read"}
@@ -25,10 +26,9 @@ _SUMMARY = re.compile(r"@summary\s+(.+)")
 
 
 def _children(node: Any) -> Iterator[Any]:
-    fields = getattr(node, "__dataclass_fields__", None)
-    if fields is None:
+    if not isinstance(node, Node):
         return
-    for name in fields:
+    for name in node._fields:
         if name == "span":
             continue
         value = getattr(node, name)

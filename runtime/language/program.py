@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 from functools import lru_cache
@@ -15,6 +14,7 @@ from runtime.language.files import read_text
 from runtime.language.program_compiler import ProgramCompiler
 from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse
+from runtime.language.syntax.nodes import Node, replace
 
 PRELUDE_PATH = Path(__file__).with_name("prelude.agency")
 STD_DIR = Path(__file__).with_name("std")  # the `std::X` modules: std/X.agency
@@ -199,7 +199,7 @@ def _yield_to_user(
                 if type(i) is not A.FuncDecl or i.name not in mine or (module, i.name) in wanted
             )
             if len(keep) != len(sub.items):
-                sub = dataclasses.replace(sub, items=keep)
+                sub = replace(sub, items=keep)
         out.append((sub, text))
     return out
 
@@ -241,7 +241,7 @@ def bind_import_names(program: A.Program) -> A.Program:
             decls.append(A.VarDecl("const", target, None, value, item.span))
     if not decls:
         return program
-    return dataclasses.replace(program, items=(*decls, *program.items))
+    return replace(program, items=(*decls, *program.items))
 
 
 def check_imports(program: A.Program, source: str) -> None:
@@ -320,15 +320,14 @@ def deepest(tree: A.Program) -> tuple[int, A.Span]:
         if isinstance(node, (list, tuple)):
             stack.extend((child, depth, where) for child in node)
             continue
-        fields = getattr(node, "__dataclass_fields__", None)
-        if fields is None:
+        if not isinstance(node, Node):
             continue
         span = getattr(node, "span", None)
         if isinstance(span, A.Span) and span != A.NO_SPAN:
             where = span
         if depth > best[0]:
             best = (depth, where)
-        for name in fields:
+        for name in node._fields:
             if name != "span":
                 stack.append((getattr(node, name), depth + 1, where))
     return best

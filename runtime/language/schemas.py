@@ -4,7 +4,6 @@ the LLM layer's business (`runtime.llm.schema`)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from runtime.language.syntax.ast import (
     TValidated,
     TypeExpr,
 )
+from runtime.language.syntax.nodes import Node, replace
 
 Schema = dict[str, Any]
 
@@ -275,16 +275,16 @@ def _substitute(t: Any, given: Mapping[str, TypeExpr]) -> Any:
         return given.get(t.name, t)
     if isinstance(t, tuple):
         return tuple(_substitute(x, given) for x in t)
-    if not dataclasses.is_dataclass(t) or isinstance(t, type):
+    if not isinstance(t, Node):
         return t
     changes = {}
-    for f in dataclasses.fields(t):
-        value = getattr(t, f.name)
-        if isinstance(value, tuple) or dataclasses.is_dataclass(value):
+    for name in t._fields:
+        value = getattr(t, name)
+        if isinstance(value, tuple | Node):
             new = _substitute(value, given)
             if new is not value:
-                changes[f.name] = new
-    return dataclasses.replace(t, **changes) if changes else t
+                changes[name] = new
+    return replace(t, **changes) if changes else t
 
 
 def _with_fragments(schema: Schema, fragments: tuple[A.Expr, ...]) -> Schema:

@@ -22,7 +22,7 @@ CLOSERS = frozenset({"}", ")", "]"})
 INDENT = "  "
 
 # What parseAST calls each kind of top-level item (the reference implementation's names).
-ITEM_TYPES = {
+ITEM_TYPES: dict[type, str] = {
     A.TypeAlias: "typeAlias",
     A.Import: "importStatement",
     A.VarDecl: "assignment",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import runtime.language.syntax.ast as A
 from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
 from runtime.language.syntax import parse, templates
+from runtime.language.syntax.nodes import Node
 
 # Runs a generator program (source, path of the file it stands for) and returns the source of
 # the Code it returned; raises AgencyError saying why it could not.
@@ -54,9 +55,8 @@ def _sites(tree: A.Program) -> list[_Site]:
             continue
         if isinstance(node, (tuple, list)):
             stack.extend((x, False) for x in reversed(node))
-        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-            fields = dataclasses.fields(node)
-            stack.extend((getattr(node, f.name), False) for f in reversed(fields))
+        elif isinstance(node, Node):
+            stack.extend((getattr(node, f), False) for f in reversed(node._fields))
     return out
 
 
@@ -90,9 +90,9 @@ def _local_names(expr: A.Expr) -> list[A.Name]:
         elif isinstance(node, (tuple, list)):
             for x in node:
                 visit(x)
-        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-            for f in dataclasses.fields(node):
-                visit(getattr(node, f.name))
+        elif isinstance(node, Node):
+            for f in node._fields:
+                visit(getattr(node, f))
 
     visit(expr)
     return found

@@ -40,6 +40,7 @@ from runtime.language.effect_sets import allowed, effect_sets
 from runtime.language.module_info import function_effects
 from runtime.language.program import STD_ALWAYS, gather_imports, prelude, std_path
 from runtime.language.syntax import ast as A
+from runtime.language.syntax.nodes import Node
 from runtime.language.syntax.parser import parse
 from runtime.language.typecheck_returns import always_returns, needs_return
 from runtime.language.typecheck_types import (
@@ -639,7 +640,7 @@ def _always_available() -> frozenset[str]:
 
 def _children(node: Any) -> list[Any]:
     out: list[Any] = []
-    for name in getattr(node, "__dataclass_fields__", ()):
+    for name in node._fields if isinstance(node, Node) else ():
         if name == "span":
             continue
         value = getattr(node, name)
@@ -663,7 +664,7 @@ def _bound(pattern: Any) -> list[str]:
                 names.append(child)  # a `...rest` name
         elif type(child) is A.PObjectField:
             names.extend(_bound(child.pattern))
-        elif hasattr(child, "__dataclass_fields__") and type(child).__name__.startswith("P"):
+        elif isinstance(child, Node) and type(child).__name__.startswith("P"):
             names.extend(_bound(child))
     return names
 

@@ -1,6 +1,6 @@
 """Provides the Agency abstract syntax tree.
 
-Every node is a frozen, slotted dataclass with structural equality, so parser tests can compare
+Every node is a frozen, slotted record (`Node`, see nodes.py) with structural equality, so parser tests can compare
 whole trees. Each node carries a `span`; spans are excluded from equality (two trees that differ
 only in layout compare equal) but are always present, because the compiler turns them into step
 locations and the error printer into carets.
@@ -8,71 +8,65 @@ locations and the error printer into carets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Union
 
 from runtime.errors import NO_SPAN as NO_SPAN  # spans are part of every node
 from runtime.errors import Span as Span
+from runtime.language.syntax.nodes import Node, uncompared
 
 
 def _span() -> Span:
-    return field(default=NO_SPAN, compare=False, repr=False)
+    span: Span = uncompared(default=NO_SPAN, repr=False)
+    return span
 
 
 # --------------------------------------------------------------------------------------------
 # Types (parsed for llm() structured output and tool schemas; otherwise ignored at run time)
 
 
-@dataclass(frozen=True, slots=True)
-class TName:
+class TName(Node):
     """A named type: `string`, `number`, `boolean`, `any`, `null`, or an alias."""
 
     name: str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TLiteral:
+class TLiteral(Node):
     """A literal type: `"yes"`, `3`, `true`."""
 
     value: str | float | int | bool | None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TArray:
+class TArray(Node):
     """`T[]` (also `Array<T>`)."""
 
     element: TypeExpr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TField:
+class TField(Node):
     name: str
     type: TypeExpr
     optional: bool = False
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TObject:
+class TObject(Node):
     """`{k: T, k?: T}`."""
 
     fields: tuple[TField, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TUnion:
+class TUnion(Node):
     """`A | B | C`."""
 
     options: tuple[TypeExpr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TGeneric:
+class TGeneric(Node):
     """`Name<A, B>`, e.g. `Result<S, F>`."""
 
     name: str
@@ -80,8 +74,7 @@ class TGeneric:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TFunc:
+class TFunc(Node):
     """A function type `(a: T, U) -> R` (a block or function parameter). Parameter names are
     dropped; only their types are kept."""
 
@@ -90,16 +83,14 @@ class TFunc:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TBang:
+class TBang(Node):
     """`T!`: a value checked against `T` at run time (schema validation), giving a Result."""
 
     inner: TypeExpr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TValidated:
+class TValidated(Node):
     """A type with `@validate(f, …)` validators and `@jsonSchema({…})` fragments (in source
     order), on a `type` alias or an object-type field."""
 
@@ -109,8 +100,7 @@ class TValidated:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TCall:
+class TCall(Node):
     """A use of a value-parameterised alias: `Age(18)`, `Bounded<string>(1, 3)`."""
 
     name: str
@@ -128,31 +118,27 @@ TypeExpr = Union[
 # Patterns (match arms and destructuring)
 
 
-@dataclass(frozen=True, slots=True)
-class PWildcard:
+class PWildcard(Node):
     """`_`."""
 
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PLiteral:
+class PLiteral(Node):
     """A literal pattern: string, number, boolean or null; matches by `==`."""
 
     value: str | float | int | bool | None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PBind:
+class PBind(Node):
     """A name pattern: always matches and binds the value."""
 
     name: str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PObjectField:
+class PObjectField(Node):
     """`key: pattern` inside an object pattern; `{x}` is `key="x", pattern=PBind("x")`."""
 
     key: str
@@ -160,8 +146,7 @@ class PObjectField:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PObject:
+class PObject(Node):
     """`{type: "a", x}` (and `{a, ...rest}`): matches an object whose listed keys match; `rest`
     gets the other keys."""
 
@@ -170,8 +155,7 @@ class PObject:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PArray:
+class PArray(Node):
     """`[a, b]` (and `[a, ...rest]`): matches an array of exactly that length, or at least that
     length when `rest` is set."""
 
@@ -181,8 +165,7 @@ class PArray:
     tail: tuple[Pattern, ...] = ()  # items after a middle `...rest`: `[first, ...mid, last]`
 
 
-@dataclass(frozen=True, slots=True)
-class PResult:
+class PResult(Node):
     """`success(p)` or `failure(p)`: matches a Result of that kind, inner pattern on value/error."""
 
     kind: str  # "success" | "failure"
@@ -190,8 +173,7 @@ class PResult:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PType:
+class PType(Node):
     """A type test: `s: string`, `{name}: Person`, `is boolean`, a type in an object field's
     value position (`{name: string}`). Matches when the value conforms to `type` and `inner`
     (when given) matches; binders get the original value."""
@@ -201,8 +183,7 @@ class PType:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class PValue:
+class PValue(Node):
     """`(expr)` as a match arm's case: matches when the subject `==` the expression's value
     (only at the top of an arm; the compiler evaluates it)."""
 
@@ -217,44 +198,38 @@ Pattern = Union[PWildcard, PLiteral, PBind, PObject, PArray, PResult, PType, PVa
 # Expressions
 
 
-@dataclass(frozen=True, slots=True)
-class Literal:
+class Literal(Node):
     """A number (int when integral in the source, else float), string, boolean or null."""
 
     value: str | float | int | bool | None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Template:
+class Template(Node):
     """An interpolated string; parts alternate literal text (str) and expressions."""
 
     parts: tuple[str | Expr, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Name:
+class Name(Node):
     id: str
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Spread:
+class Spread(Node):
     """`...expr` inside an array literal, object literal or call arguments."""
 
     value: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ArrayLit:
+class ArrayLit(Node):
     items: tuple[Expr | Spread, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectEntry:
+class ObjectEntry(Node):
     """`k: v`, `"k": v` (key is a str) or `[expr]: v` (key is an Expr). `{x}` is `x: x`."""
 
     key: str | Expr
@@ -262,14 +237,12 @@ class ObjectEntry:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectLit:
+class ObjectLit(Node):
     entries: tuple[ObjectEntry | Spread, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Unary:
+class Unary(Node):
     """Prefix `!`, `-`, `+`, `typeof`."""
 
     op: str
@@ -277,8 +250,7 @@ class Unary:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Binary:
+class Binary(Node):
     """Arithmetic, comparison and equality: `+ - * / % ** == != === !== < > <= >=`."""
 
     op: str
@@ -287,8 +259,7 @@ class Binary:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Logical:
+class Logical(Node):
     """Short-circuit `&&`, `||`, `??`."""
 
     op: str
@@ -297,8 +268,7 @@ class Logical:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Pipe:
+class Pipe(Node):
     """`left |> right`: calls `right` with `left` (a Result's value; a failure passes through)."""
 
     left: Expr
@@ -306,8 +276,7 @@ class Pipe:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Catch:
+class Catch(Node):
     """`expr catch default`: `default` when `expr` is a failure or raises; else its value."""
 
     value: Expr
@@ -315,16 +284,14 @@ class Catch:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Try:
+class Try(Node):
     """`try expr`: a runtime error becomes `failure(message)`; a value is returned as is."""
 
     value: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Conditional:
+class Conditional(Node):
     """`if c then a else b` as an expression."""
 
     cond: Expr
@@ -333,8 +300,7 @@ class Conditional:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Arg:
+class Arg(Node):
     """A call argument: positional (`name` is None), named (`name: value`) or `...spread`."""
 
     value: Expr
@@ -343,8 +309,7 @@ class Arg:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(Node):
     """`callee(args)`, optionally followed by a trailing block (`f(xs) as x { … }`), which is
     passed as the callee's last parameter."""
 
@@ -354,8 +319,7 @@ class Call:
     block: BlockFn | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class BlockFn:
+class BlockFn(Node):
     """A block: the trailing `as (a, b) { … }` of a call, or an inline `\\(a, b) -> expr`
     (whose body is one `return expr`). Evaluates to a closure over the enclosing function."""
 
@@ -365,8 +329,7 @@ class BlockFn:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
+class Member(Node):
     """`obj.name` or `obj?.name` (optional)."""
 
     obj: Expr
@@ -375,8 +338,7 @@ class Member:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Index:
+class Index(Node):
     """`obj[index]` or `obj?.[index]`."""
 
     obj: Expr
@@ -385,8 +347,7 @@ class Index:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Slice:
+class Slice(Node):
     """`obj[start:end]`; either bound may be omitted."""
 
     obj: Expr
@@ -395,8 +356,7 @@ class Slice:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(Node):
     """Postfix `target++` / `target--`; evaluates to the old value."""
 
     op: str  # "++" | "--"
@@ -404,8 +364,7 @@ class Update:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class OptionalCall:
+class OptionalCall(Node):
     """`callee?.(args)`: null when the callee is null, else the call."""
 
     callee: Expr
@@ -413,8 +372,7 @@ class OptionalCall:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class AssignExpr:
+class AssignExpr(Node):
     """`(target op value)` in parentheses: the assignment, used as an expression whose value is
     what the target holds afterwards."""
 
@@ -422,8 +380,7 @@ class AssignExpr:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ListComp:
+class ListComp(Node):
     """`[expr for x in xs]` (optionally `if cond`)."""
 
     element: Expr
@@ -435,8 +392,7 @@ class ListComp:
     pattern: Pattern | None = None  # `for {name} in people`: `var` is then ""
 
 
-@dataclass(frozen=True, slots=True)
-class MatchArm:
+class MatchArm(Node):
     """`pattern => body` or `pattern if (guard) => body`; body is an Expr or a Block.
 
     In the head form `match (x is P) { cond => … }` each arm's case is a boolean expression,
@@ -449,8 +405,7 @@ class MatchArm:
     guard: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(Node):
     """`match (subject) { arms }`, usable as a statement or an expression.
 
     `head`: the `match (x is P) { … }` form; `subject` is then the Is whose pattern is matched
@@ -462,8 +417,7 @@ class Match:
     head: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Is:
+class Is(Node):
     """`value is pattern`: true when the value matches; binders are assigned when it does."""
 
     value: Expr
@@ -471,8 +425,7 @@ class Is:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Splice:
+class Splice(Node):
     """`$( generator(…) )`: code a generator in another file returns, run while the program is
     loaded and put in the splice's place (program.py expands it before compiling)."""
 
@@ -512,14 +465,12 @@ Expr = Union[
 # Statements
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(Node):
     body: tuple[Stmt, ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class VarDecl:
+class VarDecl(Node):
     """`let`/`const` declaration, also at module level.
 
     `kind` is one of: "let", "const", "shared" (module only, survives restore), "static"
@@ -534,8 +485,7 @@ class VarDecl:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Assign:
+class Assign(Node):
     """`target op value` with op in `= += -= *= /= ??= ||= &&=`; target is Name, Member or
     Index."""
 
@@ -545,29 +495,25 @@ class Assign:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ExprStmt:
+class ExprStmt(Node):
     expr: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class If:
+class If(Node):
     cond: Expr
     then: Block
     orelse: Block | If | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class While:
+class While(Node):
     cond: Expr
     body: Block
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ForIn:
+class ForIn(Node):
     """`for (a in xs)`, `for (a, b in xs)`.
 
     Over an array `a` is the item and `b` the index; over an object `a` is the key and `b` the
@@ -582,32 +528,27 @@ class ForIn:
     pattern: Pattern | None = None  # `for ([k, v] in pairs)`: `var` is then ""
 
 
-@dataclass(frozen=True, slots=True)
-class Break:
+class Break(Node):
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Continue:
+class Continue(Node):
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Return:
+class Return(Node):
     value: Expr | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Goto:
+class Goto(Node):
     """`goto other(args)`: a one-way transition to another node."""
 
     call: Call
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadBlock:
+class ThreadBlock(Node):
     """`thread { }` (fresh conversation) or `subthread { }` (a copy of the current one)."""
 
     kind: str  # "thread" | "subthread"
@@ -615,8 +556,7 @@ class ThreadBlock:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Handler:
+class Handler(Node):
     """The `with (param) { body }` part of a handle block; or `with name` naming a def."""
 
     param: str | None
@@ -625,8 +565,7 @@ class Handler:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class HandleBlock:
+class HandleBlock(Node):
     """`handle { body } with (data) { … }`."""
 
     body: Block
@@ -634,8 +573,7 @@ class HandleBlock:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class WithAction:
+class WithAction(Node):
     """`stmt with approve` / `stmt with reject` / `stmt with propagate` / `stmt with handlerFn`:
     answers interrupts raised by one statement."""
 
@@ -644,8 +582,7 @@ class WithAction:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class Finalize:
+class Finalize(Node):
     """`finalize { … }` / `finalize as draft { … }` at the end of a function or block: what the
     scope returns when a guard aborts it (`draft` is its last `saveDraft` value, or null)."""
 
@@ -678,8 +615,7 @@ Stmt = Union[
 # Top level
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+class Param(Node):
     name: str
     type: TypeExpr | None = None
     default: Expr | None = None
@@ -688,8 +624,7 @@ class Param:
     optional: bool = False  # `name?: T`: a call may leave it out (it is null)
 
 
-@dataclass(frozen=True, slots=True)
-class FuncDecl:
+class FuncDecl(Node):
     """A `node` or a `def`.
 
     `doc` is the `\"\"\"docstring\"\"\"` first in the body (or a preceding `/** doc */`), used as
@@ -710,8 +645,7 @@ class FuncDecl:
     raises: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EffectSet:
+class EffectSet(Node):
     """`effectSet Name = <std::read, OtherSet, …>`: a named group of effects for `raises`
     clauses (std::capabilities). Nothing at run time; imported and exported like a type."""
 
@@ -720,8 +654,7 @@ class EffectSet:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
-class TypeAlias:
+class TypeAlias(Node):
     """`type Name<T>(p: number) = …`: `type_params` are the `<T>` names, `params` the value
     parameters of a value-parameterised alias (both usually empty)."""
 
@@ -732,8 +665,7 @@ class TypeAlias:
     params: tuple[Param, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Import:
+class Import(Node):
     """`import { a, b } from "mod"`, `import x from "mod"`, `import "mod"`.
 
     `import * as x from "mod"` has no names and `namespace="x"`. `import { a as b }` has
@@ -753,10 +685,9 @@ class Import:
 TopLevel = Union[FuncDecl, TypeAlias, EffectSet, Import, Stmt]
 
 
-@dataclass(frozen=True, slots=True)
-class Program:
+class Program(Node):
     """A parsed file. `items` keeps source order: module statements run in that order."""
 
     items: tuple[TopLevel, ...]
-    path: str = field(default="<input>", compare=False)
+    path: str = uncompared(default="<input>")
     span: Span = _span()

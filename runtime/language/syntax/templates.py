@@ -14,12 +14,12 @@ declaration hole beside them), "expr" when it is one expression, else "statement
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import textwrap
 from dataclasses import dataclass
 
 import runtime.language.syntax.ast as ast
+from runtime.language.syntax.nodes import Node
 
 PLACEHOLDER = "__hole_"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -138,9 +138,9 @@ def holes(
         if name := hole_name(node):
             sorts.setdefault(name, "expr")
             return
-        if dataclasses.is_dataclass(node) and not isinstance(node, type):
-            for f in dataclasses.fields(node):
-                _visit_value(getattr(node, f.name))
+        if isinstance(node, Node):
+            for field in node._fields:
+                _visit_value(getattr(node, field))
         elif isinstance(node, (tuple, list)):
             for x in node:
                 visit(x, False)
@@ -149,7 +149,7 @@ def holes(
         if isinstance(value, (tuple, list)):
             for x in value:
                 visit(x, False)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        elif isinstance(value, Node):
             visit(value, False)
 
     for item in tree.items:

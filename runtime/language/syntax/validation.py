@@ -29,11 +29,11 @@ aliases are expanded lazily, one level per use.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import runtime.language.syntax.ast as A
+from runtime.language.syntax.nodes import Node, replace
 
 SCHEMA_PREFIX = "type "  # `type Age`: its generated def (no program can write that name)
 
@@ -199,7 +199,7 @@ def bang_var(decl: A.VarDecl) -> A.VarDecl:
     """`const x: T! = e` stores `__validate(e, T)`: a success of the value or a failure."""
     if type(decl.type) is not A.TBang or decl.value is None:
         return decl
-    return dataclasses.replace(decl, value=validated(decl.value, decl.type.inner))
+    return replace(decl, value=validated(decl.value, decl.type.inner))
 
 
 def bang_function(decl: A.FuncDecl) -> A.FuncDecl:
@@ -226,11 +226,10 @@ def bang_function(decl: A.FuncDecl) -> A.FuncDecl:
         cond = _call("isFailure", span, A.Name(checked, span))
         prologue.append(A.If(cond, A.Block((fail,), span), None, span))
     params = tuple(
-        dataclasses.replace(p, type=p.type.inner) if type(p.type) is A.TBang else p
-        for p in decl.params
+        replace(p, type=p.type.inner) if type(p.type) is A.TBang else p for p in decl.params
     )
     body = A.Block((*prologue, *body.body), body.span)
-    return dataclasses.replace(decl, params=params, body=body)
+    return replace(decl, params=params, body=body)
 
 
 def _wrap_returns(node: Any, t: A.TypeExpr) -> Any:
@@ -238,21 +237,20 @@ def _wrap_returns(node: Any, t: A.TypeExpr) -> Any:
     if type(node) is A.Return:
         value = node.value if node.value is not None else A.Literal(None, node.span)
         return A.Return(validated(value, t), node.span)
-    if type(node) in (A.BlockFn, A.FuncDecl) or not dataclasses.is_dataclass(node):
+    if type(node) in (A.BlockFn, A.FuncDecl) or not isinstance(node, Node):
         return node
-    assert not isinstance(node, type)
     changes: dict[str, Any] = {}
-    for f in dataclasses.fields(node):
-        v = getattr(node, f.name)
-        if dataclasses.is_dataclass(v):
+    for name in node._fields:
+        v = getattr(node, name)
+        if isinstance(v, Node):
             w = _wrap_returns(v, t)
         elif type(v) is tuple:
             w = tuple(_wrap_returns(x, t) for x in v)
         else:
             continue
         if w is not v:
-            changes[f.name] = w
-    return dataclasses.replace(node, **changes) if changes else node
+            changes[name] = w
+    return replace(node, **changes) if changes else node
 
 
 # -- type patterns with validators: `x is Adult`, `p: Positive => …` -----------------------------
@@ -306,23 +304,23 @@ def validated_binders(
             if p.inner is None or isinstance(p.inner, A.PWildcard):
                 name = fresh()
                 found.append((name, p.type))
-                return dataclasses.replace(p, inner=A.PBind(name, p.span))
+                return replace(p, inner=A.PBind(name, p.span))
             if isinstance(p.inner, A.PBind):
                 found.append((p.inner.name, p.type))
                 return p
-        if not dataclasses.is_dataclass(p) or isinstance(p, type):
+        if not isinstance(p, Node):
             return p
         changes: dict[str, Any] = {}
-        for f in dataclasses.fields(p):
-            v = getattr(p, f.name)
-            if dataclasses.is_dataclass(v):
+        for field in p._fields:
+            v = getattr(p, field)
+            if isinstance(v, Node):
                 w = walk(v)
             elif type(v) is tuple:
                 w = tuple(walk(x) for x in v)
             else:
                 continue
             if w != v:
-                changes[f.name] = w
-        return dataclasses.replace(p, **changes) if changes else p
+                changes[field] = w
+        return replace(p, **changes) if changes else p
 
     return walk(pattern), found
