@@ -11,6 +11,7 @@ from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
 from runtime.language import splices
 from runtime.language.bytecode import BUILTIN_NAMES, CompiledProgram
 from runtime.language.files import read_text
+from runtime.language.parse_cache import parse_bundled
 from runtime.language.program_compiler import ProgramCompiler
 from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse
@@ -33,7 +34,7 @@ class ProgramLoadError(AgencyError):
 
 @lru_cache(maxsize=1)
 def prelude() -> A.Program:
-    return parse(PRELUDE_PATH.read_text(encoding="utf-8"), "<prelude>")
+    return parse_bundled(PRELUDE_PATH, "<prelude>")[0]
 
 
 def source_hash(source: str) -> str:
@@ -59,8 +60,7 @@ def is_std_file(path: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _parse_std(path: str) -> tuple[A.Program, str]:
-    text = Path(path).read_text(encoding="utf-8")
-    return parse(text, path), text
+    return parse_bundled(Path(path), path)
 
 
 def _exports(tree: A.Program, module: str) -> set[str]:

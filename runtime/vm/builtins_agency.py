@@ -39,7 +39,6 @@ from runtime.language.program import STD_PREFIX, compile_source, source_hash
 from runtime.language.source_format import format_source, items_as_data
 from runtime.language.syntax.ast import Import
 from runtime.language.syntax.parser import parse
-from runtime.language.typecheck import typecheck
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
 from runtime.vm.builtins_callbacks import forwarded_calls, listened
@@ -711,6 +710,8 @@ def _agency_describe(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
 @builtin("__agency_typecheck")
 def _agency_typecheck(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """The type checker's report on source text: {errors, warnings}."""
+    from runtime.language.typecheck import typecheck  # only programs that ask (start-up time)
+
     return _module_info("typecheck", args[0] if args else None, typecheck)
 
 
@@ -753,6 +754,8 @@ def _agency_typecheck_file(m: Machine, args: list[Any], named: dict[str, Any]) -
     """The report on dir/filename, its relative imports resolved next to it."""
     path = _agency_file(m, args, named, "typecheckFile")
     source = _file_text(m, path, "typecheckFile")
+    from runtime.language.typecheck import typecheck
+
     return _module_info("typecheckFile", source, lambda text: typecheck(text, str(path)))
 
 

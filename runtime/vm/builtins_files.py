@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,6 +290,8 @@ def _git_run(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     # the working directory happens to sit in.
     ceiling = str(m.world.root.parent)
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_CEILING_DIRECTORIES=ceiling)
+
+    import subprocess  # for the programs that run git (start-up time)
 
     def act() -> str:
         if not where.is_dir():

@@ -15,7 +15,6 @@ record is served the recorded answer.
 from __future__ import annotations
 
 import os
-import shutil
 import stat as _stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,6 +142,8 @@ def _fs_remove(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     def act() -> bool:
         try:
             if p.is_dir() and not p.is_symlink():
+                import shutil  # (with bz2 and lzma) for the programs that remove a folder
+
                 shutil.rmtree(p)
             elif not _gone(p):
                 p.unlink()
@@ -182,6 +183,8 @@ def _copy_or_move(m: Machine, args: list[Any], named: dict[str, Any], kind: str)
             raise AgencyRuntimeError(f"{kind}: {_s(src_arg)} does not exist")
         try:
             dst.parent.mkdir(parents=True, exist_ok=True)
+            import shutil  # (with bz2 and lzma) for the programs that copy or move
+
             if kind == "move":
                 shutil.move(str(src), str(dst))
             elif src.is_dir():

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
@@ -149,6 +147,9 @@ def mocked(mocks: list[Any], method: str, url: str, sent: str) -> Response:
 
 def send(method: str, url: str, headers: dict[str, str], data: bytes | None) -> Response:
     """Make the request over the network (http and https only)."""
+    import urllib.error  # with what it brings (http, ssl, email: ~30 ms), only for a request
+    import urllib.request
+
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise AgencyRuntimeError(f"fetch: only http and https URLs can be fetched, not {url!r}")
     req = urllib.request.Request(url, data=data, headers=headers, method=method)
