@@ -7,6 +7,8 @@ $(BIN)/agency: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/python -m compileall -q runtime debugger
+	$(BIN)/python -m runtime.language.parse_cache
 	touch $@
 
 .PHONY: demo test check lint compiled clean

@@ -10,6 +10,9 @@ is not written when `sys.dont_write_bytecode` is set. Its name holds a digest of
 the name the tree is parsed under, the Python version and the parser's own sources (each file's
 name, size and modification time), so an edit to any of them parses again; a cache that cannot
 be read (truncated, from another version) is parsed over and replaced.
+
+`python -m runtime.language.parse_cache` writes the caches of every bundled file whatever
+`sys.dont_write_bytecode` says, as `compileall` does for bytecode (`make` runs both).
 """
 
 from __future__ import annotations
@@ -90,3 +93,18 @@ def _write(cache: Path, tree: A.Program, file_name: str) -> None:
                 old.unlink(missing_ok=True)
     except (OSError, RecursionError, pickle.PicklingError):
         pass
+
+
+def warm() -> int:
+    """Write the cache of the prelude and of every `std::` module; how many files."""
+    from runtime.language.program import PRELUDE_PATH, STD_DIR
+
+    files = [(PRELUDE_PATH, "<prelude>")] + [(p, str(p)) for p in sorted(STD_DIR.rglob("*.agency"))]
+    for path, name in files:
+        text = path.read_text(encoding="utf-8")
+        _write(_cache_file(path, text, name), parse(text, name), path.name)
+    return len(files)
+
+
+if __name__ == "__main__":
+    print(f"cached the trees of {warm()} bundled Agency files")
