@@ -21,7 +21,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -78,6 +77,8 @@ def _parser_fingerprint() -> str:
 def _write(cache: Path, tree: A.Program, file_name: str) -> None:
     """Write the cache atomically, and drop the file's older ones beside it (best effort: a
     folder that cannot be written leaves the file to be parsed each time, as before)."""
+    import tempfile  # (with shutil and random) only when a cache is written
+
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".tree-")

@@ -10,8 +10,6 @@ directory or a directory inside it.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
@@ -34,6 +32,8 @@ def _run(
     where = base_dir(m, cwd, changes=True, what=kind)
     limit = to_number(timeout) if timeout else 0
     text_in = _s(stdin) if stdin else None
+
+    import subprocess  # for the programs that run commands (start-up time)
 
     def act() -> JSObject:
         try:
@@ -111,4 +111,6 @@ def _shell_which(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         raise AgencyRuntimeError(f"which: {command!r} is a path; give a command name")
     if not command:
         return ""
+    import shutil
+
     return observe(m, "which", {"command": command}, lambda: shutil.which(command) or "")

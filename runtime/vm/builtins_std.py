@@ -10,7 +10,6 @@ restore and saved in snapshots like `setMutable` state), moved only by `_advance
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import os
 import posixpath
 from typing import TYPE_CHECKING, Any
@@ -325,6 +324,8 @@ def _syntax_patch(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     a, a_key = _lines_of(old, ignore_ws)
     b, b_key = _lines_of(new, ignore_ws)
     out: list[str] = []
+    import difflib  # for the programs that diff (start-up time)
+
     matcher = difflib.SequenceMatcher(None, a_key, b_key, autojunk=False)
     for group in matcher.get_grouped_opcodes(max(context, 0)):
         if not out:
@@ -363,6 +364,8 @@ def _syntax_diff(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     out: list[str] = []
     if old_label or new_label:
         out += [f"--- {old_label}", f"+++ {new_label}"]
+    import difflib  # for the programs that diff (start-up time)
+
     matcher = difflib.SequenceMatcher(None, a_key, b_key, autojunk=False)
     groups: list[list[tuple[str, int, int, int, int]]]
     if context < 0:
