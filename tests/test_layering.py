@@ -45,6 +45,8 @@ LAZY = {
     ("runtime.llm.registry", "runtime.llm.openai"),
     ("runtime.llm.registry", "runtime.llm.anthropic"),
     ("runtime.record.stores", "runtime.record.pg_store"),  # psycopg: only for a PostgreSQL URL
+    # the type checker (~15 ms): only for the programs that call `typecheck` on source text
+    ("runtime.vm.builtins_agency", "runtime.language.typecheck"),
 }
 
 

@@ -27,8 +27,10 @@ from pathlib import Path
 from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse
 
-__all__ = ["parse_bundled"]
+__all__ = ["PRELUDE_PATH", "STD_DIR", "parse_bundled", "warm"]
 
+PRELUDE_PATH = Path(__file__).with_name("prelude.agency")
+STD_DIR = Path(__file__).with_name("std")  # the `std::` modules: std/X.agency
 SYNTAX_DIR = Path(__file__).with_name("syntax")
 SUFFIX = ".tree.pickle"
 
@@ -98,8 +100,6 @@ def _write(cache: Path, tree: A.Program, file_name: str) -> None:
 
 def warm() -> int:
     """Write the cache of the prelude and of every `std::` module; how many files."""
-    from runtime.language.program import PRELUDE_PATH, STD_DIR
-
     files = [(PRELUDE_PATH, "<prelude>")] + [(p, str(p)) for p in sorted(STD_DIR.rglob("*.agency"))]
     for path, name in files:
         text = path.read_text(encoding="utf-8")

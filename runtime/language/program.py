@@ -11,14 +11,12 @@ from runtime.errors import AgencyError, AgencySyntaxError, Diagnostic
 from runtime.language import splices
 from runtime.language.bytecode import BUILTIN_NAMES, CompiledProgram
 from runtime.language.files import read_text
-from runtime.language.parse_cache import parse_bundled
+from runtime.language.parse_cache import PRELUDE_PATH, STD_DIR, parse_bundled
 from runtime.language.program_compiler import ProgramCompiler
 from runtime.language.syntax import ast as A
 from runtime.language.syntax import parse
 from runtime.language.syntax.nodes import Node, replace
 
-PRELUDE_PATH = Path(__file__).with_name("prelude.agency")
-STD_DIR = Path(__file__).with_name("std")  # the `std::X` modules: std/X.agency
 STD_PREFIX = "std::"
 # Modules whose functions are always available (the prelude and builtins): importing one of
 # those names from them is allowed and binds nothing new.
