@@ -14,7 +14,6 @@ function that does it in `RUNNERS` (runtime/runs/generators.py).
 
 from __future__ import annotations
 
-import dataclasses
 import textwrap
 from collections.abc import Callable
 
@@ -30,8 +29,7 @@ RUNNERS: list[Callable[[str, str], str]] = []
 GENERATOR_NODE = "spliceGenerator"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Site:
+class _Site(Node):
     splice: A.Splice
     position: str  # "decl", "stmt" or "expr"
     span: A.Span  # what the generated code replaces

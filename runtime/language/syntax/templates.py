@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import textwrap
-from dataclasses import dataclass
 
 import runtime.language.syntax.ast as ast
 from runtime.language.syntax.nodes import Node
@@ -27,8 +26,7 @@ _TYPE_SUFFIX = re.compile(r"[ \t]*:[ \t]*([A-Za-z_][A-Za-z0-9_]*(?:\[\])*)")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
-class HoleMark:
+class HoleMark(Node):
     """One `#name` in a literal's text: `start`/`end` cover `#name` and any `: T` after it."""
 
     name: str
@@ -37,8 +35,7 @@ class HoleMark:
     type: str | None
 
 
-@dataclass(frozen=True)
-class HoleInfo:
+class HoleInfo(Node):
     name: str
     sort: str
     type: str | None

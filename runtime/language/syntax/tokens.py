@@ -12,9 +12,8 @@ token that stands on the closing `}`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from runtime.language.syntax.ast import Span
+from runtime.language.syntax.nodes import Node
 
 NAME = "name"
 NUMBER = "number"
@@ -88,16 +87,14 @@ STATEMENT_KEYWORDS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Interpolation:
+class Interpolation(Node):
     """One `${expr}` inside a string: the expression's tokens (ending in EOF) and its span."""
 
     tokens: tuple[Token, ...]
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class StringValue:
+class StringValue(Node):
     """A decoded string literal: text parts and interpolations, in order."""
 
     parts: tuple[str | Interpolation, ...]
@@ -114,8 +111,7 @@ class StringValue:
         return "".join(part for part in self.parts if isinstance(part, str))
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(Node):
     """One token. `value` is the number for NUMBER, a StringValue for STRING, else None.
 
     `doc` holds the text of a `/** … */` comment written right before this token.
