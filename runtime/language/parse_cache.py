@@ -32,6 +32,7 @@ __all__ = ["PRELUDE_PATH", "STD_DIR", "parse_bundled", "warm"]
 PRELUDE_PATH = Path(__file__).with_name("prelude.agency")
 STD_DIR = Path(__file__).with_name("std")  # the `std::` modules: std/X.agency
 SYNTAX_DIR = Path(__file__).with_name("syntax")
+RUNTIME_DIR = Path(__file__).parent.parent
 SUFFIX = ".tree.pickle"
 
 
@@ -66,13 +67,12 @@ def _cache_file(path: Path, text: str, name: str) -> Path:
 
 @lru_cache(maxsize=1)
 def _parser_fingerprint() -> str:
-    """The parser's sources as they are now: each module's name, size and modification time."""
+    """The parser's sources as they are now (the syntax package, and the modules of the spans
+    its trees hold): each module's name, size and modification time."""
     with os.scandir(SYNTAX_DIR) as entries:
-        stats = sorted(
-            (e.name, e.stat().st_size, e.stat().st_mtime_ns)
-            for e in entries
-            if e.name.endswith(".py")
-        )
+        files = [Path(e.path) for e in entries if e.name.endswith(".py")]
+    files += [RUNTIME_DIR / "errors.py", RUNTIME_DIR / "frozen.py"]
+    stats = sorted((f.name, (st := f.stat()).st_size, st.st_mtime_ns) for f in files)
     return repr(stats)
 
 

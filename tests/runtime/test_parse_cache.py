@@ -84,3 +84,23 @@ def test_a_folder_that_cannot_be_written_only_costs_the_parse(
     monkeypatch.setattr(sys, "pycache_prefix", str(blocked))
     tree, _ = parse_cache.parse_bundled(bundled, "<helpers>")
     assert tree == parse(SOURCE, "<helpers>")
+
+
+def test_an_edit_to_the_parser_parses_again(
+    bundled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parser = tmp_path / "syntax"
+    parser.mkdir()
+    (parser / "parser.py").write_text("# the parser as it was\n")
+    monkeypatch.setattr(parse_cache, "SYNTAX_DIR", parser)
+    parse_cache._parser_fingerprint.cache_clear()
+    try:
+        parse_cache.parse_bundled(bundled, "<helpers>")
+        (first,) = _caches(tmp_path / "pycache")
+        (parser / "parser.py").write_text("# the parser, edited since\n")
+        parse_cache._parser_fingerprint.cache_clear()
+        parse_cache.parse_bundled(bundled, "<helpers>")
+        (second,) = _caches(tmp_path / "pycache")
+        assert second != first
+    finally:
+        parse_cache._parser_fingerprint.cache_clear()
