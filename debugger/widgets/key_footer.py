@@ -25,7 +25,13 @@ class KeyFooter(Footer):
         self.hidden: tuple[str, ...] = ()  # the actions left out at the current width
 
     def compose(self) -> ComposeResult:
-        yield from super().compose()
+        # The keys left out at this width stay out while the new ones are measured (`fit`
+        # runs once they are laid out), so a change of bindings (a focus change, a dialog)
+        # never flashes the unfitted footer.
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and widget.action in self.hidden:
+                widget.display = False
+            yield widget
         self.call_after_refresh(self.fit)
 
     def on_resize(self) -> None:
