@@ -264,6 +264,8 @@ class Session(Points, Editing):
         live = self._live_status()
         if live is not None:
             return live
+        if self.following():  # another process is recording it: its row says so, and reading
+            return "running"  # each new last step would move the reader away from the cursor
         last = self.last
         key = (self.timeline.run_id, self.branch, last)
         if self._end_status[0] != key:
