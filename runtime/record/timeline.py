@@ -487,9 +487,10 @@ class Timeline:
         keyframe finds other containers, or none. There the state is rebuilt from the step
         before, whose keyframe and deltas use the ids the step was recorded with."""
         raw = self._materialise(step)
-        if raw.base != step or step < 1 or step + 1 >= len(self):
-            return raw  # built by deltas over the step (so in its ids), or no recorder after it
-        if step + 1 not in self._batch(step + 1).resets():
+        if raw.base != step or step < 1:
+            return raw  # built by deltas over the step, so in its ids
+        # The last step may be where a resume that recorded nothing yet keyframed.
+        if step + 1 < len(self) and step + 1 not in self._batch(step + 1).resets():
             return raw  # the keyframe's recorder also recorded the step
         kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step - 1)
         if kf is None:
