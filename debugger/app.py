@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from debugger.app_commands import Commands
@@ -40,6 +40,7 @@ from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
 from debugger.widgets.input_screen import InputScreen
+from debugger.widgets.key_footer import KeyFooter
 from debugger.widgets.llm_inspector import LLMInspector
 from debugger.widgets.messages_panel import MessagesPanel
 from debugger.widgets.option_lists import DebuggerPalette, guard_paging
@@ -245,7 +246,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         yield WorkProgress(id="work")
         yield CommandLine(commands=COMMANDS, id="command")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(keep=("help", "quit"))
 
     def on_mount(self) -> None:
         self.source_view = self.query_one(SourceView)

@@ -384,7 +384,7 @@ def run(
     from runtime.language.program import load_program
     from runtime.runs.recording import at_checkpoint_step
     from runtime.runs.runner import check_entry, drive, new_machine
-    from runtime.runs.stopping import Stopper, max_store_bytes
+    from runtime.runs.stopping import GracefulStop, Stopper, max_store_bytes
 
     if approve_all and reject_all:
         fail("choose one of --approve-all and --reject-all")
@@ -420,15 +420,21 @@ def run(
     if not no_record:
         stopper = Stopper(max_steps, max_store_bytes(max_store_size))
     if no_record:
-        try:
-            drive(machine, answer, stopper)
-        except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM stops at the next step boundary, as a recorded run does; a second
+        # one (or a SIGTERM past its grace) stops it where it is.
+        stop = GracefulStop(machine)
+        with stop:
+            try:
+                drive(machine, stop.answer(answer), stopper)
+            except KeyboardInterrupt as exc:
+                stop.cut(exc)
+        if stop.stopped():
             click.echo(
-                f"\nagency: stopped at step {machine.step_index} (Ctrl-C); the run was not "
-                "recorded (--no-record), so it cannot be resumed",
+                f"agency: stopped at step {machine.step_index} ({stop.signal_name}); the run "
+                "was not recorded (--no-record), so it cannot be resumed",
                 err=True,
             )
-            sys.exit(EXIT_STOPPED)
+            sys.exit(stop.exit_code())
         if stopper is not None and stopper.stopped():
             click.echo(
                 f"agency: {stopper.reason()} at step {machine.step_index}; the run was not "
@@ -537,34 +543,36 @@ def test_cmd(paths: tuple[str, ...], quiet: bool) -> None:
     Example:
       agency test tests/programs/
     """
+    from runtime.runs.stopping import sigterm_as_interrupt
     from runtime.runs.testing import find_suites, run_suite
 
     suites = find_suites(list(paths))
     if not suites:
         fail(f"no *.test.json suites in {', '.join(paths)}")
     passed = failed = skipped = 0
-    stopped = False
+    stopped = ""
     try:
-        for suite in suites:
-            for outcome in run_suite(suite):
-                if outcome.skipped:
-                    skipped += 1
-                    if not quiet:
-                        click.echo(f"SKIP {outcome.suite} › {outcome.name}")
-                elif outcome.passed:
-                    passed += 1
-                    if not quiet:
-                        click.echo(f"PASS {outcome.suite} › {outcome.name}")
-                else:
-                    failed += 1
-                    click.echo(f"FAIL {outcome.suite} › {outcome.name}\n     {outcome.detail}")
-    except KeyboardInterrupt:
-        stopped = True
+        with sigterm_as_interrupt():
+            for suite in suites:
+                for outcome in run_suite(suite):
+                    if outcome.skipped:
+                        skipped += 1
+                        if not quiet:
+                            click.echo(f"SKIP {outcome.suite} › {outcome.name}")
+                    elif outcome.passed:
+                        passed += 1
+                        if not quiet:
+                            click.echo(f"PASS {outcome.suite} › {outcome.name}")
+                    else:
+                        failed += 1
+                        click.echo(f"FAIL {outcome.suite} › {outcome.name}\n     {outcome.detail}")
+    except KeyboardInterrupt as exc:
+        stopped = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
     tail = f", {skipped} skipped" if skipped else ""
     click.echo(f"{passed} passed, {failed} failed{tail}")
     if stopped:
-        click.echo("agency: stopped (Ctrl-C); the other tests did not run", err=True)
-        sys.exit(EXIT_STOPPED)
+        click.echo(f"agency: stopped ({stopped}); the other tests did not run", err=True)
+        sys.exit(EXIT_TERMINATED if stopped == "SIGTERM" else EXIT_STOPPED)
     if failed:
         sys.exit(EXIT_RUNTIME)
 

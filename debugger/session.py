@@ -134,6 +134,8 @@ class Session(Points, Editing):
         self._llm_calls: dict[int, dict[str, Any] | None] = {}
         self._length = -1
         self._first: int | None = None
+        # the state's status at the last step of a branch: (run, branch, step), status
+        self._end_status: tuple[tuple[Any, ...], str] = ((), "")
         self.step = self.first
 
     # -- reading ---------------------------------------------------------------------------------
@@ -254,22 +256,43 @@ class Session(Points, Editing):
         return shown
 
     def run_status(self) -> str:
-        """The run's status at the cursor as a person means it: a recording paused on an
-        interrupt (live, or stored as interrupted) is "interrupted" at its last step, not
-        "running"."""
-        status = self.state().status
-        if status != "running" or self.step != self.last:
+        """What the run on screen (its current branch) is, wherever the cursor stands:
+        "finished", "failed", "interrupted" (stopped early and resumable, or waiting on an
+        interrupt) or "running" (being recorded now, here or by another process). The state
+        at the cursor says "running" at every step but the last, which is where the program
+        was, not what the run is."""
+        live = self._live_status()
+        if live is not None:
+            return live
+        if self.following():  # another process is recording it: its row says so, and reading
+            return "running"  # each new last step would move the reader away from the cursor
+        last = self.last
+        key = (self.timeline.run_id, self.branch, last)
+        if self._end_status[0] != key:
+            self._end_status = (key, self.timeline.state_at(last).status)
+        status = self._end_status[1]
+        if status != "running":
             return status
-        if self.waiting_interrupt() is not None:
-            return "interrupted"
         run = getattr(self.timeline, "run", None)
         if self.recording is None and getattr(run, "status", None) == "interrupted":
             return "interrupted"
         if self.recording is None and run is not None:  # a Python agent's run: how it ended
-            status = status_at(run, self.branch, self.step, self.step + 1, status)
-        stopper = getattr(self.recording, "stopper", None)
-        if stopper is not None and stopper.stopped() and self._live_branch():
-            return "interrupted"  # stopped early (--max-steps, esc): resumable
+            status = status_at(run, self.branch, last, last + 1, status)
+        return status
+
+    def _live_status(self) -> str | None:
+        """The status of the run this session is recording, when the branch on screen is the
+        one it records (None otherwise): its machine says, as the record may lag behind."""
+        if not self._live_branch():
+            return None
+        machine = getattr(self.recording, "machine", None)
+        status = getattr(machine, "status", None)
+        if not isinstance(status, str):
+            return None
+        if status == "running":
+            stopper = getattr(self.recording, "stopper", None)
+            if stopper is not None and stopper.stopped():
+                return "interrupted"  # stopped early (--max-steps, esc): resumable
         return status
 
     def following(self) -> bool:

@@ -461,9 +461,10 @@ def replay(
       agency replay r1m8kgn1vfj1a --then-live
     """
     from debugger.cli import finish, interactive_answer
-    from runtime.errors import EXIT_DIVERGED, EXIT_STOPPED
+    from runtime.errors import EXIT_DIVERGED
     from runtime.runs.processes import claim_run
     from runtime.runs.replay import replay_run
+    from runtime.runs.stopping import GracefulStop
 
     if run_ref and last:
         raise UsageError("give a run or --last, not both")
@@ -477,6 +478,10 @@ def replay(
         raise UsageError(f"--from {from_step}: run {run.id} has steps 0..{run.step_count - 1}")
     bar = _progress_bar(from_step)
     claim = None
+    # Ctrl-C or SIGTERM stops the replay at the next step boundary; a second one at once.
+    stop = GracefulStop(None)  # type: ignore[arg-type]
+    machine = None
+    divergence = None
     try:
         if then_live:  # going live continues the run: one process at a time
             claim = claim_run(store, run.id, doing="replay --then-live")
@@ -487,22 +492,30 @@ def replay(
             from_step=from_step,
             progress=bar,
             answer=interactive_answer(False, False),
+            stop=stop,
         )
-    except KeyboardInterrupt:
-        if bar is not None:
-            bar(-1, -1)
-        click.echo(
-            f"\nagency: replay of run {run.id} stopped (Ctrl-C); a replay changes nothing, "
-            "so there is nothing to clean up",
-            err=True,
-        )
-        sys.exit(EXIT_STOPPED)
+    except KeyboardInterrupt as exc:  # before the replay began
+        stop.cut(exc)
     finally:
         if bar is not None:
             bar(-1, -1)
         if claim is not None:
             claim.release()
         store.close()
+    if machine is None or stop.stopped():
+        at = f" at step {machine.step_index}" if machine is not None else ""
+        if divergence and then_live:
+            what = (
+                f"after it went live ({divergence}); what ran live was not recorded, and the "
+                "recorded run is unchanged"
+            )
+        else:
+            what = "a replay changes nothing, so there is nothing to clean up"
+        click.echo(
+            f"agency: replay of run {run.id} stopped{at} ({stop.signal_name}); {what}",
+            err=True,
+        )
+        sys.exit(stop.exit_code())
     if divergence and not then_live:
         click.echo(f"agency: {divergence}", err=True)
         sys.exit(EXIT_DIVERGED)

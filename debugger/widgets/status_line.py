@@ -1,5 +1,6 @@
-"""Provides `StatusLine`: step k/n, branch, location, tokens, cost, run status and why the
-cursor stopped where it is; staged edits and a waiting interrupt are called out.
+"""Provides `StatusLine`: step k/n, branch, location, tokens, cost, what the run is (finished,
+failed, interrupted, running: the same at every step) and why the cursor stopped where it is;
+staged edits and a waiting interrupt are called out.
 
 When the line is wider than the terminal, the step budget goes first, then the token and cost
 figures, so the run's status, a waiting interrupt (and how to answer it) and the reason stay in
@@ -66,8 +67,9 @@ class StatusLine(Widget):
         edits_at: int | None = None,
         max_steps: int | None = None,
     ) -> None:
-        """Show `state` at step k of `length`; `status` overrides the state's own (a run paused
-        on an interrupt is "interrupted" though its last step was recorded "running"); `edits_at`
+        """Show `state` at step k of `length`; `status` is what the run is (finished, failed,
+        interrupted, running), wherever the cursor stands, and defaults to the state's own
+        (which says "running" at every step but the last); `edits_at`
         is the step where the staged edits wait, when it is not this one; `max_steps` the step
         budget the run was recorded under."""
         status = status or state.status
@@ -95,7 +97,7 @@ class StatusLine(Widget):
             f"${u.cost:.4f}",
         ]
         tail: list[tuple[str, str] | str] = [
-            "  ",
+            ("  run ", "$text-muted"),
             (status, STATUS_STYLE.get(status, "")),
         ]
         if breakpoints:

@@ -470,7 +470,7 @@ class Timeline:
             elif code == R_PUSH_FRAME and depth == frames - 1:
                 names.update(w[4])  # a call bound its arguments (and captured locals)
         if mutated:  # only then is the state needed: which variables hold those containers
-            raw = self._materialise(step)
+            raw = self._state_in_ids_of(step)
             scopes: list[dict[str, Any]] = [raw.globals, raw.shared]
             if 0 <= depth < len(raw.frames):
                 scopes.append(raw.frames[depth][3])
@@ -479,6 +479,26 @@ class Timeline:
                     if name not in names and raw.reachable(value) & mutated:
                         names.add(name)
         return names
+
+    def _state_in_ids_of(self, step: int) -> RawState:
+        """The state at `step` holding the object ids `step`'s own writes use. A new recorder
+        (a resume, a fork) keyframes the step it took over from, in ids of its own, while that
+        step's writes were recorded by the process before it: looking those ids up in the new
+        keyframe finds other containers, or none. There the state is rebuilt from the step
+        before, whose keyframe and deltas use the ids the step was recorded with."""
+        raw = self._materialise(step)
+        if raw.base != step or step < 1:
+            return raw  # built by deltas over the step, so in its ids
+        # The last step may be where a resume that recorded nothing yet keyframed.
+        if step + 1 < len(self) and step + 1 not in self._batch(step + 1).resets():
+            return raw  # the keyframe's recorder also recorded the step
+        kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step - 1)
+        if kf is None:
+            return raw
+        before = RawState(self._keyframe_state(kf), kf.step)  # the shared cursor stays as it is
+        before.apply(self._writes(kf.step + 1, step))
+        before.step = step
+        return before
 
     # -- the write index (who wrote what, when) --------------------------------------------------
 

@@ -4,6 +4,7 @@ same model request, the same effect, the same result. The first difference is th
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from runtime.runs.fork import (
 )
 from runtime.runs.journal import StoreJournal
 from runtime.runs.processes import span_text
+from runtime.runs.stopping import GracefulStop
 from runtime.vm.builtins import World
 from runtime.vm.effects import short_key
 from runtime.vm.frames import Decision
@@ -385,10 +387,12 @@ def replay_run(
     quiet: bool = False,
     answer: Callable[[Any], Decision | None] | None = None,
     root: Any = None,
+    stop: GracefulStop | None = None,
 ) -> tuple[Machine, str | None]:
     """Re-execute a recorded run offline; returns the machine and the divergence (None when
     the program did exactly what was recorded). Nothing is recorded; no model is called and no
-    effect is performed (unless `then_live`, from the divergence on)."""
+    effect is performed (unless `then_live`, from the divergence on). With a `stop`, Ctrl-C
+    and SIGTERM stop the replay at the next step boundary (`stop.stopped()` says it was)."""
     program = program_of(run)
     tl = Timeline(store, run.id, 0)  # the recorded locations, even if the source changed
     replay = _Replay(store, run, tl, program, then_live, from_step, progress)
@@ -420,24 +424,35 @@ def replay_run(
     decisions = DecisionFeed(tl)
     decisions.attach(m)
     m.on_step = replay.on_step
-    while True:
-        try:
-            m.run()
-        except Diverged:
-            return m, replay.divergence
-        if replay.divergence is not None and not then_live:
-            return m, replay.divergence
-        if replay.record_ended:
-            break
-        if m.status == INTERRUPTED:
-            decision = decisions.next(m.step_index) if m.replaying else None
-            if decision is None and answer is not None and not m.replaying:
-                decision = answer(m.pending)
-            if decision is None:
+    if stop is not None:
+        stop.m = m
+        answer = stop.answer(answer)
+    with stop if stop is not None else contextlib.nullcontext():
+        while True:
+            try:
+                m.run()
+            except Diverged:
+                return m, replay.divergence
+            except KeyboardInterrupt as exc:
+                if stop is None:
+                    raise
+                stop.cut(exc)
+                return m, replay.divergence
+            if stop is not None and stop.stopped():
+                return m, replay.divergence
+            if replay.divergence is not None and not then_live:
+                return m, replay.divergence
+            if replay.record_ended:
                 break
-            m.answer_interrupt(decision)
-            continue
-        break
+            if m.status == INTERRUPTED:
+                decision = decisions.next(m.step_index) if m.replaying else None
+                if decision is None and answer is not None and not m.replaying:
+                    decision = answer(m.pending)
+                if decision is None:
+                    break
+                m.answer_interrupt(decision)
+                continue
+            break
     replay.check_end(m)
     if progress is not None:
         progress(replay.total, replay.total)

@@ -4,13 +4,14 @@ interrupts, and marking a stopped run."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from runtime.errors import EXIT_STOPPED, EXIT_TERMINATED, AgencyError, Terminated
@@ -258,6 +259,13 @@ class GracefulStop:
                         # A real signal, not `interrupt_main`: it also ends a blocking read.
                         signal.pthread_kill(self._main, signal.SIGTERM)
 
+    def cut(self, exc: KeyboardInterrupt) -> None:
+        """The run was stopped where it was, mid-step: by a second Ctrl-C or SIGTERM, a
+        SIGTERM past its grace, or a Ctrl-C that came before the handlers were in place."""
+        self.requested = True
+        if not self.signal_name:
+            self.signal_name = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+
     def stopped(self) -> bool:
         """The run ended because of Ctrl-C or SIGTERM (not because it finished or is waiting)."""
         return self.requested and not self.m.done and self.m.status != INTERRUPTED
@@ -273,6 +281,29 @@ class GracefulStop:
             return None if self.requested else inner(pending)
 
         return answer
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises `Terminated` where the program is, as Ctrl-C raises
+    `KeyboardInterrupt`: for a command whose runs are not recorded and are cut short by Ctrl-C
+    (`agency test`), so it reports what it did before exiting 143. Taken over only from its
+    default action, and only in the main thread."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def recording_answers(

@@ -48,12 +48,14 @@ async def test_the_debugger_steps_through_an_agent_run(tmp_path: Path) -> None:
         assert state.frames[-1].locals["session_state"] == {"rolls": 1}
         assert [m.role for m in state.threads["main"]] == ["user", "assistant", "tool"]
         assert state.location is not None and state.location.line == lines[0]
-        assert session.run_status() == "running"  # a checkpoint the agent ran on from
+        assert session.run_status() == "finished"  # what the run is, at every step
+        assert state.status == "running"  # a checkpoint the agent ran on from
         await pilot.press("s")
         await settle(pilot)
         state = session.state()
         assert session.step == 1 and state.usage.input_tokens == 20
         assert session.run_status() == "finished"  # the last step of a finished run
+        assert state.status == "running"  # recorded while the agent ran; the run's own says
         assert state.threads["main"][-1].content == "rolled 2"
         assert "tool" in {e.kind for e in session.timeline.events()}
         assert {b.id for b in session.timeline.branches()} == {0, 1}

@@ -1,0 +1,47 @@
+"""The footer keeps `? Help` and `q Quit` in sight at every width (at 80 columns they fell off
+the right edge); narrower screens leave out the verbs furthest down the bindings instead, and
+a wider screen shows them again."""
+
+from __future__ import annotations
+
+import pytest
+
+from debugger.app import DebuggerApp
+from debugger.session import Session
+from tests.debugger.conftest import screen_text, settle
+
+
+def footer_row(app: DebuggerApp) -> str:
+    return screen_text(app).splitlines()[-1]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 45)])
+async def test_help_and_quit_show_at_every_width(dice: Session, size: tuple[int, int]) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        row = footer_row(app)
+        assert "? Help" in row and "q Quit" in row and "^p palette" in row, row
+        assert "s/→ Step" in row, row  # the first verbs stay too
+        if size[0] >= 160:
+            assert "r Restore here" in row and "/ Search" in row, row
+
+
+async def test_narrowing_drops_verbs_from_the_end_and_widening_brings_them_back(
+    dice: Session,
+) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        wide = footer_row(app)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        narrow = footer_row(app)
+        assert "? Help" in narrow and "q Quit" in narrow, narrow
+        assert "/ Search" not in narrow and "r Restore here" not in narrow, narrow
+        # what is shown is the start of the wide footer's list, then help and quit
+        shown = narrow.split("? Help")[0].strip()
+        assert wide.startswith(shown), (wide, narrow)
+        await pilot.resize_terminal(160, 45)
+        await settle(pilot)
+        assert footer_row(app) == wide
