@@ -223,6 +223,19 @@ class Timeline:
 
     # -- per step -------------------------------------------------------------------------------
 
+    def markers_from(self, step: int) -> Iterator[int]:
+        """The step markers of `step`, `step + 1`, … to the end, in order: a walk forward (a
+        replay checks every step) reads each batch once, not a lookup per step."""
+        n = len(self)
+        while step < n:
+            with self._reading_record(step):
+                batch = self._batch(step)
+                last = min(batch.last, self._segment_end(step), n - 1)
+                entries, marks, first = batch.entries, batch.marks, batch.first
+                got = [int(entries[marks[k - first]]) for k in range(step, last + 1)]
+            yield from got
+            step = last + 1
+
     def location_at(self, step: int) -> Location | None:
         loc_id = self._marker(self._check(step)) >> 3
         return self.locations[loc_id] if 0 <= loc_id < len(self.locations) else None

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.llm.base import Completion
+from runtime.record.format import KINDS
 from runtime.runs.answers import RecordedAnswers, RouteAll
 from runtime.runs.config import program_of
 from runtime.runs.fork import (
@@ -176,6 +177,11 @@ class _Replay:
                 self.texts[(row[1], row[2])] = text
         self.suspect: tuple[int, str, str, str] | None = None
         self.lines: dict[str, list[str]] = {program.path: program.source.splitlines()}
+        # (recorded location id, id of the running statement's location, a statement step?)
+        # pairs found to agree; the program's locations live as long as the replay
+        self.agreed: set[tuple[int, int, bool]] = set()
+        self.markers: Iterator[int] | None = None
+        self.next_step = -1
 
     # -- where -----------------------------------------------------------------------------
 
@@ -228,7 +234,8 @@ class _Replay:
         step = m.step_index
         if self.progress is not None and step % 500 == 0 and step >= self.from_step:
             self.progress(step, self.total)
-        if step >= self.total or self.tl.kind_at(step) == "end":
+        marker = self._marker(step) if step < self.total else None
+        if marker is None or KINDS[marker & 7] == "end":
             if self.run.status in ("finished", "failed"):
                 self.diverge(m, step, self._where(m), "the end of the run", self._now(m), False)
             else:  # the record of a stopped run ends here: so does the replay
@@ -238,9 +245,15 @@ class _Replay:
         if self.suspect is not None:  # the edited statement ran without asking for more
             self.report_suspect(m)
             return
-        was = self.tl.location_at(step)
         now = m.location
+        # What the check below decides depends only on the recorded statement and the one
+        # running now (their places, shapes and texts): each pair is checked once.
+        pair = (marker >> 3, id(now), kind == "step")
+        if pair in self.agreed:
+            return
+        was = self.tl.locations[pair[0]] if 0 <= pair[0] < len(self.tl.locations) else None
         if was is None or now is None:
+            self.agreed.add(pair)
             return
         # The statement's place in its function and its shape, not its line: code that only
         # moved (lines added above it) is no divergence.
@@ -259,6 +272,16 @@ class _Replay:
             now_text = self.text_of(now)
             if now_text and "".join(now_text.split()) != "".join(was_text.split()):
                 self.suspect = (step, self._where(m), was_text, now_text)
+                return
+        self.agreed.add(pair)
+
+    def _marker(self, step: int) -> int:
+        """The recorded marker of `step`, read walking forward (a replay asks step after
+        step; any other step starts the walk again there)."""
+        if step != self.next_step or self.markers is None:
+            self.markers = self.tl.markers_from(step)
+        self.next_step = step + 1
+        return next(self.markers)
 
     def text_of(self, loc: Any) -> str:
         lines = self.lines.get(loc.file)

@@ -601,3 +601,19 @@ def test_branches_forked_in_one_process_read_back_their_own_states() -> None:
                 for name in ("p", "who", "n"):
                     value = frame.locals.get(name)
                     assert value in (None, {"name": "Ada", "age": 36}, [1, 2, 3]), (k, name, value)
+
+
+def test_markers_walked_forward_are_the_markers_read_one_by_one() -> None:
+    # `markers_from` (what a replay walks) reads a batch at a time: the same markers as
+    # `kind_at`/`location_at` read step by step, across batches and on a branch that
+    # shares its parent's steps up to the fork.
+    tl = _recorded().timeline
+    n = len(tl)
+    mid = n // 2
+    branch = tl.fork(mid, {"locals": {"total": -1}})
+    for timeline in (tl, branch):
+        size = len(timeline)
+        one_by_one = [timeline._marker(k) for k in range(size)]
+        assert list(timeline.markers_from(0)) == one_by_one
+        for start in (1, mid - 1, mid, mid + 1, size - 1, size):
+            assert list(timeline.markers_from(start)) == one_by_one[start:]
