@@ -49,7 +49,10 @@ def build_app(
             store = open_run_store(location)
         except AgencyError:  # a read-only store or directory: it can still be read (no restore)
             store = open_run_store(location, read_only=True)
-        found = store.get_run(run_id) if run_id is not None else store.latest_run()
+        if run_id is None or run_id in ("last", "latest"):  # as `agency show last`
+            found = store.latest_run()
+        else:
+            found = store.get_run(run_id)
         if found is None:
             what = f"no run {run_id!r}" if run_id is not None else "no runs"
             raise AgencyError(f"{path}: {what} in this run store")
@@ -67,6 +70,10 @@ def build_app(
         raise click.UsageError("give a FILE to debug, or --trace RUNS.db")
     from runtime.language.program import load_program
 
+    if not Path(file).exists() and not file.endswith(".agency"):  # `agency debugger last`?
+        raise AgencyError(
+            f"{file}: no such file (a recorded run opens with `agency debugger --run {file}`)"
+        )
     program = load_program(file)
     recorded_in: Any = None  # None: in memory
     if record:

@@ -377,3 +377,25 @@ def test_show_of_a_run_that_has_not_recorded_a_step_yet_says_so(tmp_path: Path) 
     assert result.exit_code == 1
     assert f"run {run_id} is running and has not recorded a step yet" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_debugger_opens_the_last_run_by_name_as_show_does(tmp_path: Path) -> None:
+    # `agency show last` worked but `agency debugger --run last` said there was no run "last";
+    # and `agency debugger last` (a run, not a file) said only "no such file".
+    from click.testing import CliRunner
+
+    from debugger.debug_command import build_app
+    from runtime.record.contract import RunMeta
+    from runtime.record.sqlite_store import SQLiteStore
+
+    db = tmp_path / "r.db"
+    with SQLiteStore(db) as store:
+        store.create_run(RunMeta("p.agency", "0" * 64))
+        store.create_run(RunMeta("p.agency", "0" * 64))
+        newest = store.latest_run().id
+    for ref in ("last", "latest"):
+        app = build_app(None, trace=str(db), run_id=ref)
+        assert app._opening == f"opening run {newest}"  # what its first screen says
+    result = CliRunner().invoke(cli, ["debugger", "last", "--db", str(db)])
+    assert result.exit_code != 0
+    assert "agency debugger --run last" in result.output
