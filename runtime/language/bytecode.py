@@ -112,6 +112,7 @@ BUILTIN_NAMES = frozenset(
         "Map",
         "Set",
         "URL",
+        "RegExp",
         "Boolean",
         "JSON",
         "Math",

@@ -427,6 +427,10 @@ class Checker:
             return ANY
         if kind is A.Unary:
             inner = self.expr(e.operand, scope)
+            if e.op == "void":
+                return NULL
+            if e.op == "typeof":
+                return STRING
             return BOOLEAN if e.op == "!" else NUMBER if e.op in ("-", "+") else inner
         if kind is A.Logical:
             left, right = self.expr(e.left, scope), self.expr(e.right, scope)

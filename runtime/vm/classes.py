@@ -27,6 +27,8 @@ from runtime.vm.values import (
     JSObject,
     JSSet,
     a_type,
+    is_regex,
+    make_regex,
     num,
     set_key,
     to_number,
@@ -218,12 +220,25 @@ def new_error(m: Machine, args: list[Any]) -> JSObject:
     return JSObject({"name": "Error", "message": "" if message is None else to_str(message)})
 
 
+def new_regexp(m: Machine, args: list[Any]) -> JSObject:
+    """`new RegExp("a+", "i")` is `re/a+/i`; `new RegExp(re/x/g)` copies it (with new flags,
+    when they are given)."""
+    source, flags = _a(args, 0), _a(args, 1)
+    if is_regex(source):
+        return make_regex(
+            str(source["source"]), str(source["flags"]) if flags is None else to_str(flags)
+        )
+    text = "(?:)" if source is None else to_str(source)
+    return make_regex(text, "" if flags is None else to_str(flags))
+
+
 CONSTRUCTORS: dict[str, Callable[[Machine, list[Any]], Any]] = {
     "Set": new_set,
     "Map": new_map,
     "Date": new_date,
     "URL": new_url,
     "Error": new_error,
+    "RegExp": new_regexp,
 }
 
 

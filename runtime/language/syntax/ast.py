@@ -243,7 +243,7 @@ class ObjectLit(Node):
 
 
 class Unary(Node):
-    """Prefix `!`, `-`, `+`, `typeof`."""
+    """Prefix `!`, `-`, `+`, `typeof`, `void`."""
 
     op: str
     operand: Expr
