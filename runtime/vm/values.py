@@ -26,6 +26,7 @@ from typing import Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import loads_json
+from runtime.vm import utf16
 from runtime.vm.limits import SMALL, check_string_length
 
 
@@ -399,6 +400,8 @@ def concat(a: str, b: str) -> str:
     """`a + b`, refused when it would be longer than a program may build."""
     if len(a) + len(b) > SMALL:
         check_string_length(len(a) + len(b))
+    if b and not b.isascii() and "\udc00" <= b[0] <= "\udfff" and "\ud800" <= a[-1:] <= "\udbff":
+        return utf16.join_halves(a + b)  # two halves of a pair make the character again
     return a + b
 
 
