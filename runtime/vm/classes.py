@@ -53,19 +53,27 @@ def _entry(c: JSSet | JSMap, item: Any) -> Any:
     return list(item) if type(c) is JSMap else item
 
 
+def _writable(m: Machine | None, c: JSSet | JSMap, what: str) -> None:
+    if m is not None and m.frozen and id(c) in m.frozen:
+        m.refuse_frozen(c, what)
+
+
 def _insert(m: Machine | None, c: JSSet | JSMap, k: Any, item: Any) -> None:
+    _writable(m, c, "add to")
     c[k] = item
     if m is not None and m.wlog is not None:
         m.rec.log_splice(c, len(c) - 1, 0, (_entry(c, item),))
 
 
 def _replace(m: Machine | None, c: JSMap, k: Any, item: Any) -> None:
+    _writable(m, c, "set an entry of")
     c[k] = item
     if m is not None and m.wlog is not None:
         m.rec.log_set(c, list(c).index(k), _entry(c, item))
 
 
 def _remove(m: Machine | None, c: JSSet | JSMap, k: Any) -> None:
+    _writable(m, c, "delete from")
     at = list(c).index(k) if m is not None and m.wlog is not None else 0
     del c[k]
     if m is not None and m.wlog is not None:
@@ -73,6 +81,7 @@ def _remove(m: Machine | None, c: JSSet | JSMap, k: Any) -> None:
 
 
 def _clear(m: Machine | None, c: JSSet | JSMap) -> None:
+    _writable(m, c, "clear")
     n = len(c)
     c.clear()
     if m is not None and m.wlog is not None and n:
