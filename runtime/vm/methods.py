@@ -17,6 +17,7 @@ from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg
 from runtime.vm.frames import Decision, TailCall
 from runtime.vm.limits import SMALL, check_array_length, check_string_length
+from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
     FUNCTION_TYPES,
     BoundFunction,
@@ -49,7 +50,11 @@ def get_member(obj: Any, name: str) -> Any:
         return len(obj) if name == "length" else None
     if t is str:
         if name == "length":
-            return len(obj) if obj.isascii() or utf16.bmp(obj) else utf16.length(obj)
+            return (
+                len(obj)
+                if obj.isascii() or obj.__sizeof__() - 4 * len(obj) < BMP_BELOW
+                else utf16.length(obj)
+            )
         return None
     if t is Result:
         if name == "value":
@@ -246,10 +251,12 @@ def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
 
 def checked(s: str) -> str:
     """`s`, refused when longer than a program may build (after the fact: for results at most
-    a few times their inputs' size)."""
+    a few times their inputs' size). Every join of strings (templates, `join`, `concat`,
+    `replace`) ends here, so the two halves of a surrogate pair it put side by side become the
+    character again (utf16.mend)."""
     if len(s) > SMALL:
         check_string_length(len(s))
-    return s
+    return s if s.isascii() else utf16.mend(s)
 
 
 def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
@@ -421,16 +428,18 @@ def _position(s: str, args: list[Any], at_end: bool) -> int:
     x = math.nan if v is None else to_number(v)
     if x != x:
         return len(s) if at_end else 0
-    if s.isascii() or utf16.bmp(s):
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
         return int(min(max(x, 0), len(s)))
     return utf16.to_index(s, int(min(max(x, 0), utf16.length(s))))
 
 
 def _index_of(s: str, args: list[Any]) -> int:
     needle = to_str(_a(args, 0, ""))
-    if s.isascii() or utf16.bmp(s):
-        return s.find(needle, _position(s, args, False))
-    return utf16.to_unit_index(s, s.find(needle, _position(s, args, False)))
+    if len(args) < 2:
+        found = s.find(needle)
+    else:
+        found = s.find(needle, _position(s, args, False))
+    return found if found <= 0 else utf16.to_unit_index(s, found)
 
 
 def _last_index_of(s: str, args: list[Any]) -> int:
@@ -451,7 +460,7 @@ def _substring(s: str, args: list[Any]) -> str:
 
 
 def _str_slice(s: str, args: list[Any]) -> str:
-    if s.isascii() or utf16.bmp(s):
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
         n = len(s)
         return s[_slice_index(_a(args, 0), n, 0) : _slice_index(_a(args, 1), n, n)]
     n = utf16.length(s)
@@ -461,7 +470,7 @@ def _str_slice(s: str, args: list[Any]) -> str:
 
 def _char_at(s: str, args: list[Any]) -> str:
     i = integer(args[0]) if args else 0
-    if s.isascii() or utf16.bmp(s):
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
         return s[i] if 0 <= i < len(s) else ""
     return utf16.unit_at(s, i) if 0 <= i < utf16.length(s) else ""
 
@@ -509,7 +518,7 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
 def _char_code(s: str, args: list[Any]) -> Any:
     """charCodeAt: the UTF-16 code unit at the index (NaN outside the string)."""
     i = integer(args[0]) if args else 0
-    if s.isascii() or utf16.bmp(s):
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
         return ord(s[i]) if 0 <= i < len(s) else math.nan
     return utf16.code_unit(s, i) if 0 <= i < utf16.length(s) else math.nan
 

@@ -17,6 +17,7 @@ from runtime.vm.methods import (
     get_member,
 )
 from runtime.vm.types import conforms
+from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
     JSArray,
     JSObject,
@@ -176,7 +177,7 @@ def get_index(obj: Any, key: Any) -> Any:
         return obj.get(key if type(key) is str else to_str(key))
     if t is str:  # positions are UTF-16 code units, as JavaScript's (see utf16.py)
         i = array_index(key)
-        if obj.isascii() or utf16.bmp(obj):
+        if obj.isascii() or obj.__sizeof__() - 4 * len(obj) < BMP_BELOW:
             if i is not None:
                 return obj[i] if i < len(obj) else None
             return len(obj) if key == "length" else None

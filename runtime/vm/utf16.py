@@ -11,8 +11,10 @@ CPython stores a string with a character above U+FFFF four bytes a character, an
 without one in one or two, which the object's size shows (checked at import; if this Python
 stores strings otherwise, a regex scan answers instead).
 
-Cutting a surrogate pair in two gives lone surrogates, as in JavaScript; joining the halves back
-with `slice` of the whole gives the character again (a decode joins valid pairs).
+Cutting a surrogate pair in two gives lone surrogates, as in JavaScript. Python keeps two halves
+side by side as two code points, where JavaScript sees the character again, so every join of
+strings (`+`, templates, `join`, `concat`, `replace`) mends them (`mend`, `join_halves`).
+Iterating a string (`for`, spread) goes by code points, as JavaScript's iterator does.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _sizeof = str.__sizeof__
 _UCS4_OVERHEAD = _sizeof("\U00010000") - 4
+_UCS1_OVERHEAD = _sizeof("é") - 1
 
 
 def _bmp_by_size(s: str) -> bool:
@@ -34,12 +37,22 @@ def _bmp_by_scan(s: str) -> bool:
 
 def _size_rule_holds() -> bool:
     samples = ["é", "日本", "\ud83d", "x" * 300 + "é", "ab\U0001f600", "\U0001f600" * 9, "日" * 40]
-    return all(_bmp_by_size(s) == _bmp_by_scan(s) for s in samples)
+    ucs1 = ["é" * 50, "ça", "\xff" * 3]
+    wider = ["日" * 3, "\ud83d", "a\U0001f600", "\u0100"]
+    return all(
+        _bmp_by_size(s) == _bmp_by_scan(s) == (_sizeof(s) - 4 * len(s) < _UCS4_OVERHEAD)
+        for s in samples
+    ) and all((_sizeof(s) - len(s) == _UCS1_OVERHEAD) == (max(s) <= "\xff") for s in ucs1 + wider)
 
 
 # `bmp(s)`: whether every character of `s` is one UTF-16 code unit, so Python's positions are
 # JavaScript's. Callers on a hot path test it first and keep Python's own operations.
-bmp = _bmp_by_size if _size_rule_holds() else _bmp_by_scan
+_SIZES_TELL = _size_rule_holds()
+bmp = _bmp_by_size if _SIZES_TELL else _bmp_by_scan
+# For the hottest callers, the test without a call: `s.isascii() or s.__sizeof__() - 4 *
+# len(s) < BMP_BELOW` says `s` is all BMP (never, when sizes do not tell: the slow path is right
+# for every string, only slower).
+BMP_BELOW = _UCS4_OVERHEAD if _SIZES_TELL else -(1 << 62)
 
 
 def has_astral(s: str) -> bool:
@@ -47,8 +60,19 @@ def has_astral(s: str) -> bool:
     return not bmp(s)
 
 
+# The last string encoded and its code units: a loop over one string's positions encodes it
+# once, not once a step. One tuple, rebound whole, so a reader never sees half of an update.
+_last: tuple[str, bytes] = ("", b"")
+
+
 def _units(s: str) -> bytes:
-    return s.encode("utf-16-le", "surrogatepass")
+    global _last
+    last = _last
+    if last[0] is s:
+        return last[1]
+    data = s.encode("utf-16-le", "surrogatepass")
+    _last = (s, data)
+    return data
 
 
 def _text(units: bytes) -> str:
@@ -120,6 +144,18 @@ def to_index(s: str, unit: int) -> int:
     if unit <= 0 or bmp(s):
         return unit
     return len(_text(_units(s)[: 2 * unit]))
+
+
+_HALVES = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def mend(s: str) -> str:
+    """`s` with any high surrogate followed by a low one made the character they encode (only a
+    join of cut strings puts them so). A string of one-byte characters (Latin-1) has no
+    surrogate, which its size shows at once; any other is scanned."""
+    if s.isascii() or (_SIZES_TELL and _sizeof(s) - len(s) == _UCS1_OVERHEAD):
+        return s
+    return join_halves(s) if _HALVES.search(s) is not None else s
 
 
 def join_halves(s: str) -> str:
