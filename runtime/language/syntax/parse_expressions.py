@@ -420,10 +420,7 @@ class ExpressionParser(PatternParser):
         """An expression starts after the word `tok`, on its line (`void f()`, not `void` used
         as a name)."""
         nxt = self.peek_after()
-        return nxt.span.line == tok.span.line and (
-            nxt.kind in ("(", "[", "{", NUMBER, STRING, "!", "-", "+")
-            or (nxt.kind == NAME and self.starts_expression(nxt))
-        )
+        return nxt.span.line == tok.span.line and self.starts_expression(nxt)
 
     def async_call(self, tok: Token) -> ast.Expr:
         """`async f(x)`: the call runs as a branch the caller does not wait for; branches run in
