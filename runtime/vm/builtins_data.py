@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
-from runtime.vm import classes
+from runtime.vm import classes, utf16
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.effects import observe
@@ -92,7 +92,9 @@ def _entries(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
 @builtin("len")
 def _len(m: Machine, args: list[Any], named: dict[str, Any]) -> int:
     v = args[0] if args else None
-    if isinstance(v, (JSArray, str, JSObject)):
+    if type(v) is str:
+        return utf16.length(v)  # as `.length`: UTF-16 code units
+    if isinstance(v, (JSArray, JSObject)):
         return len(v)
     raise AgencyRuntimeError(f"len() expects an array, string or object, got {type_name(v)}")
 
