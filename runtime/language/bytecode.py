@@ -112,6 +112,7 @@ BUILTIN_NAMES = frozenset(
         "Map",
         "Set",
         "URL",
+        "RegExp",
         "Boolean",
         "JSON",
         "Math",
@@ -419,6 +420,8 @@ class CompiledProgram:
     outer_assigned: frozenset[str] | None = field(default=None, compare=False, repr=False)
     # the type parameters of each generic alias (`type Page<T> = …`), by name
     type_params: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # their defaults (`type Page<T = string> = …`), for the aliases with any
+    type_defaults: dict[str, tuple[A.TypeExpr | None, ...]] = field(default_factory=dict)
 
     def nodes(self) -> list[str]:
         return [c.name for c in self.functions.values() if c.kind == "node"]

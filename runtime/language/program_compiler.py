@@ -55,6 +55,7 @@ class ProgramCompiler:
         self.initialised: set[str] = set()
         self.types: dict[str, A.TypeExpr] = {}
         self.type_params: dict[str, tuple[str, ...]] = {}
+        self.type_defaults: dict[str, tuple[A.TypeExpr | None, ...]] = {}
         # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
         self.signatures: dict[str, tuple[A.Param, ...]] = {}
         self.handlers = 0
@@ -80,6 +81,8 @@ class ProgramCompiler:
                 self.types[item.name] = item.type
                 if item.type_params:
                     self.type_params[item.name] = item.type_params
+                if item.type_defaults:
+                    self.type_defaults[item.name] = item.type_defaults
             elif type(item) is A.VarDecl:
                 names: set[str] = set()
                 pattern_names(item.target, names)
@@ -144,6 +147,7 @@ class ProgramCompiler:
             statics=sorted(self.statics),
             types=self.types,
             type_params=self.type_params,
+            type_defaults=self.type_defaults,
             imports=[i for i in items if type(i) is A.Import],
         )
 
@@ -201,7 +205,7 @@ class ProgramCompiler:
     def schema_for(self, t: A.TypeExpr) -> Any:
         """The JSON schema asked of the model for `const x: T = llm(…)`, as JSON-like data (the
         machine links it to an Agency object)."""
-        return wrap_schema(type_to_schema(t, self.types, self.type_params))
+        return wrap_schema(type_to_schema(t, self.types, self.type_params, self.type_defaults))
 
     def compile_handler(self, h: A.Handler, owner_fc: FunctionCompiler) -> Any:
         if h.func in FIXED_ANSWERS:

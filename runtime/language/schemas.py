@@ -48,14 +48,16 @@ def type_to_schema(
     t: TypeExpr,
     aliases: Mapping[str, TypeExpr] | None = None,
     type_params: Mapping[str, tuple[str, ...]] | None = None,
+    type_defaults: Mapping[str, tuple[TypeExpr | None, ...]] | None = None,
 ) -> Schema:
-    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`, and a
-    generic alias's type parameters (`type Page<T> = …`) in `type_params`.
+    """The JSON schema for the Agency type `t`; alias names are looked up in `aliases`, a
+    generic alias's type parameters (`type Page<T> = …`) in `type_params` and their defaults
+    (`<T = string>`) in `type_defaults`.
 
     Raises `LLMError` for an unknown type name and for a recursive alias (structured output
     cannot describe an unbounded type).
     """
-    return _Converter(aliases or {}, type_params or {}).convert(t)
+    return _Converter(aliases or {}, type_params or {}, type_defaults or {}).convert(t)
 
 
 def wrap_schema(inner: Schema) -> Schema:
@@ -84,10 +86,14 @@ def tool_parameters(
 
 class _Converter:
     def __init__(
-        self, aliases: Mapping[str, TypeExpr], type_params: Mapping[str, tuple[str, ...]] = {}
+        self,
+        aliases: Mapping[str, TypeExpr],
+        type_params: Mapping[str, tuple[str, ...]] = {},
+        type_defaults: Mapping[str, tuple[TypeExpr | None, ...]] = {},
     ) -> None:
         self.aliases = aliases
         self.type_params = type_params
+        self.type_defaults = type_defaults
         self.expanding: list[str] = []
 
     def convert(self, t: TypeExpr) -> Schema:
@@ -132,12 +138,21 @@ class _Converter:
         )
 
     def expand(self, name: str, args: tuple[TypeExpr, ...]) -> Schema:
-        """The schema of the alias `name`, its type parameters replaced by `args` (a missing
-        one is `any`)."""
+        """The schema of the alias `name`, its type parameters replaced by `args`; a missing
+        one takes its default (which may name the parameters before it) or is `any`."""
         body = self.aliases[name]
         params = self.type_params.get(name, ())
         if params:
-            given = {p: args[i] if i < len(args) else TName("any") for i, p in enumerate(params)}
+            defaults = self.type_defaults.get(name, ())
+            given: dict[str, TypeExpr] = {}
+            for i, p in enumerate(params):
+                default = defaults[i] if i < len(defaults) else None
+                if i < len(args):
+                    given[p] = args[i]
+                elif default is not None:
+                    given[p] = _substitute(default, given)
+                else:
+                    given[p] = TName("any")
             body = _substitute(body, given)
         self.expanding.append(name)
         try:

@@ -69,6 +69,22 @@ IGNORE = re.compile(r"^\s*//\s*@tc-ignore\b(.*)$")
 CODE = re.compile(r"AG\d{4}")
 COMPARISONS = {"==", "!=", "===", "!==", "<", ">", "<=", ">=", "=~", "!~", "in", "instanceof"}
 ARITHMETIC = {"-", "*", "/", "%", "**"}
+# What `typeof x` can give, as TypeScript types it.
+TYPEOF_NAMES = union(
+    [
+        Lit(n)
+        for n in (
+            "string",
+            "number",
+            "bigint",
+            "boolean",
+            "symbol",
+            "undefined",
+            "object",
+            "function",
+        )
+    ]
+)
 
 MESSAGES = {
     "AG1006": "Type alias '{alias}' is not defined (referenced in '{context}').",
@@ -427,6 +443,10 @@ class Checker:
             return ANY
         if kind is A.Unary:
             inner = self.expr(e.operand, scope)
+            if e.op == "void":
+                return NULL
+            if e.op == "typeof":
+                return TYPEOF_NAMES
             return BOOLEAN if e.op == "!" else NUMBER if e.op in ("-", "+") else inner
         if kind is A.Logical:
             left, right = self.expr(e.left, scope), self.expr(e.right, scope)

@@ -102,6 +102,7 @@ OPAQUE = frozenset(
         "Error",
         "Schema",
         "URL",
+        "RegExp",
     }
 )
 

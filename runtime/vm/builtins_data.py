@@ -10,14 +10,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
-from runtime.vm import classes
+from runtime.vm import classes, utf16
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
 from runtime.vm.effects import observe
 from runtime.vm.limits import SMALL, check_array_length
 from runtime.vm.values import (
     JSArray,
+    JSMap,
     JSObject,
+    JSSet,
     js_keys,
     js_pow,
     parse_json,
@@ -90,7 +92,9 @@ def _entries(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
 @builtin("len")
 def _len(m: Machine, args: list[Any], named: dict[str, Any]) -> int:
     v = args[0] if args else None
-    if isinstance(v, (JSArray, str, JSObject)):
+    if type(v) is str:
+        return utf16.length(v)  # as `.length`: UTF-16 code units
+    if isinstance(v, (JSArray, JSObject)):
         return len(v)
     raise AgencyRuntimeError(f"len() expects an array, string or object, got {type_name(v)}")
 
@@ -191,10 +195,8 @@ NAMESPACES: dict[str, dict[str, Callable[..., Any]]] = {
         "keys": lambda *a: _keys(None, list(a), {}),  # type: ignore[arg-type]
         "values": lambda *a: _values(None, list(a), {}),  # type: ignore[arg-type]
         "entries": lambda *a: _entries(None, list(a), {}),  # type: ignore[arg-type]
-        "assign": lambda *a: _object_assign(*a),
         "fromEntries": lambda *a: _from_entries(a[0] if a else None),
         "create": lambda *a: JSObject(a[0]) if a and type(a[0]) is JSObject else JSObject(),
-        "freeze": lambda *a: a[0] if a else None,
         "getOwnPropertyNames": lambda *a: _keys(None, list(a), {}),  # type: ignore[arg-type]
     },
     "Array": {
@@ -371,13 +373,33 @@ def _code_point(x: Any) -> str:
     return chr(int(n))
 
 
-def _object_assign(target: Any = None, *sources: Any) -> Any:
+def _object_assign(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Object.assign(target, ...sources): each key set through the machine, so it is recorded
+    and a frozen target refuses it."""
+    target = args[0] if args else None
     if type(target) is not JSObject:
         raise AgencyRuntimeError("Object.assign expects an object")
-    for s in sources:
+    for s in args[1:]:
         if type(s) is JSObject:
-            target.update(s)
+            for k, v in list(s.items()):
+                m.set_key(target, k, v)
     return target
+
+
+def _object_freeze(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """Object.freeze(v): later changes to the object or array `v` are refused (not to what it
+    holds: JavaScript's freeze is shallow, and leaves a Set or Map as it is)."""
+    v = args[0] if args else None
+    if type(v) is JSObject or type(v) is JSArray:
+        m.freeze(v, deep=False)
+    return v
+
+
+def _object_is_frozen(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
+    v = args[0] if args else None
+    if type(v) is JSObject or type(v) is JSArray or type(v) is JSSet or type(v) is JSMap:
+        return id(v) in m.frozen
+    return True  # a primitive cannot change, as JavaScript answers
 
 
 def _extreme(pick: Callable[..., Any], args: tuple[Any, ...], empty: float) -> Any:
@@ -433,6 +455,9 @@ def _console(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
 MACHINE_MEMBERS: dict[str, Callable[[Machine, list[Any], dict[str, Any]], Any]] = {
     "Date.now": lambda m, args, named: classes.now_ms(m),
     "Math.random": _math_random,
+    "Object.assign": _object_assign,
+    "Object.freeze": _object_freeze,
+    "Object.isFrozen": _object_is_frozen,
     **{f"console.{k}": _console for k in ("log", "info", "debug", "warn", "error")},
 }
 

@@ -76,7 +76,9 @@ def encode_state(
     # While the module is still initialising (a module-level call is running), it stays.
     if len(frames) > 1 and frames[0].code.kind == "module" and frames[1].code.kind == "node":
         frames = frames[1:]
-    enc = Encoder(failure_checkpoints=failure_checkpoints)
+    # A snapshot says which containers are frozen; a user checkpoint, like the reference's
+    # (a JSON copy), does not: what it restores can be changed again.
+    enc = Encoder(failure_checkpoints=failure_checkpoints, frozen=None if user else m.frozen)
     roots: list[Any] = []
     for f in frames:
         roots.extend(f.locals.values())
@@ -174,6 +176,8 @@ def encode_state(
             "model_state": _model_state(m.model),
             "effects": dict(m.effects),
         }
+    if not user:
+        state["machine"]["frozen"] = list(enc.frozen_labels)
     state["heap"] = enc.heap
     return state
 

@@ -27,6 +27,8 @@ from runtime.vm.values import (
     JSObject,
     JSSet,
     a_type,
+    is_regex,
+    make_regex,
     num,
     set_key,
     to_number,
@@ -51,19 +53,27 @@ def _entry(c: JSSet | JSMap, item: Any) -> Any:
     return list(item) if type(c) is JSMap else item
 
 
+def _writable(m: Machine | None, c: JSSet | JSMap, what: str) -> None:
+    if m is not None and m.frozen and id(c) in m.frozen:
+        m.refuse_frozen(c, what)
+
+
 def _insert(m: Machine | None, c: JSSet | JSMap, k: Any, item: Any) -> None:
+    _writable(m, c, "add to")
     c[k] = item
     if m is not None and m.wlog is not None:
         m.rec.log_splice(c, len(c) - 1, 0, (_entry(c, item),))
 
 
 def _replace(m: Machine | None, c: JSMap, k: Any, item: Any) -> None:
+    _writable(m, c, "set an entry of")
     c[k] = item
     if m is not None and m.wlog is not None:
         m.rec.log_set(c, list(c).index(k), _entry(c, item))
 
 
 def _remove(m: Machine | None, c: JSSet | JSMap, k: Any) -> None:
+    _writable(m, c, "delete from")
     at = list(c).index(k) if m is not None and m.wlog is not None else 0
     del c[k]
     if m is not None and m.wlog is not None:
@@ -71,6 +81,7 @@ def _remove(m: Machine | None, c: JSSet | JSMap, k: Any) -> None:
 
 
 def _clear(m: Machine | None, c: JSSet | JSMap) -> None:
+    _writable(m, c, "clear")
     n = len(c)
     c.clear()
     if m is not None and m.wlog is not None and n:
@@ -218,12 +229,25 @@ def new_error(m: Machine, args: list[Any]) -> JSObject:
     return JSObject({"name": "Error", "message": "" if message is None else to_str(message)})
 
 
+def new_regexp(m: Machine, args: list[Any]) -> JSObject:
+    """`new RegExp("a+", "i")` is `re/a+/i`; `new RegExp(re/x/g)` copies it (with new flags,
+    when they are given)."""
+    source, flags = _a(args, 0), _a(args, 1)
+    if is_regex(source):
+        return make_regex(
+            str(source["source"]), str(source["flags"]) if flags is None else to_str(flags)
+        )
+    text = "(?:)" if source is None else to_str(source)
+    return make_regex(text, "" if flags is None else to_str(flags))
+
+
 CONSTRUCTORS: dict[str, Callable[[Machine, list[Any]], Any]] = {
     "Set": new_set,
     "Map": new_map,
     "Date": new_date,
     "URL": new_url,
     "Error": new_error,
+    "RegExp": new_regexp,
 }
 
 

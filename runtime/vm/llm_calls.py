@@ -107,7 +107,9 @@ def tool_specs(m: Machine, tools: list[Any]) -> list[Any]:
             if isinstance(p.type, TFunc) or p.name in bound:  # a block parameter, or bound
                 continue
             props[p.name] = (
-                type_to_schema(p.type, m.program.types, m.program.type_params)
+                type_to_schema(
+                    p.type, m.program.types, m.program.type_params, m.program.type_defaults
+                )
                 if p.type is not None
                 else {}
             )

@@ -576,10 +576,12 @@ class Machine(CallingMachine):
                         push(self.shared.get(arg))
                     elif op == 40:  # STORE_SHARED
                         v = pop()
-                        if arg in self.statics and arg in self.shared:
-                            raise AgencyRuntimeError(
-                                f"cannot assign to `{arg}`: it is a static constant"
-                            )
+                        if arg in self.statics:
+                            if arg in self.shared:
+                                raise AgencyRuntimeError(
+                                    f"cannot assign to `{arg}`: it is a static constant"
+                                )
+                            self.freeze(v, deep=True)  # immutable at every depth
                         self.shared[arg] = v
                         if wlog is not None:
                             wlog.append(

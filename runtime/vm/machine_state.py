@@ -25,9 +25,13 @@ from runtime.vm.operations import (
 )
 from runtime.vm.values import (
     JSArray,
+    JSMap,
     JSObject,
+    JSSet,
+    Result,
     a_type,
     to_str,
+    type_name,
 )
 from runtime.vm.writelog import (
     FAILED,
@@ -57,6 +61,7 @@ class MachineState:
         "step_limit",
         "rec",
         "methods",
+        "frozen",
         "_stop_at",
         "_breakpoints",
         "_on_step",
@@ -96,6 +101,9 @@ class MachineState:
         self.shared: dict[str, Any] = {}
         self.mutable: dict[str, Any] = {}
         self.statics = set(program.statics)
+        # The containers no write may change, by id (the value keeps the id from being reused):
+        # a static constant's value at every depth, and what `Object.freeze` was given.
+        self.frozen: dict[int, Any] = {}
         self.thread_counter = 1
         self.output: list[str] = []
         self.usage = {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
@@ -326,8 +334,49 @@ class MachineState:
         if self.wlog is not None:
             self.wlog.append((W_MESSAGE, thread, message))
 
+    def freeze(self, v: Any, deep: bool) -> None:
+        """Refuse every later change to the container `v` (and, when `deep`, to every container
+        it holds, at any depth: a static constant's value). Anything else is left as it is."""
+        todo = [v]
+        while todo:
+            x = todo.pop()
+            t = type(x)
+            if t is Result:
+                if deep:
+                    todo.append(x.value if x.ok else x.error)
+                continue
+            if not (t is JSObject or t is JSArray or t is JSSet or t is JSMap):
+                continue
+            if id(x) in self.frozen and x is not v:
+                continue  # already frozen (deeply, since only a deep walk freezes inner ones)
+            self.frozen[id(x)] = x
+            if deep:
+                if t is JSArray:
+                    todo.extend(x)
+                elif t is JSObject:
+                    todo.extend(x.values())
+                else:  # a Set's entries are its elements; a Map's, its [key, value] pairs
+                    for entry in x.values():
+                        todo.extend(entry if t is JSMap else (entry,))
+
+    def freeze_statics(self) -> None:
+        """Freeze the static constants' values again after they were put back into `shared` (a
+        machine rebuilt from a snapshot or a checkpoint)."""
+        for name in self.statics:
+            if name in self.shared:
+                self.freeze(self.shared[name], deep=True)
+
+    def refuse_frozen(self, obj: Any, what: str) -> None:
+        """Raise the error for a change to a frozen container, as JavaScript's TypeError."""
+        raise AgencyRuntimeError(
+            f"cannot {what} this {type_name(obj)}: it is frozen (part of a static constant, "
+            "or given to Object.freeze)"
+        )
+
     def set_key(self, obj: Any, key: Any, value: Any) -> None:
         """`obj[key] = value` with JS rules, logged."""
+        if self.frozen and id(obj) in self.frozen:
+            self.refuse_frozen(obj, f"set {to_str(key)!r} of")
         t = type(obj)
         if t is JSObject:
             k = key if type(key) is str else to_str(key)
@@ -354,6 +403,8 @@ class MachineState:
 
     def splice(self, arr: JSArray, start: int, delete: int, items: tuple[Any, ...]) -> JSArray:
         """The one primitive all array mutations go through (push, pop, shift, splice, …)."""
+        if self.frozen and id(arr) in self.frozen:
+            self.refuse_frozen(arr, "change")
         if len(arr) + len(items) - delete > SMALL:
             check_array_length(len(arr) + len(items) - delete)
         removed = JSArray(arr[start : start + delete])

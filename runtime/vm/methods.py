@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
-from runtime.vm import builtins_values, classes, regex_methods
+from runtime.vm import builtins_values, classes, regex_methods, utf16
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg
 from runtime.vm.frames import Decision, TailCall
 from runtime.vm.limits import SMALL, check_array_length, check_string_length
+from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
     FUNCTION_TYPES,
     BoundFunction,
@@ -45,9 +46,15 @@ def get_member(obj: Any, name: str) -> Any:
     t = type(obj)
     if t is JSObject:
         return obj.get(name)
-    if t is JSArray or t is str:
+    if t is JSArray:
+        return len(obj) if name == "length" else None
+    if t is str:
         if name == "length":
-            return len(obj)
+            return (
+                len(obj)
+                if obj.isascii() or obj.__sizeof__() - 4 * len(obj) < BMP_BELOW
+                else utf16.length(obj)
+            )
         return None
     if t is Result:
         if name == "value":
@@ -244,10 +251,12 @@ def _arr_join(m: Machine, arr: JSArray, args: list[Any]) -> str:
 
 def checked(s: str) -> str:
     """`s`, refused when longer than a program may build (after the fact: for results at most
-    a few times their inputs' size)."""
+    a few times their inputs' size). Every join of strings (templates, `join`, `concat`,
+    `replace`) ends here, so the two halves of a surrogate pair it put side by side become the
+    character again (utf16.mend)."""
     if len(s) > SMALL:
         check_string_length(len(s))
-    return s
+    return s if s.isascii() else utf16.mend(s)
 
 
 def _arr_sort(m: Machine, arr: JSArray, args: list[Any]) -> Any:
@@ -385,14 +394,17 @@ def _repeat(s: str, count: Any) -> str:
 
 
 def _pad(s: str, args: list[Any], start: bool) -> str:
+    """padStart/padEnd: widths count UTF-16 code units, and the fill is cut by them."""
     width = integer(_a(args, 0, 0))
     fill = " " if _a(args, 1) is None else to_str(args[1])
-    if width <= len(s) or not fill:
+    n = utf16.length(s)
+    if width <= n or not fill:
         return s
     if width > SMALL:
         check_string_length(width)
-    need = width - len(s)
-    padding = (fill * (need // len(fill) + 1))[:need]
+    need = width - n
+    repeated = fill * (need // utf16.length(fill) + 1)
+    padding = utf16.cut(repeated, 0, need)
     return padding + s if start else s + padding
 
 
@@ -403,26 +415,72 @@ def _str_split(s: str, args: list[Any]) -> JSArray:
     if is_regex(sep):
         return regex_methods.split(s, args)
     sep = to_str(sep)
-    parts = list(s) if sep == "" else s.split(sep)
+    parts = utf16.units_list(s) if sep == "" else s.split(sep)
     if len(args) > 1 and args[1] is not None:
         parts = parts[: max(0, integer(args[1]))]
     return JSArray(parts)
 
 
-def _position(args: list[Any], n: int, default: int) -> int:
-    """The optional second argument of indexOf/includes/startsWith/endsWith, clamped to 0..n."""
+def _position(s: str, args: list[Any], at_end: bool) -> int:
+    """The optional second argument of indexOf/includes/startsWith/endsWith (a UTF-16 position,
+    clamped to the string) as a Python index; absent, the start (or the end)."""
     v = _a(args, 1)
-    if v is None:
-        return default
-    x = to_number(v)
-    return default if x != x else int(min(max(x, 0), n))
+    x = math.nan if v is None else to_number(v)
+    if x != x:
+        return len(s) if at_end else 0
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
+        return int(min(max(x, 0), len(s)))
+    return utf16.to_index(s, int(min(max(x, 0), utf16.length(s))))
+
+
+def _index_of(s: str, args: list[Any]) -> int:
+    needle = to_str(_a(args, 0, ""))
+    if len(args) < 2:
+        found = s.find(needle)
+    else:
+        found = s.find(needle, _position(s, args, False))
+    return found if found <= 0 else utf16.to_unit_index(s, found)
+
+
+def _last_index_of(s: str, args: list[Any]) -> int:
+    v = _a(args, 1)
+    x = math.nan if v is None else to_number(v)
+    needle = to_str(_a(args, 0, ""))
+    if x == x:  # JavaScript: the last match starting at or before this position
+        end = utf16.to_index(s, int(min(max(x, 0), utf16.length(s)))) + len(needle)
+        return utf16.to_unit_index(s, s.rfind(needle, 0, end))
+    return utf16.to_unit_index(s, s.rfind(needle))
 
 
 def _substring(s: str, args: list[Any]) -> str:
-    n = len(s)
+    n = utf16.length(s)
     a = min(max(integer(_a(args, 0, 0)), 0), n)
     b = n if _a(args, 1) is None else min(max(integer(args[1]), 0), n)
-    return s[min(a, b) : max(a, b)]
+    return utf16.cut(s, min(a, b), max(a, b))
+
+
+def _str_slice(s: str, args: list[Any]) -> str:
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
+        n = len(s)
+        return s[_slice_index(_a(args, 0), n, 0) : _slice_index(_a(args, 1), n, n)]
+    n = utf16.length(s)
+    start = _slice_index(_a(args, 0), n, 0)
+    return utf16.cut(s, start, max(start, _slice_index(_a(args, 1), n, n)))
+
+
+def _char_at(s: str, args: list[Any]) -> str:
+    i = integer(args[0]) if args else 0
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
+        return s[i] if 0 <= i < len(s) else ""
+    return utf16.unit_at(s, i) if 0 <= i < utf16.length(s) else ""
+
+
+def _str_at(s: str, args: list[Any]) -> str | None:
+    i = integer(_a(args, 0, 0))
+    n = utf16.length(s)
+    if i < 0:
+        i += n
+    return utf16.unit_at(s, i) if 0 <= i < n else None
 
 
 STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
@@ -430,11 +488,11 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
     "trim": lambda s, a: s.strip(),
     "trimStart": lambda s, a: s.lstrip(),
     "trimEnd": lambda s, a: s.rstrip(),
-    "startsWith": lambda s, a: s.startswith(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
-    "endsWith": lambda s, a: s.endswith(to_str(_a(a, 0, "")), 0, _position(a, len(s), len(s))),
-    "includes": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)) >= 0,
-    "indexOf": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(a, len(s), 0)),
-    "lastIndexOf": lambda s, a: s.rfind(to_str(_a(a, 0, ""))),
+    "startsWith": lambda s, a: s.startswith(to_str(_a(a, 0, "")), _position(s, a, False)),
+    "endsWith": lambda s, a: s.endswith(to_str(_a(a, 0, "")), 0, _position(s, a, True)),
+    "includes": lambda s, a: s.find(to_str(_a(a, 0, "")), _position(s, a, False)) >= 0,
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
     "replace": lambda s, a: (
         regex_methods.replace(s, a, False) if is_regex(_a(a, 0)) else checked(_str_replace(s, a, 1))
     ),
@@ -447,27 +505,28 @@ STRING_METHODS: dict[str, Callable[[str, list[Any]], Any]] = {
     "toLowerCase": lambda s, a: s.lower(),
     "toUpperCase": lambda s, a: s.upper(),
     "substring": _substring,
-    "slice": lambda s, a: s[
-        _slice_index(_a(a, 0), len(s), 0) : _slice_index(_a(a, 1), len(s), len(s))
-    ],
-    "charAt": lambda s, a: s[integer(_a(a, 0, 0))] if 0 <= integer(_a(a, 0, 0)) < len(s) else "",
+    "slice": _str_slice,
+    "charAt": _char_at,
     "repeat": lambda s, a: _repeat(s, _a(a, 0, 0)),
     "padStart": lambda s, a: _pad(s, a, True),
     "padEnd": lambda s, a: _pad(s, a, False),
     "toString": lambda s, a: s,
-    "at": lambda s, a: (
-        s[integer(_a(a, 0, 0))] if -len(s) <= integer(_a(a, 0, 0)) < len(s) else None
-    ),
+    "at": _str_at,
 }
 
 
 def _char_code(s: str, args: list[Any]) -> Any:
     """charCodeAt: the UTF-16 code unit at the index (NaN outside the string)."""
+    i = integer(args[0]) if args else 0
+    if s.isascii() or s.__sizeof__() - 4 * len(s) < BMP_BELOW:
+        return ord(s[i]) if 0 <= i < len(s) else math.nan
+    return utf16.code_unit(s, i) if 0 <= i < utf16.length(s) else math.nan
+
+
+def _code_point_at(s: str, args: list[Any]) -> int | None:
+    """codePointAt: the code point starting at the UTF-16 index (undefined outside)."""
     i = integer(_a(args, 0, 0))
-    if not 0 <= i < len(s):
-        return math.nan
-    c = ord(s[i])
-    return 0xD800 + ((c - 0x10000) >> 10) if c > 0xFFFF else c
+    return utf16.code_point(s, i) if 0 <= i < utf16.length(s) else None
 
 
 def _locale_compare(s: str, args: list[Any]) -> int:
@@ -493,9 +552,7 @@ def _normalize(s: str, args: list[Any]) -> str:
 STRING_METHODS.update(
     {
         "charCodeAt": _char_code,
-        "codePointAt": lambda s, a: (
-            ord(s[integer(_a(a, 0, 0))]) if 0 <= integer(_a(a, 0, 0)) < len(s) else None
-        ),
+        "codePointAt": _code_point_at,
         "localeCompare": _locale_compare,
         "normalize": _normalize,
         "concat": lambda s, a: checked(s + "".join(to_str(x) for x in a)),

@@ -9,6 +9,7 @@ from typing import Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import Code, Location
 from runtime.language.syntax import ast as A
+from runtime.vm import utf16
 from runtime.vm.frames import (
     Frame,
 )
@@ -16,6 +17,7 @@ from runtime.vm.methods import (
     get_member,
 )
 from runtime.vm.types import conforms
+from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
     JSArray,
     JSObject,
@@ -173,11 +175,15 @@ def get_index(obj: Any, key: Any) -> Any:
         return None
     if t is JSObject:
         return obj.get(key if type(key) is str else to_str(key))
-    if t is str:
+    if t is str:  # positions are UTF-16 code units, as JavaScript's (see utf16.py)
         i = array_index(key)
+        if obj.isascii() or obj.__sizeof__() - 4 * len(obj) < BMP_BELOW:
+            if i is not None:
+                return obj[i] if i < len(obj) else None
+            return len(obj) if key == "length" else None
         if i is not None:
-            return obj[i] if i < len(obj) else None
-        return len(obj) if key == "length" else None
+            return utf16.unit_at(obj, i) if i < utf16.length(obj) else None
+        return utf16.length(obj) if key == "length" else None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read index {to_str(key)} of null")
 
@@ -190,6 +196,9 @@ def slice_value(obj: Any, start: Any, end: Any) -> Any:
     n = len(obj)
     s = 0 if start is None else int(to_number(start))
     e = n if end is None else int(to_number(end))
+    if type(obj) is str and utf16.has_astral(obj):  # `s[a:b]` counts UTF-16 code units
+        a, b, _ = slice(s, None if end is None else e).indices(utf16.length(obj))
+        return utf16.cut(obj, a, max(a, b))
     r = obj[s:e]
     return JSArray(r) if type(obj) is JSArray else r
 

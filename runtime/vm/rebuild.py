@@ -41,6 +41,7 @@ def rebuild(
         ident = data.get("id")
         m.cp_counter = (ident + 1) if isinstance(ident, int) else 0
         m.shared.update(module_shared(program))
+        m.freeze_statics()
         m.step_index = int(data.get("step") or 0) - 1
         m.nodes_traversed = [str(data.get("node") or "main")]
     return m

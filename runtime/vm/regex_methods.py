@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from runtime.errors import AgencyRuntimeError
+from runtime.vm import utf16
 from runtime.vm.builtins_data import integer
 from runtime.vm.limits import SMALL, check_string_length
 from runtime.vm.values import JSArray, compiled_regex, is_regex, to_str
@@ -52,10 +53,10 @@ def match_all(s: str, args: list[Any]) -> JSArray:
 
 
 def search(s: str, args: list[Any]) -> int:
-    """`s.search(re)`: the index of the first match, or -1."""
+    """`s.search(re)`: the (UTF-16) index of the first match, or -1."""
     pattern, _ = pattern_of(args[0] if args else None)
     found = pattern.search(s)
-    return found.start() if found is not None else -1
+    return utf16.to_unit_index(s, found.start()) if found is not None else -1
 
 
 def exec_(r: Any, args: list[Any]) -> Any:

@@ -32,6 +32,9 @@ def revive(
     if not isinstance(extra, dict):
         return False
     m.shared.update({k: dec.dec(v) for k, v in (extra.get("shared") or {}).items()})
+    for label in extra.get("frozen") or []:
+        m.freeze(dec.dec({"$ref": label}), deep=False)
+    m.freeze_statics()
     m.mutable.update({k: dec.dec(v) for k, v in (extra.get("mutable") or {}).items()})
     m.output = list(extra.get("output") or [])
     m.thread_counter = int(extra.get("thread_counter", 1))

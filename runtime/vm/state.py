@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 class Encoder:
     """Encodes values of one snapshot, sharing containers referenced more than once."""
 
-    def __init__(self, *, failure_checkpoints: bool = True) -> None:
+    def __init__(
+        self, *, failure_checkpoints: bool = True, frozen: dict[int, Any] | None = None
+    ) -> None:
         # False in a failure's own checkpoint: the failures it holds go without theirs, or each
         # failure would carry every earlier one's (a checkpoint doubling with each failure).
         self.failure_checkpoints = failure_checkpoints
@@ -40,6 +42,10 @@ class Encoder:
         self.keep: list[Any] = []  # keeps counted objects alive so ids stay unique
         self.labels: dict[int, int] = {}
         self.heap: dict[str, Any] = {}
+        # The frozen containers (by id): each goes to the heap, so its label can say it is
+        # frozen; `frozen_labels` lists those labels.
+        self.frozen = frozen
+        self.frozen_labels: list[int] = []
 
     def count(self, v: Any) -> None:
         stack = [v]
@@ -79,10 +85,12 @@ class Encoder:
             return v
         if t is JSArray or t is JSObject or t is JSSet or t is JSMap:
             k = id(v)
-            if self.counts.get(k, 1) > 1:
+            if self.counts.get(k, 1) > 1 or (self.frozen and k in self.frozen):
                 label = self.labels.get(k)
                 if label is None:
                     label = self.labels[k] = len(self.labels) + 1
+                    if self.frozen and k in self.frozen:
+                        self.frozen_labels.append(label)
                     self.heap[str(label)] = None  # reserve: cycles refer to it while encoding
                     self.heap[str(label)] = self._contents(v)
                 return {"$ref": label}

@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import loads_json
+from runtime.vm import utf16
 from runtime.vm.limits import SMALL, check_string_length
 
 
@@ -398,6 +400,8 @@ def concat(a: str, b: str) -> str:
     """`a + b`, refused when it would be longer than a program may build."""
     if len(a) + len(b) > SMALL:
         check_string_length(len(a) + len(b))
+    if b and not b.isascii() and "\udc00" <= b[0] <= "\udfff" and "\ud800" <= a[-1:] <= "\udbff":
+        return utf16.join_halves(a + b)  # two halves of a pair make the character again
     return a + b
 
 
@@ -581,6 +585,49 @@ def js_in(key: Any, obj: Any) -> bool:
     raise AgencyRuntimeError(f"cannot use `in` to look for a key in {a_type(obj)}")
 
 
+def _is_error(v: Any) -> bool:
+    """An Error value: `new Error(m)` (or an error a builtin made) is the plain object
+    {name: "…Error", message}, so the shape is what marks it."""
+    name = v.get("name")
+    return type(name) is str and name.endswith("Error") and type(v.get("message")) is str
+
+
+# What `x instanceof C` tests for each class a program can name (classes are builtins here;
+# Agency has no user classes). Primitives are instances of nothing, as in JavaScript.
+_INSTANCE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "Object": lambda v: v is not None and type(v) not in (bool, int, float, str),
+    "Array": lambda v: type(v) is JSArray,
+    "Set": lambda v: type(v) is JSSet,
+    "Map": lambda v: type(v) is JSMap,
+    "Date": lambda v: type(v) is JSDate,
+    "RegExp": lambda v: is_regex(v),
+    "Error": lambda v: type(v) is JSObject and _is_error(v),
+    "URL": lambda v: type(v) is JSObject and type(v.get("searchParams")) is JSMap,
+    "String": lambda v: False,
+    "Number": lambda v: False,
+    "Boolean": lambda v: False,
+}
+
+
+def js_instanceof(a: Any, cls: Any) -> bool:
+    """`a instanceof C` for the built-in classes; any other right side is an error, as
+    JavaScript's TypeError for a right side that is not a constructor."""
+    test = _INSTANCE_TESTS.get(cls.name) if type(cls) is FuncRef else None
+    if test is None:
+        what = f"the function `{cls.name}`" if type(cls) is FuncRef else a_type(cls)
+        if type(cls) in (BoundFunction, Closure):
+            what = "a function"
+        known = ", ".join(sorted(_INSTANCE_TESTS))
+        raise AgencyRuntimeError(
+            f"the right side of `instanceof` must be a class ({known}), not {what}"
+        )
+    return test(a)
+
+
+def js_void(a: Any) -> None:
+    return None
+
+
 BINARY_OPS = {
     "+": js_add,
     "-": js_sub,
@@ -599,9 +646,10 @@ BINARY_OPS = {
     "=~": lambda a, b: regex_test(b, a),
     "!~": lambda a, b: not regex_test(b, a),
     "in": js_in,
+    "instanceof": js_instanceof,
 }
 
-UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof}
+UNARY_OPS = {"-": js_neg, "!": js_not, "+": js_pos, "typeof": js_typeof, "void": js_void}
 
 
 # --------------------------------------------------------------------------------------------

@@ -972,3 +972,31 @@ def test_five_thousand_lines_parse() -> None:
     source = chunk * 500
     program = parse(source)
     assert len(program.items) == 500
+
+
+def test_instanceof_is_a_comparison_and_void_a_prefix() -> None:
+    assert expr("a + 1 instanceof Array") == Binary(
+        "instanceof", Binary("+", n("a"), lit(1)), n("Array")
+    )
+    assert expr("x instanceof Map == false") == Binary(
+        "==", Binary("instanceof", n("x"), n("Map")), lit(False)
+    )
+    assert expr("void f(1)") == Unary("void", Call(n("f"), (Arg(lit(1)),)))
+    assert expr("void") == n("void")  # alone, still a name
+
+
+def test_alias_type_parameter_defaults() -> None:
+    (alias,) = items("type Pair<A, B = A[]> = {first: A, rest: B}")
+    assert isinstance(alias, TypeAlias)
+    assert alias.type_params == ("A", "B")
+    assert alias.type_defaults == (None, TArray(TName("A")))
+    (plain,) = items("type Box<T> = {item: T}")
+    assert isinstance(plain, TypeAlias) and plain.type_defaults == ()
+    assert errors("type Bad<A = string, B> = {a: A, b: B}") == [
+        (
+            "the type parameter `B` has no default but comes after one that has: parameters "
+            "with defaults go last",
+            1,
+            22,
+        )
+    ]

@@ -243,3 +243,18 @@ def test_parse_ast_nodes_join_back_into_the_file() -> None:
         ("graphNode", "main"),
     ]
     assert "".join(n["source"] for n in ast["nodes"]) == source
+
+
+def test_typeof_void_and_instanceof_have_their_javascript_types() -> None:
+    kinds = '"string" | "number" | "bigint" | "boolean" | "symbol" | "undefined" | "object" | "function"'
+    fine = f"""type Kind = {kinds}
+node main() {{
+  const k: Kind = typeof 1
+  const s: string = typeof "a"
+  const v: null = void print("x")
+  const b: boolean = [] instanceof Array
+  return [k, s, v, b]
+}}
+"""
+    assert codes(fine) == []
+    assert codes("node main() {\n  const n: number = typeof 1\n  return n\n}\n") == ["AG2001"]

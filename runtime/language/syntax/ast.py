@@ -243,7 +243,7 @@ class ObjectLit(Node):
 
 
 class Unary(Node):
-    """Prefix `!`, `-`, `+`, `typeof`."""
+    """Prefix `!`, `-`, `+`, `typeof`, `void`."""
 
     op: str
     operand: Expr
@@ -656,13 +656,16 @@ class EffectSet(Node):
 
 class TypeAlias(Node):
     """`type Name<T>(p: number) = …`: `type_params` are the `<T>` names, `params` the value
-    parameters of a value-parameterised alias (both usually empty)."""
+    parameters of a value-parameterised alias (both usually empty). `type_defaults` holds
+    each type parameter's default (`<T = string>`), None where it has none, or is empty
+    when no parameter has one."""
 
     name: str
     type: TypeExpr
     span: Span = _span()
     type_params: tuple[str, ...] = ()
     params: tuple[Param, ...] = ()
+    type_defaults: tuple[TypeExpr | None, ...] = ()
 
 
 class Import(Node):

@@ -6,6 +6,7 @@ import inspect
 
 import runtime.language.syntax.ast as ast
 import runtime.language.syntax.validation as validation
+from runtime.language.syntax.nodes import replace
 from runtime.language.syntax.parse_expressions import ExpressionParser
 from runtime.language.syntax.reader import (
     _plain,
@@ -91,30 +92,44 @@ class DeclarationParser(ExpressionParser):
         start = keyword.span
         name = self.expect_name("a type name").text
         type_params: tuple[str, ...] = ()
+        defaults: tuple[ast.TypeExpr | None, ...] = ()
         params: tuple[ast.Param, ...] = ()
         if self.at("<"):
-            type_params = self.alias_type_params(self.advance())
+            type_params, defaults = self.alias_type_params(self.advance())
         if self.at("("):
             params = tuple(self.comma_list(self.advance(), self.param))
-        if keyword.text == "interface" and self.at("{"):  # `interface Name { … }`: no `=`
-            return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
-        self.expect("=", f"expected `=` after `type {name}`, got {describe(self.peek())}")
-        self.skip_newlines()
-        return ast.TypeAlias(name, self.type_expr(), self.span_from(start), type_params, params)
+        if keyword.text != "interface" or not self.at("{"):  # `interface Name { … }`: no `=`
+            self.expect("=", f"expected `=` after `type {name}`, got {describe(self.peek())}")
+            self.skip_newlines()
+        body = self.type_expr()
+        return ast.TypeAlias(name, body, self.span_from(start), type_params, params, defaults)
 
-    def alias_type_params(self, opener: Token) -> tuple[str, ...]:
-        """`<T, U = string>` after an alias name: the names (defaults are parsed and dropped)."""
-        names = [self.expect_name("a type parameter").text]
-        if self.accept("="):
-            self.type_expr()
-        while self.accept(","):
-            names.append(self.expect_name("a type parameter").text)
-            if self.accept("="):
-                self.type_expr()
+    def alias_type_params(
+        self, opener: Token
+    ) -> tuple[tuple[str, ...], tuple[ast.TypeExpr | None, ...]]:
+        """`<T, U = string>` after an alias name: the names and their defaults (the defaults
+        are empty when no parameter has one). As in TypeScript, a parameter with a default
+        cannot come before one without."""
+        names: list[str] = []
+        defaults: list[ast.TypeExpr | None] = []
+        while True:
+            tok = self.expect_name("a type parameter")
+            names.append(tok.text)
+            defaults.append(self.type_expr() if self.accept("=") else None)
+            if defaults[-1] is None and any(d is not None for d in defaults):
+                self.report(
+                    f"the type parameter `{tok.text}` has no default but comes after one that "
+                    "has: parameters with defaults go last",
+                    tok.span,
+                )
+            if not self.accept(","):
+                break
         if not self.accept(">"):
             where = f"{opener.span.line}:{opener.span.col}"
             self.fail(f"expected `>` to close `<` opened at {where}, got {describe(self.peek())}")
-        return tuple(names)
+        if all(d is None for d in defaults):
+            return tuple(names), ()
+        return tuple(names), tuple(defaults)
 
     def decorated_alias(self, start: Token, top: bool) -> ast.TypeAlias:
         """`@validate(f, …)` / `@jsonSchema({…})` lines, then `[export] type X = …`."""
@@ -130,7 +145,7 @@ class DeclarationParser(ExpressionParser):
         self.module_only(start, top, "`type` aliases are")
         alias = self.type_alias()
         inner = ast.TValidated(alias.type, validators, json, alias.span)
-        return ast.TypeAlias(alias.name, inner, alias.span, alias.type_params, alias.params)
+        return replace(alias, type=inner)
 
     def decorators(self) -> tuple[tuple[ast.Expr, ...], tuple[ast.Expr, ...]]:
         """A run of `@validate(…)` / `@jsonSchema(…)`: their arguments, in source order."""

@@ -80,8 +80,8 @@ class ExpressionParser(PatternParser):
                     self.advance()
                     left = self.is_operator(left, tok, start)
                     continue
-                if tok.text == "in":  # `"key" in obj`, as JavaScript's
-                    kind = "in"
+                if tok.text in ("in", "instanceof"):  # `"key" in obj`, `x instanceof Map`
+                    kind = tok.text
                 elif tok.text != "catch":
                     break
                 else:
@@ -385,6 +385,11 @@ class ExpressionParser(PatternParser):
                 operand = self.expr_after(tok, _PREFIX_OPERAND)
                 return ast.Unary("typeof", operand, self.span_from(tok.span))
             self.fail(f"expected an expression, got the keyword `{text}`", tok.span)
+        if text == "void" and self.operand_follows(tok):
+            # `void expr`: evaluates `expr` for its effects and gives undefined (null here)
+            self.advance()
+            operand = self.expr_after(tok, _PREFIX_OPERAND)
+            return ast.Unary("void", operand, self.span_from(tok.span))
         if text == "new" and self.peek_after().kind == NAME:
             return self.new_instance()
         if text == "schema" and self.peek_after().kind == "(":
@@ -410,6 +415,12 @@ class ExpressionParser(PatternParser):
                 return self.fork_prefix(tok)  # `fork [e for x in xs]`, not `fork[i]`
         self.advance()
         return ast.Name(text, tok.span)
+
+    def operand_follows(self, tok: Token) -> bool:
+        """An expression starts after the word `tok`, on its line (`void f()`, not `void` used
+        as a name)."""
+        nxt = self.peek_after()
+        return nxt.span.line == tok.span.line and self.starts_expression(nxt)
 
     def async_call(self, tok: Token) -> ast.Expr:
         """`async f(x)`: the call runs as a branch the caller does not wait for; branches run in

@@ -64,6 +64,7 @@ _INFIX: dict[str, int] = {
     "=~": _COMPARE,
     "!~": _COMPARE,
     "in": _COMPARE,
+    "instanceof": _COMPARE,
     "+": _SUM,
     "-": _SUM,
     "*": _PRODUCT,
@@ -92,7 +93,7 @@ class _Abandon(Exception):
     """Unwinds a statement that has an error; the diagnostic is already recorded."""
 
 
-_CLASSES = frozenset({"Set", "Map", "Date", "URL", "Error"})
+_CLASSES = frozenset({"Set", "Map", "Date", "URL", "Error", "RegExp"})
 
 
 # --------------------------------------------------------------------------------------------

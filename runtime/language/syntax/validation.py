@@ -160,7 +160,18 @@ def _generic(name: str, args: list[A.Expr], span: A.Span) -> A.Expr:
 def schema_function(alias: A.TypeAlias) -> A.FuncDecl:
     """`def __schema_Name(T…, p…) { return <descriptor> }` for `type Name<T…>(p…) = …`."""
     span = alias.span
-    params = tuple(A.Param(n, A.TName("any", span), None, False, span) for n in alias.type_params)
+    defaults = alias.type_defaults or (None,) * len(alias.type_params)
+    # a type parameter's default is a descriptor too, built from the parameters before it
+    params = tuple(
+        A.Param(
+            n,
+            A.TName("any", span),
+            None if d is None else descriptor(d, frozenset(alias.type_params[:i])),
+            False,
+            span,
+        )
+        for i, (n, d) in enumerate(zip(alias.type_params, defaults))
+    )
     params += tuple(
         A.Param(p.name, A.TName("any", span), None, False, p.span) for p in alias.params
     )

@@ -280,3 +280,22 @@ def test_structured_value_unwraps_and_checks() -> None:
     assert structured_value(2, NUMBER) == 2
     with pytest.raises(LLMError, match='expected number but the model replied: "two"'):
         structured_value("two", NUMBER)
+
+
+def test_generic_alias_without_arguments_takes_its_defaults() -> None:
+    # type Pair<A, B = A[]> = {first: A, rest: B}; type Box<T = string> = {item: T}
+    aliases: dict[str, TypeExpr] = {
+        "Pair": TObject((TField("first", TName("A")), TField("rest", TName("B")))),
+        "Box": TObject((TField("item", TName("T")),)),
+    }
+    params = {"Pair": ("A", "B"), "Box": ("T",)}
+    defaults = {"Pair": (None, TArray(TName("A"))), "Box": (S,)}
+
+    def schema(t: TypeExpr) -> object:
+        return type_to_schema(t, aliases, params, defaults)
+
+    assert schema(TName("Box"))["properties"] == {"item": {"type": "string"}}  # type: ignore[index]
+    assert schema(TGeneric("Box", (N,)))["properties"] == {"item": {"type": "number"}}  # type: ignore[index]
+    pair = schema(TGeneric("Pair", (B,)))
+    assert pair["properties"]["rest"] == {"type": "array", "items": {"type": "boolean"}}  # type: ignore[index]
+    assert schema(TName("Pair"))["properties"]["first"] == {}  # type: ignore[index]

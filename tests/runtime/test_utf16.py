@@ -1,0 +1,63 @@
+"""Tests of runtime.vm.utf16: string positions as JavaScript's UTF-16 code units."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime.vm import utf16
+
+# Text with ASCII, Latin-1, other BMP characters and astral ones (emoji), no lone surrogates.
+TEXT = st.text(
+    alphabet=st.sampled_from(["a", "Z", " ", "é", "ÿ", "日", "Ж", "😀", "𝄞", "\U0010ffff"]),
+    max_size=30,
+)
+
+
+def units(s: str) -> bytes:
+    return s.encode("utf-16-le", "surrogatepass")
+
+
+@given(TEXT)
+def test_length_counts_code_units(s: str) -> None:
+    assert utf16.length(s) == len(units(s)) // 2
+    assert utf16.bmp(s) == all(ord(c) <= 0xFFFF for c in s)
+
+
+@given(TEXT, st.integers(0, 70), st.integers(0, 70))
+def test_cuts_are_unit_slices_and_rejoin(s: str, a: int, b: int) -> None:
+    n = utf16.length(s)
+    a, b = min(a, n), min(b, n)
+    a, b = min(a, b), max(a, b)
+    left, mid, right = utf16.cut(s, 0, a), utf16.cut(s, a, b), utf16.cut(s, b, n)
+    assert units(mid) == units(s)[2 * a : 2 * b]
+    assert utf16.mend(left + mid + right) == s  # the halves of a cut pair join up again
+
+
+@given(TEXT)
+def test_unit_and_code_point_reads(s: str) -> None:
+    data = units(s)
+    for i in range(utf16.length(s)):
+        unit = int.from_bytes(data[2 * i : 2 * i + 2], "little")
+        assert utf16.code_unit(s, i) == unit
+        assert ord(utf16.unit_at(s, i)) == unit
+        point = utf16.code_point(s, i)
+        assert point == unit or (0xD800 <= unit < 0xDC00 and point > 0xFFFF)
+    assert "".join(utf16.units_list(s)) == "".join(
+        utf16.unit_at(s, i) for i in range(len(data) // 2)
+    )
+
+
+@given(TEXT, st.integers(0, 40))
+def test_index_conversions_round_trip(s: str, i: int) -> None:
+    i = min(i, len(s))
+    unit = utf16.to_unit_index(s, i)
+    assert unit == utf16.length(s[:i])
+    assert utf16.to_index(s, unit) == i
+
+
+def test_mend_leaves_other_strings_alone() -> None:
+    assert utf16.mend("plain") == "plain"
+    assert utf16.mend("ça été") == "ça été"
+    assert utf16.mend("\ude00\ud83d") == "\ude00\ud83d"  # a low then a high: no pair
+    assert utf16.mend("x\ud83d\ude00") == "x😀"
