@@ -31,6 +31,7 @@ KEYWORDS = tuple(
     sorted(
         (RESERVED - set(DECLARATIONS) - set(CONSTANTS))
         | {"from", "export", "as", "thread", "subthread", "handle", "shared", "static", "uses"}
+        | {"instanceof"}  # an operator spelled as a word (`void` is highlighted as a type)
     )
 )
 TYPES = ("string", "number", "boolean", "any", "void", "Result")
