@@ -17,18 +17,39 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any, ClassVar, Self, dataclass_transform
 
-__all__ = ["Frozen", "set_field"]
+__all__ = ["Frozen", "Immutable", "set_field"]
 
 set_field = object.__setattr__  # how an `__init__` sets a field of its (frozen) record
 
 
+class Immutable:
+    """No assignment and no deletion after `__init__` (which sets fields with `set_field`), and
+    copies, deep copies and pickles rebuilt by calling the class with `_values(self)`: what
+    `Frozen` and the syntax tree's `Node` share."""
+
+    __slots__ = ()
+    _values: ClassVar[Any]  # the fields' values as a tuple, in order (a static function)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        from dataclasses import FrozenInstanceError  # when it happens (start-up time)
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy, deepcopy and pickle rebuild it by __init__
+        return (type(self), self._values(self))
+
+
 @dataclass_transform(frozen_default=True, eq_default=True)
-class Frozen:
+class Frozen(Immutable):
     """A record with value semantics over the fields named by its class's `__slots__`."""
 
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()  # the names in `__slots__`
-    _values: ClassVar[Any]  # the fields' values as a tuple, in order (a C attrgetter)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -48,19 +69,6 @@ class Frozen:
     def __repr__(self) -> str:
         shown = ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self._values(self)))
         return f"{type(self).__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        from dataclasses import FrozenInstanceError  # when it happens (start-up time)
-
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy, deepcopy and pickle rebuild it by __init__
-        return (type(self), self._values(self))
 
     def replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (what `dataclasses.replace` does for a dataclass)."""

@@ -15,18 +15,14 @@ import pytest
 
 from debugger.opening import trace_session
 from runtime.language.program import load_program
-from runtime.record.sqlite_store import SQLiteStore
 from runtime.runs.fork import Timeline
-from runtime.runs.journal import StoreJournal
-from runtime.runs.processes import mark_running
-from runtime.runs.recording import record_program, start_run
+from runtime.runs.recording import record_program
 from runtime.runs.resume import resume_run
-from runtime.runs.runner import new_machine
 from runtime.runs.stopping import Stopper
 from tests.lifecycle.test_resumed_timeline import (
     PROGRAM,
     _config,
-    _dead_pid,
+    _record_and_die,
     _stop_and_resume,
 )
 
@@ -91,22 +87,10 @@ def test_changed_names_at_the_last_step_of_a_resume_that_recorded_nothing(
     with no step of its own after it to say a new recorder began there."""
     (tmp_path / "p.agency").write_text(PROGRAM)
     want = _reference(tmp_path)
-    program = load_program(tmp_path / "p.agency")
-    store = SQLiteStore(tmp_path / "runs.db")
-    machine = new_machine(program, _config(tmp_path))
-    rec = start_run(program, machine, store, {"provider": "sim", "model": "sim", "spec": "sim"})
-    mark_running(store, rec.run_id, tmp_path, program)
-    machine.host.journal = StoreJournal(store, rec.run_id)
-    machine.step(31)  # step 30 pushes to ob.seen
-    rec.recorder.flush_chunk(machine)
-    store.flush()
-    machine.wlog = None  # the process is gone
-    meta = dict(store.get_run(rec.run_id).meta)
-    meta["process"] = dict(meta["process"], pid=_dead_pid())
-    store.update_run(rec.run_id, meta=meta)
-    resume_run(store, store.get_run(rec.run_id), quiet=True, stopper=Stopper(0))
+    store, run_id = _record_and_die(tmp_path, 31)  # step 30 pushes to ob.seen
+    resume_run(store, store.get_run(run_id), quiet=True, stopper=Stopper(0))
     with store:
-        tl = Timeline(store, rec.run_id, 0)
-        assert len(tl) == 31 and store.keyframe_at_or_before(rec.run_id, 0, 30).step == 30
+        tl = Timeline(store, run_id, 0)
+        assert len(tl) == 31 and store.keyframe_at_or_before(run_id, 0, 30).step == 30
         assert want[30] == {"ob"}
-        assert Timeline(store, rec.run_id, 0).changed_names(30) == want[30]
+        assert Timeline(store, run_id, 0).changed_names(30) == want[30]

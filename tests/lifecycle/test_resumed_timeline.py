@@ -64,8 +64,16 @@ def _stop_and_resume(tmp_path: Path, steps: int) -> tuple[SQLiteStore, str]:
 
 def _stop_and_resume_program(tmp_path: Path, steps: int) -> tuple[SQLiteStore, str]:
     """Record p.agency for `steps` steps (all stored), let its process 'die', resume it."""
-    path = tmp_path / "p.agency"
-    program = load_program(path)
+    store, run_id = _record_and_die(tmp_path, steps)
+    m = resume_run(store, store.get_run(run_id), quiet=True)
+    assert m.status == HALTED, m.error
+    return store, run_id
+
+
+def _record_and_die(tmp_path: Path, steps: int) -> tuple[SQLiteStore, str]:
+    """Record p.agency for `steps` steps, all stored, and leave the run as a process killed
+    then would (its row names a process that is gone)."""
+    program = load_program(tmp_path / "p.agency")
     store = SQLiteStore(tmp_path / "runs.db")
     machine = new_machine(program, _config(tmp_path))
     rec = start_run(program, machine, store, {"provider": "sim", "model": "sim", "spec": "sim"})
@@ -78,8 +86,6 @@ def _stop_and_resume_program(tmp_path: Path, steps: int) -> tuple[SQLiteStore, s
     meta = dict(store.get_run(rec.run_id).meta)
     meta["process"] = dict(meta["process"], pid=_dead_pid())
     store.update_run(rec.run_id, meta=meta)
-    m = resume_run(store, store.get_run(rec.run_id), quiet=True)
-    assert m.status == HALTED, m.error
     return store, rec.run_id
 
 
@@ -151,27 +157,14 @@ def test_last_and_next_write_across_resumes_are_the_uninterrupted_runs(
     want = _writers(reference.timeline)
     assert any(name == "xs" and last is not None for (_, name), (last, _) in want.items())
 
-    path = tmp_path / "p.agency"
-    program = load_program(path)
-    store = SQLiteStore(tmp_path / "runs.db")
-    machine = new_machine(program, _config(tmp_path))
-    rec = start_run(program, machine, store, {"provider": "sim", "model": "sim", "spec": "sim"})
-    mark_running(store, rec.run_id, tmp_path, program)
-    machine.host.journal = StoreJournal(store, rec.run_id)
-    machine.step(stops[0])
-    rec.recorder.flush_chunk(machine)
-    store.flush()
-    machine.wlog = None  # the process is gone
-    meta = dict(store.get_run(rec.run_id).meta)
-    meta["process"] = dict(meta["process"], pid=_dead_pid())
-    store.update_run(rec.run_id, meta=meta)
+    store, run_id = _record_and_die(tmp_path, stops[0])
     for more in stops[1:]:  # resumed, and stopped again (a step budget): one more recorder
-        m = resume_run(store, store.get_run(rec.run_id), quiet=True, stopper=Stopper(more))
+        m = resume_run(store, store.get_run(run_id), quiet=True, stopper=Stopper(more))
         assert m.status != HALTED
-    m = resume_run(store, store.get_run(rec.run_id), quiet=True)
+    m = resume_run(store, store.get_run(run_id), quiet=True)
     assert m.status == HALTED, m.error
     with store:
-        assert _writers(Timeline(store, rec.run_id, 0)) == want
+        assert _writers(Timeline(store, run_id, 0)) == want
 
 
 def test_the_debuggers_y_on_a_resumed_run_goes_to_the_push_before_the_stop(

@@ -11,46 +11,17 @@ from __future__ import annotations
 import re
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
-from tests.lifecycle.harness import AGENCY, TIMEOUT, LLMServer, agency, agency_env
-
-EXIT_TERMINATED = 143
-
-LOOP = """\
-node main() {
-  print("ready")
-  let n = 0
-  for (i in range(3000000)) {
-    n = n + 1
-  }
-  write("done.txt", "n=${n}") with approve
-  return n
-}
-"""
-
-ASKS = """\
-node main() {
-  print("ready")
-  let first = llm("first question")
-  let second = llm("second question")
-  return [first, second]
-}
-"""
-
-
-def _start(work: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*AGENCY, *args],
-        cwd=work,
-        env=agency_env(**env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+from tests.lifecycle.harness import TIMEOUT, LLMServer, agency
+from tests.lifecycle.signals import (
+    EXIT_TERMINATED,
+    LOOP,
+    ask_and_hold,
+    start,
+    term_and_wait_until_heard,
+)
 
 
 def _run_row(work: Path) -> tuple[str, str, int, str | None]:
@@ -79,7 +50,7 @@ def _stopped_at(err: str) -> int:
 
 def test_sigterm_stops_at_a_step_boundary_and_resume_finishes_the_run(tmp_path: Path) -> None:
     (tmp_path / "prog.agency").write_text(LOOP)
-    proc = _start(tmp_path, "run", "prog.agency", "--db", "runs.db", "--json")
+    proc = start(tmp_path, "run", "prog.agency", "--db", "runs.db", "--json")
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
     _wait_for_steps(tmp_path, 2000)
@@ -107,7 +78,7 @@ def test_a_resume_stops_on_sigterm_too(tmp_path: Path) -> None:
     first = agency(tmp_path, "run", "prog.agency", "--db", "runs.db", "--max-steps", "50")
     assert first.returncode != 0 and "agency resume" in first.stderr
     run_id = _run_row(tmp_path)[0]
-    proc = _start(tmp_path, "resume", run_id, "--db", "runs.db")
+    proc = start(tmp_path, "resume", run_id, "--db", "runs.db")
     _wait_for_steps(tmp_path, 3000)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=TIMEOUT)
@@ -116,30 +87,6 @@ def test_a_resume_stops_on_sigterm_too(tmp_path: Path) -> None:
     assert status == "interrupted" and why is not None and "SIGTERM" in why
     assert steps == _stopped_at(err) + 1, err
     assert f"agency resume {run_id}" in err and "Traceback" not in err
-
-
-def _ask_and_hold(tmp_path: Path, server: LLMServer, **env: str) -> subprocess.Popen[str]:
-    """`agency run` of ASKS, its first model request held in flight by the server."""
-    (tmp_path / "prog.agency").write_text(ASKS)
-    server.hold(1)
-    proc = _start(
-        tmp_path,
-        "run",
-        "prog.agency",
-        "--db",
-        "runs.db",
-        "--json",
-        "--model",
-        "openai/fake-model",
-        "--base-url",
-        server.url,
-        **env,
-    )
-    deadline = time.monotonic() + TIMEOUT
-    while server.count() < 1 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    assert server.count() == 1, proc.stderr.read() if proc.stderr else ""
-    return proc
 
 
 def _resume_finishes(tmp_path: Path, server: LLMServer, run_id: str) -> None:
@@ -164,7 +111,9 @@ def test_sigterm_with_a_request_in_flight_ends_the_process_after_the_grace(
 ) -> None:
     server = LLMServer()
     try:
-        proc = _ask_and_hold(tmp_path, server, AGENCY_STOP_GRACE="0.5")
+        proc = ask_and_hold(
+            tmp_path, server, ("--db", "runs.db", "--json"), AGENCY_STOP_GRACE="0.5"
+        )
         proc.send_signal(signal.SIGTERM)
         # The request is never answered: the process ends by itself once the grace is over.
         _, err = proc.communicate(timeout=TIMEOUT)
@@ -182,13 +131,10 @@ def test_sigterm_with_a_request_in_flight_ends_the_process_after_the_grace(
 def test_a_second_sigterm_ends_the_process_at_once(tmp_path: Path) -> None:
     server = LLMServer()
     try:
-        proc = _ask_and_hold(tmp_path, server, AGENCY_STOP_GRACE="3600")
-        assert proc.stderr is not None
-        proc.send_signal(signal.SIGTERM)
-        line = proc.stderr.readline()
-        while line and "stopping" not in line:  # the first one was heard
-            line = proc.stderr.readline()
-        assert "SIGTERM" in line, line
+        proc = ask_and_hold(
+            tmp_path, server, ("--db", "runs.db", "--json"), AGENCY_STOP_GRACE="3600"
+        )
+        term_and_wait_until_heard(proc)  # the first one was heard
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=TIMEOUT)
         assert proc.returncode == EXIT_TERMINATED, err

@@ -14,47 +14,17 @@ import re
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 from runtime.record.stores import open_run_store
-from tests.lifecycle.harness import AGENCY, TIMEOUT, LLMServer, agency, agency_env
-
-EXIT_TERMINATED = 143
-
-# Long enough that no process reaches its end in the time a signal takes to arrive.
-LONG_LOOP = """\
-node main() {
-  print("ready")
-  let n = 0
-  for (i in range(3000000)) {
-    n = n + 1
-  }
-  write("done.txt", "n=${n}") with approve
-  return n
-}
-"""
-
-ASK_TWICE = """\
-node main() {
-  print("ready")
-  let first = llm("first question")
-  let second = llm("second question")
-  return [first, second]
-}
-"""
-
-
-def _start(work: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*AGENCY, *args],
-        cwd=work,
-        env=agency_env(**env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+from tests.lifecycle.harness import TIMEOUT, LLMServer, agency
+from tests.lifecycle.signals import (
+    EXIT_TERMINATED,
+    LOOP,
+    ask_and_hold,
+    start,
+    term_and_wait_until_heard,
+)
 
 
 def _read_until(proc: subprocess.Popen[str], wanted: str) -> None:
@@ -80,8 +50,8 @@ def _run_status(work: Path) -> str:
 
 
 def test_run_no_record_stops_at_a_step_boundary_on_sigterm(tmp_path: Path) -> None:
-    (tmp_path / "prog.agency").write_text(LONG_LOOP)
-    proc = _start(tmp_path, "run", "prog.agency", "--no-record", "--json")
+    (tmp_path / "prog.agency").write_text(LOOP)
+    proc = start(tmp_path, "run", "prog.agency", "--no-record", "--json")
     _read_until(proc, "ready")
     out, err = _terminate(proc)
     stopped = re.search(r"stopped at step (\d+) \(SIGTERM\)", err)
@@ -92,32 +62,10 @@ def test_run_no_record_stops_at_a_step_boundary_on_sigterm(tmp_path: Path) -> No
     assert not (tmp_path / ".agency").exists()  # nothing was recorded
 
 
-def _ask_and_hold(tmp_path: Path, server: LLMServer, **env: str) -> subprocess.Popen[str]:
-    """`agency run --no-record` of ASK_TWICE, its first model request held by the server."""
-    (tmp_path / "prog.agency").write_text(ASK_TWICE)
-    server.hold(1)
-    proc = _start(
-        tmp_path,
-        "run",
-        "prog.agency",
-        "--no-record",
-        "--model",
-        "openai/fake-model",
-        "--base-url",
-        server.url,
-        **env,
-    )
-    deadline = time.monotonic() + TIMEOUT
-    while server.count() < 1 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    assert server.count() == 1, proc.communicate()
-    return proc
-
-
 def test_run_no_record_with_a_request_in_flight_ends_after_the_grace(tmp_path: Path) -> None:
     server = LLMServer()
     try:
-        proc = _ask_and_hold(tmp_path, server, AGENCY_STOP_GRACE="0.5")
+        proc = ask_and_hold(tmp_path, server, ("--no-record",), AGENCY_STOP_GRACE="0.5")
         _, err = _terminate(proc)  # the request is never answered
         assert "SIGTERM" in err and "not recorded" in err, err
     finally:
@@ -128,13 +76,8 @@ def test_run_no_record_with_a_request_in_flight_ends_after_the_grace(tmp_path: P
 def test_run_no_record_ends_at_once_on_a_second_sigterm(tmp_path: Path) -> None:
     server = LLMServer()
     try:
-        proc = _ask_and_hold(tmp_path, server, AGENCY_STOP_GRACE="3600")
-        assert proc.stderr is not None
-        proc.send_signal(signal.SIGTERM)
-        line = proc.stderr.readline()
-        while line and "stopping" not in line:  # the first one was heard
-            line = proc.stderr.readline()
-        assert "SIGTERM" in line, line
+        proc = ask_and_hold(tmp_path, server, ("--no-record",), AGENCY_STOP_GRACE="3600")
+        term_and_wait_until_heard(proc)  # the first one was heard
         _, err = _terminate(proc)
         assert "not recorded" in err, err
     finally:
@@ -143,10 +86,10 @@ def test_run_no_record_ends_at_once_on_a_second_sigterm(tmp_path: Path) -> None:
 
 
 def test_replay_stops_on_sigterm(tmp_path: Path) -> None:
-    (tmp_path / "prog.agency").write_text(LONG_LOOP.replace("3000000", "100000"))
+    (tmp_path / "prog.agency").write_text(LOOP.replace("3000000", "100000"))
     first = agency(tmp_path, "run", "prog.agency", "--db", "runs.db")
     assert first.returncode == 0, first.stderr
-    proc = _start(tmp_path, "replay", "--last", "--db", "runs.db")
+    proc = start(tmp_path, "replay", "--last", "--db", "runs.db")
     _read_until(proc, "ready")  # replays print what the run printed
     _, err = _terminate(proc)
     assert re.search(r"replay of run \w+ stopped at step \d+ \(SIGTERM\)", err), err
@@ -155,13 +98,13 @@ def test_replay_stops_on_sigterm(tmp_path: Path) -> None:
 
 def test_replay_then_live_stops_on_sigterm_once_live(tmp_path: Path) -> None:
     source = tmp_path / "prog.agency"
-    source.write_text(LONG_LOOP.replace("3000000", "5"))
+    source.write_text(LOOP.replace("3000000", "5"))
     first = agency(tmp_path, "run", "prog.agency", "--db", "runs.db")
     assert first.returncode == 0, first.stderr
     (tmp_path / "done.txt").unlink()  # the recorded run wrote it; the live part must not
     # The edited program diverges at the new statement and goes on live into a long loop.
-    source.write_text(LONG_LOOP.replace("let n = 0\n", 'let n = 0\n  print("live")\n'))
-    proc = _start(tmp_path, "replay", "--last", "--db", "runs.db", "--then-live")
+    source.write_text(LOOP.replace("let n = 0\n", 'let n = 0\n  print("live")\n'))
+    proc = start(tmp_path, "replay", "--last", "--db", "runs.db", "--then-live")
     _read_until(proc, "live")
     _, err = _terminate(proc)
     assert re.search(r"stopped at step \d+ \(SIGTERM\)", err), err
@@ -179,11 +122,11 @@ def test_agency_test_stops_on_sigterm_with_its_summary(tmp_path: Path) -> None:
     (tmp_path / "quick.test.json").write_text(
         json.dumps({"tests": [{"nodeName": "main", "input": "", "expectedOutput": "1"}]})
     )
-    (tmp_path / "slow.agency").write_text(LONG_LOOP.replace("3000000", "100000000"))
+    (tmp_path / "slow.agency").write_text(LOOP.replace("3000000", "100000000"))
     (tmp_path / "slow.test.json").write_text(
         json.dumps({"tests": [{"nodeName": "main", "input": "", "expectedOutput": "1"}]})
     )
-    proc = _start(tmp_path, "test", "quick.test.json", "slow.test.json")
+    proc = start(tmp_path, "test", "quick.test.json", "slow.test.json")
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("PASS"), (line, proc.communicate())

@@ -7,8 +7,9 @@ Why not dataclasses: the tree has seventy node classes, and `dataclass` generate
 six methods for each and builds each class twice (for the slots) when the module is imported:
 about 85 ms of every `agency` process that parses a program, more than parsing the prelude.
 Here the metaclass gives a class its slots as it is built, and one small compiled snippet per
-class (its `__init__` and its field getters); equality, hashing, the repr and the rest are
-shared by every class through `Node`.
+class (its `__init__` and its field getters); equality, hashing and the repr are shared by
+every class through `Node`, immutability and pickling through `runtime.frozen.Immutable` (as
+`Frozen` records have them).
 
 A class lists its fields as annotations, in order, defaults after the fields without one, as a
 dataclass does. `uncompared(default=…)` marks a field equality and the hash leave out (a node's
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from operator import attrgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+from runtime.frozen import Immutable
 
 __all__ = ["Node", "replace", "uncompared"]
 
@@ -40,7 +43,7 @@ def uncompared(*, default: Any, repr: bool = True) -> Any:
 @dataclass_transform(frozen_default=True, eq_default=True, field_specifiers=(uncompared,))
 class _NodeMeta(type):
     def __new__(mcs, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> _NodeMeta:
-        if not bases:  # `Node` itself
+        if "__slots__" in ns:  # `Node` itself (a node class lists fields, not slots)
             return super().__new__(mcs, name, bases, ns)
         names = tuple(n for n, t in ns.get("__annotations__", {}).items() if "ClassVar" not in t)
         defaults: dict[str, Any] = {}
@@ -94,14 +97,13 @@ def _getter(names: tuple[str, ...]) -> Any:
     return staticmethod(lambda node: ())
 
 
-class Node(metaclass=_NodeMeta):
+class Node(Immutable, metaclass=_NodeMeta):
     """A syntax tree node: a record with value semantics over its compared fields."""
 
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]]  # every field, in order
     _shown: ClassVar[tuple[str, ...]]  # the fields the repr shows
 
-    _values: ClassVar[Any]  # every field's value as a tuple, in order (a static function)
     _key: ClassVar[Any]  # the compared fields' values as a tuple (a static function)
 
     def __eq__(self, other: object) -> bool:
@@ -115,19 +117,6 @@ class Node(metaclass=_NodeMeta):
     def __repr__(self) -> str:
         shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._shown)
         return f"{type(self).__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        from dataclasses import FrozenInstanceError  # when it happens (start-up time)
-
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        from dataclasses import FrozenInstanceError
-
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy, deepcopy and pickle rebuild it by __init__
-        return (type(self), self._values(self))
 
 
 N = TypeVar("N", bound=Node)

@@ -1,0 +1,74 @@
+"""What the SIGTERM tests share: the programs they stop, starting `agency` with its output
+piped, and holding a model request in flight."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.lifecycle.harness import AGENCY, TIMEOUT, LLMServer, agency_env
+
+EXIT_TERMINATED = 143
+
+# Long enough that no process reaches its end in the time a signal takes to arrive.
+LOOP = """\
+node main() {
+  print("ready")
+  let n = 0
+  for (i in range(3000000)) {
+    n = n + 1
+  }
+  write("done.txt", "n=${n}") with approve
+  return n
+}
+"""
+
+ASKS = """\
+node main() {
+  print("ready")
+  let first = llm("first question")
+  let second = llm("second question")
+  return [first, second]
+}
+"""
+
+
+def start(work: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """`agency ARGS` in `work`, stdout and stderr piped as text."""
+    return subprocess.Popen(
+        [*AGENCY, *args],
+        cwd=work,
+        env=agency_env(**env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def ask_and_hold(
+    work: Path, server: LLMServer, run_args: tuple[str, ...], **env: str
+) -> subprocess.Popen[str]:
+    """`agency run prog.agency RUN_ARGS` of ASKS against `server`, its first model request
+    held in flight there."""
+    (work / "prog.agency").write_text(ASKS)
+    server.hold(1)
+    model = ("--model", "openai/fake-model", "--base-url", server.url)
+    proc = start(work, "run", "prog.agency", *run_args, *model, **env)
+    deadline = time.monotonic() + TIMEOUT
+    while server.count() < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert server.count() == 1, proc.communicate()
+    return proc
+
+
+def term_and_wait_until_heard(proc: subprocess.Popen[str]) -> None:
+    """Send SIGTERM and read stderr until the process says it is stopping."""
+    assert proc.stderr is not None
+    proc.send_signal(signal.SIGTERM)
+    line = proc.stderr.readline()
+    while line and "stopping" not in line:
+        line = proc.stderr.readline()
+    assert "SIGTERM" in line, line
