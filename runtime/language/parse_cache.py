@@ -21,6 +21,7 @@ import hashlib
 import os
 import pickle
 import sys
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -94,6 +95,10 @@ def _write(cache: Path, tree: A.Program, file_name: str) -> None:
         for old in cache.parent.glob(f"{file_name}.*{SUFFIX}"):
             if old != cache:
                 old.unlink(missing_ok=True)
+        # a write cut short by a kill leaves its temporary file: gone once surely abandoned
+        for left in cache.parent.glob(".tree-*"):
+            if left.stat().st_mtime < time.time() - 3600:
+                left.unlink(missing_ok=True)
     except (OSError, RecursionError, pickle.PicklingError):
         pass
 

@@ -104,3 +104,19 @@ def test_an_edit_to_the_parser_parses_again(
         assert second != first
     finally:
         parse_cache._parser_fingerprint.cache_clear()
+
+
+def test_a_write_cut_short_long_ago_leaves_nothing_behind(bundled: Path, tmp_path: Path) -> None:
+    import os
+    import time
+
+    parse_cache.parse_bundled(bundled, "<helpers>")
+    (cache,) = _caches(tmp_path / "pycache")
+    stale, fresh = cache.parent / ".tree-killed", cache.parent / ".tree-writing"
+    for left in (stale, fresh):
+        left.write_bytes(b"half a pickle")
+    hour_ago = time.time() - 7200
+    os.utime(stale, (hour_ago, hour_ago))
+    bundled.write_text(SOURCE + "\n", encoding="utf-8")  # a new tree is written
+    parse_cache.parse_bundled(bundled, "<helpers>")
+    assert not stale.exists() and fresh.exists()  # another process may be writing that one
