@@ -59,6 +59,8 @@ class Recording:
             )
         if progress is not None:
             self.recorder.listeners.append(progress)
+        if stopper is not None:  # what stops it now: an earlier stop no longer says "interrupted"
+            self.stopper = stopper
         unwatch = stopper.watch_store(self.store, self.recorder) if stopper else None
         try:
             drive(self.machine, None, stopper)

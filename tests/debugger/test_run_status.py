@@ -90,3 +90,21 @@ async def test_the_status_line_says_finished_at_step_0(tmp_path: Path) -> None:
         assert app.session is not None and app.session.step == 0  # a run opens at its start
         text = screen_text(app)
         assert "run finished" in text and "running" not in text, text
+
+
+def test_a_stopped_run_going_on_reads_running_until_it_stops_again(tmp_path: Path) -> None:
+    # The recording kept the stopper of its earlier stop until the continuation ended, so the
+    # status line said "interrupted" all the while the run went on.
+    from debugger.session import Session
+
+    long_count = COUNTS.replace("range(4)", "range(3000)")  # recorded in more than one batch
+    program = compile_source(long_count, "prog.agency")
+    store = SQLiteStore(tmp_path / "runs.db")
+    rec = record_program(program, RunConfig(quiet=True), store=store, stopper=Stopper(3))
+    session = Session(rec.timeline, recording=rec)
+    assert session.run_status() == "interrupted"
+    seen: list[str] = []
+    rec.continue_run(progress=lambda _step: seen.append(session.run_status()), stopper=Stopper())
+    assert seen and set(seen) == {"running"}, seen
+    assert session.run_status() == "finished"
+    store.close()
