@@ -6,8 +6,8 @@ annotations, slots, an `__init__`, equality and a hash over the compared fields,
 Why not dataclasses: the tree has seventy node classes, and `dataclass` generates and compiles
 six methods for each and builds each class twice (for the slots) when the module is imported:
 about 85 ms of every `agency` process that parses a program, more than parsing the prelude.
-Here the metaclass gives a class its slots as it is built, and one small compiled snippet per
-class (its `__init__` and its field getters); equality, hashing and the repr are shared by
+Here the metaclass gives a class its slots as it is built, one small compiled `__init__` and
+C getters of its fields; equality, hashing and the repr are shared by
 every class through `Node`, immutability and pickling through `runtime.frozen.Immutable` (as
 `Frozen` records have them).
 
