@@ -178,8 +178,8 @@ class _Replay:
         self.suspect: tuple[int, str, str, str] | None = None
         self.lines: dict[str, list[str]] = {program.path: program.source.splitlines()}
         # (recorded location id, id of the running statement's location, a statement step?)
-        # pairs found to agree; the program's locations live as long as the replay
-        self.agreed: set[tuple[int, int, bool]] = set()
+        # pairs found to agree, each with that location: held here, its id is never reused
+        self.agreed: dict[tuple[int, int, bool], Any] = {}
         self.markers: Iterator[int] | None = None
         self.next_step = -1
 
@@ -253,7 +253,7 @@ class _Replay:
             return
         was = self.tl.locations[pair[0]] if 0 <= pair[0] < len(self.tl.locations) else None
         if was is None or now is None:
-            self.agreed.add(pair)
+            self.agreed[pair] = now
             return
         # The statement's place in its function and its shape, not its line: code that only
         # moved (lines added above it) is no divergence.
@@ -273,7 +273,7 @@ class _Replay:
             if now_text and "".join(now_text.split()) != "".join(was_text.split()):
                 self.suspect = (step, self._where(m), was_text, now_text)
                 return
-        self.agreed.add(pair)
+        self.agreed[pair] = now
 
     def _marker(self, step: int) -> int:
         """The recorded marker of `step`, read walking forward (a replay asks step after
