@@ -29,6 +29,7 @@ class AppForCommands(AppCore, Protocol):
     def _indexed(self, fn: Callable[[], object]) -> None: ...
     def _stage(self, edit: Callable[[str], str], text: str) -> None: ...
     def action_restore(self) -> None: ...
+    def action_help(self) -> None: ...
 
 
 if TYPE_CHECKING:
@@ -191,6 +192,9 @@ class Commands(_App):
             self._from_thread(self._work_failed, exc)
             return
         self._from_thread(self._work_done, f"interrupt answered ({action}); the run went on")
+
+    def cmd_help(self, rest: str) -> None:
+        self.action_help()
 
     def cmd_quit(self, rest: str) -> None:
         self.exit()

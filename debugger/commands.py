@@ -140,6 +140,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("approve [VALUE]", "approve the waiting interrupt and run on"),
     "reject": ("reject [REASON]", "reject the waiting interrupt and run on"),
     "resolve": ("resolve VALUE", "answer the waiting interrupt with a value"),
+    "help": ("help", "the keys and these commands (also ?)"),
     "quit": ("quit", "leave the debugger (also q)"),
 }
 ALIASES = {
@@ -151,6 +152,8 @@ ALIASES = {
     "o": "open",
     "p": "print",
     "wp": "watchpoint",
+    "h": "help",
+    "?": "help",
 }
 
 

@@ -39,3 +39,15 @@ async def test_help_columns_stay_apart_and_wrap_under_themselves(
         for line in lines:
             if line.strip() and line.strip() not in HEADINGS:
                 assert line.startswith("  "), f"a wrapped line runs back to the edge: {line!r}"
+
+
+@pytest.mark.parametrize("typed", ["help", ":help", "h", "?"])
+async def test_the_help_command_opens_the_help_screen(dice: Session, typed: str) -> None:
+    # `:help` was an unknown command: the one a person types first at a command line.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        app.run_command(typed)
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        assert ":help" in "\n".join(help_lines(app))
