@@ -64,6 +64,16 @@ def ask_and_hold(
     return proc
 
 
+def terminate(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Send SIGTERM and wait for the process to end as a stopped command does: exit 143, no
+    traceback. Its (stdout, stderr)."""
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == EXIT_TERMINATED, (proc.returncode, err)
+    assert "Traceback" not in err and "Traceback" not in out, err
+    return out, err
+
+
 def term_and_wait_until_heard(proc: subprocess.Popen[str]) -> None:
     """Send SIGTERM and read stderr until the process says it is stopping."""
     assert proc.stderr is not None

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import sqlite3
 import subprocess
 from pathlib import Path
 
 from runtime.record.stores import open_run_store
-from tests.lifecycle.harness import TIMEOUT, LLMServer, agency
+from tests.lifecycle.harness import LLMServer, agency
 from tests.lifecycle.signals import (
-    EXIT_TERMINATED,
     LOOP,
     ask_and_hold,
     start,
     term_and_wait_until_heard,
+    terminate,
 )
 
 
@@ -36,14 +35,6 @@ def _read_until(proc: subprocess.Popen[str], wanted: str) -> None:
     assert line, f"the process ended before printing {wanted!r}: {proc.communicate()}"
 
 
-def _terminate(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=TIMEOUT)
-    assert proc.returncode == EXIT_TERMINATED, (proc.returncode, err)
-    assert "Traceback" not in err and "Traceback" not in out, err
-    return out, err
-
-
 def _run_status(work: Path) -> str:
     with sqlite3.connect(f"file:{work / 'runs.db'}?mode=ro", uri=True, timeout=10) as conn:
         return str(conn.execute("SELECT status FROM runs").fetchone()[0])
@@ -53,7 +44,7 @@ def test_run_no_record_stops_at_a_step_boundary_on_sigterm(tmp_path: Path) -> No
     (tmp_path / "prog.agency").write_text(LOOP)
     proc = start(tmp_path, "run", "prog.agency", "--no-record", "--json")
     _read_until(proc, "ready")
-    out, err = _terminate(proc)
+    out, err = terminate(proc)
     stopped = re.search(r"stopped at step (\d+) \(SIGTERM\)", err)
     assert stopped and int(stopped.group(1)) > 0, err
     assert "not recorded" in err and "agency resume" not in err, err
@@ -66,7 +57,7 @@ def test_run_no_record_with_a_request_in_flight_ends_after_the_grace(tmp_path: P
     server = LLMServer()
     try:
         proc = ask_and_hold(tmp_path, server, ("--no-record",), AGENCY_STOP_GRACE="0.5")
-        _, err = _terminate(proc)  # the request is never answered
+        _, err = terminate(proc)  # the request is never answered
         assert "SIGTERM" in err and "not recorded" in err, err
     finally:
         server.release()
@@ -78,7 +69,7 @@ def test_run_no_record_ends_at_once_on_a_second_sigterm(tmp_path: Path) -> None:
     try:
         proc = ask_and_hold(tmp_path, server, ("--no-record",), AGENCY_STOP_GRACE="3600")
         term_and_wait_until_heard(proc)  # the first one was heard
-        _, err = _terminate(proc)
+        _, err = terminate(proc)
         assert "not recorded" in err, err
     finally:
         server.release()
@@ -91,7 +82,7 @@ def test_replay_stops_on_sigterm(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     proc = start(tmp_path, "replay", "--last", "--db", "runs.db")
     _read_until(proc, "ready")  # replays print what the run printed
-    _, err = _terminate(proc)
+    _, err = terminate(proc)
     assert re.search(r"replay of run \w+ stopped at step \d+ \(SIGTERM\)", err), err
     assert _run_status(tmp_path) == "finished"  # a replay changes nothing
 
@@ -106,7 +97,7 @@ def test_replay_then_live_stops_on_sigterm_once_live(tmp_path: Path) -> None:
     source.write_text(LOOP.replace("let n = 0\n", 'let n = 0\n  print("live")\n'))
     proc = start(tmp_path, "replay", "--last", "--db", "runs.db", "--then-live")
     _read_until(proc, "live")
-    _, err = _terminate(proc)
+    _, err = terminate(proc)
     assert re.search(r"stopped at step \d+ \(SIGTERM\)", err), err
     assert "diverged at step" in err and "live" in err, err
     assert not (tmp_path / "done.txt").exists()
@@ -130,6 +121,6 @@ def test_agency_test_stops_on_sigterm_with_its_summary(tmp_path: Path) -> None:
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("PASS"), (line, proc.communicate())
-    out, err = _terminate(proc)
+    out, err = terminate(proc)
     assert "1 passed, 0 failed" in out, out
     assert "stopped (SIGTERM)" in err, err
