@@ -217,6 +217,9 @@ class GracefulStop:
     def _handle(self, signum: int, frame: Any) -> None:
         term = signum == signal.SIGTERM
         if self.requested:
+            # The signal that ends the process decides how it exits (130 or 143), whichever
+            # asked for the stop first: a supervisor's SIGTERM after a Ctrl-C exits 143.
+            self.signal_name = "SIGTERM" if term else "Ctrl-C"
             raise Terminated if term else KeyboardInterrupt
         self.requested = True
         self.signal_name = "SIGTERM" if term else "Ctrl-C"

@@ -9,6 +9,7 @@ at the local model server), never a fixed time."""
 from __future__ import annotations
 
 import re
+import signal
 import sqlite3
 import time
 from pathlib import Path
@@ -127,6 +128,27 @@ def test_a_second_sigterm_ends_the_process_at_once(tmp_path: Path) -> None:
         )
         term_and_wait_until_heard(proc)  # the first one was heard
         terminate(proc)  # the second ends it at once
+        run_id, status, _, _ = _run_row(tmp_path)
+        assert status == "interrupted"
+        server.release()
+        _resume_finishes(tmp_path, server, run_id)
+    finally:
+        server.close()
+
+
+def test_sigterm_after_ctrl_c_ends_the_process_with_the_sigterm_status(tmp_path: Path) -> None:
+    # The signal that ended the process decides its status, whichever asked for the stop first:
+    # a supervisor that sends SIGTERM after a person's Ctrl-C sees 143, as for a SIGTERM alone.
+    server = LLMServer()
+    try:
+        proc = ask_and_hold(tmp_path, server, ("--db", "runs.db", "--json"))
+        assert proc.stderr is not None
+        proc.send_signal(signal.SIGINT)
+        line = proc.stderr.readline()
+        while line and "stopping" not in line:
+            line = proc.stderr.readline()
+        assert "Ctrl-C" in line, line
+        terminate(proc)
         run_id, status, _, _ = _run_row(tmp_path)
         assert status == "interrupted"
         server.release()
