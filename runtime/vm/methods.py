@@ -334,6 +334,8 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     "map": _prelude("__arr_map"),
     "filter": _prelude("__arr_filter"),
     "reduce": _prelude("__arr_reduce"),
+    "reduceRight": _prelude("__arr_reduceRight"),
+    "flatMap": _prelude("__arr_flatMap"),
     "find": _prelude("__arr_find"),
     "findIndex": _prelude("__arr_findIndex"),
     "findLast": _prelude("__arr_findLast"),
