@@ -213,6 +213,7 @@ STD_HOST_NAMES = frozenset(
         "__date_start_of_week",
         "__date_today",
         "__fs_apply_edits",
+        "__llm_set_defaults",
         "__fs_copy",
         "__fs_exists",
         "__fs_glob",

@@ -22,7 +22,7 @@ from runtime.vm.builtins_fork import branch_usage
 from runtime.vm.builtins_threads import messages_of
 from runtime.vm.effects import observe
 from runtime.vm.frames import ExitSignal
-from runtime.vm.llm_calls import MODEL_USAGE
+from runtime.vm.llm_calls import LLM_DEFAULTS, MODEL_USAGE
 from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
 from runtime.vm.writelog import W_SHARED
 
@@ -356,6 +356,24 @@ def _system_notify(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
     message = _s(arg(args, named, 1, "message", ""))
     m.print(f"[notification] {title}: {message}")
     return True
+
+
+# -- std::llm ----------------------------------------------------------------------------------
+@builtin("__llm_set_defaults")
+def _llm_set_defaults(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """Merge the given options into the defaults later `llm()` calls start from (a global of
+    the run: checkpointed, rolled back by restore, copied into fork branches)."""
+    opts = arg(args, named, 0, "opts")
+    if type(opts) is not JSObject:
+        raise AgencyRuntimeError("setLlmOptions: the options must be an object")
+    merged = JSObject(m.globals.get(LLM_DEFAULTS) or {})
+    for key, value in opts.items():
+        if value is not None:
+            merged[key] = value
+    m.globals[LLM_DEFAULTS] = merged
+    if m.wlog is not None:
+        m.wlog.append((2, LLM_DEFAULTS, m.rec.enc_now(merged)))
+    return None
 
 
 # -- std::thread ---------------------------------------------------------------------------------
