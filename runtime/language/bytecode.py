@@ -113,6 +113,8 @@ BUILTIN_NAMES = frozenset(
         "Set",
         "URL",
         "RegExp",
+        "color",
+        "throw",
         "Boolean",
         "JSON",
         "Math",

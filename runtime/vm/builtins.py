@@ -41,6 +41,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_values,
     classes,
     methods,
+    termcolor,
 )
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
@@ -496,6 +497,13 @@ def _is_function(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
 def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """A runtime error with the given message (for the prelude's own checks)."""
     raise AgencyRuntimeError(to_str(args[0]) if args else "error")
+
+
+@builtin("throw")
+def _throw_error(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """`throw(message)`: a runtime error with the message (as a string). In a def it makes the
+    def return a failure carrying the message; in a node it ends the run."""
+    raise AgencyRuntimeError(to_str(args[0]) if args else "")
 
 
 @builtin("__call")
