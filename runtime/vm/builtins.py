@@ -142,7 +142,8 @@ def _print(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
 
 @builtin("printJSON")
 def _print_json(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    m.print(well_formed(stringify(args[0] if args else None, 2)))
+    # (`highlight`, the reference's second parameter, colours a terminal's output: ignored)
+    m.print(well_formed(stringify(arg(args, named, 0, "obj"), 2)))
 
 
 # -- results and interrupt decisions -----------------------------------------------------------
