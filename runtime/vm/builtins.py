@@ -46,7 +46,7 @@ from runtime.vm import (  # noqa: F401  (they register)
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_callbacks import forward, listening
+from runtime.vm.builtins_callbacks import active_callbacks, forward, listening
 from runtime.vm.builtins_guard import request_deadline
 from runtime.vm.builtins_std import now_ms
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
@@ -460,6 +460,15 @@ def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         forward(m, "onLLMCallStart", started)
     if ending:  # what the prelude hands to onLLMCallEnd callbacks
         answer["ended"] = end_data(m, args[0], answer, before, now_ms(m) - began)
+    if (
+        args[0].get("stream") is True
+        and not answer.get("cancelled")
+        and active_callbacks(m, "onStream")
+    ):
+        # `stream: true`: onStream callbacks get the answer's end, {type: "done", result}, as
+        # the reference's test provider streams it (the whole answer arrives at once here)
+        result = JSObject({"output": answer.get("value"), "toolCalls": answer.get("calls")})
+        answer["streamed"] = JSArray([JSObject({"type": "done", "result": result})])
     builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
     return answer
 

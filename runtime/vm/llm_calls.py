@@ -89,6 +89,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "thread": thread,
             "prompt": text,
             "memory": truthy(opts.get("memory")),
+            "stream": truthy(opts.get("stream")),
             "schema": schema,
             "tools": tool_names,
             "tool_fns": tool_fns,
