@@ -52,6 +52,7 @@ from runtime.vm.builtins_std import now_ms
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
+from runtime.vm.limits import SMALL, check_array_length
 from runtime.vm.llm_calls import (
     call_model,
     call_tool,
@@ -544,7 +545,16 @@ _register_classes()
 
 @builtin("Array")
 def _array_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    raise AgencyRuntimeError("Array is not a function (use Array.from or an array literal)")
+    """`Array(n)` / `new Array(n)`: n empty slots (null here, as JSON shows them), for
+    `new Array(3).fill(0)`; `Array(a, b)` (or one value that is not a number): those values."""
+    if len(args) == 1 and type(args[0]) in (int, float):
+        n = args[0]
+        if n != n or n < 0 or n != int(n) or n >= 2**32:
+            raise AgencyRuntimeError(f"Invalid array length: {to_str(n)}")
+        if n > SMALL:
+            check_array_length(int(n))
+        return JSArray([None] * int(n))
+    return JSArray(args)
 
 
 def _date_now(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
