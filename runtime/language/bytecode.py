@@ -257,6 +257,7 @@ STD_HOST_NAMES = frozenset(
         "__thread_get",
         "__thread_list",
         "__thread_set_summary",
+        "__thread_event",
         "__thread_setup",
         "__thread_value",
         "__thread_messages",
