@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.frames import TailCall
 from runtime.vm.reply_attachments import content_text
-from runtime.vm.values import JSArray, JSObject, Result, from_plain, to_number, to_str, truthy
+from runtime.vm.values import JSArray, JSObject, Result, to_number, to_str, truthy
 from runtime.vm.writelog import W_ACTIVE, W_SHARED
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ def store_mutable(m: Machine, key: str, table: Any) -> None:
     m.log((W_SHARED, "mutable:" + key, table))
 
 
-def _parent_of(m: Machine) -> str:
+def parent_of(m: Machine) -> str:
     """The thread that was active before the innermost frame's newest thread opened."""
     frames = m.frames
     top = frames[-1].threads
@@ -70,7 +69,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     if not frame.threads:
         raise AgencyRuntimeError("internal error: no thread block is open")
     tid = opened = frame.threads[-1]
-    parent = _parent_of(m)
+    parent = parent_of(m)
     again = opts.get("continue")
     session = opts.get("session")
     if again is not None:
@@ -110,48 +109,6 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     registry[tid] = entry
     store_mutable(m, REGISTRY, registry)
     return tid
-
-
-@builtin("__thread_event")
-def _thread_event(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    """A thread block began (after its options) or is ending: run the `onThreadStart` /
-    `onThreadEnd` callbacks that listen, with the thread's id, type, parent (a subthread's),
-    label, whether the block resumed an earlier thread; at the end its messages. Nothing when
-    none listens."""
-    from runtime.vm.builtins_callbacks import active_callbacks  # (it imports this module)
-
-    which = to_str(args[0]) if args else "start"
-    kind = to_str(args[1]) if len(args) > 1 else "thread"
-    hook = "onThreadStart" if which == "start" else "onThreadEnd"
-    fns = active_callbacks(m, hook)
-    if not fns:
-        return None
-    tid = m.active_thread()
-    entry = m.mutable.get(REGISTRY)
-    info = entry.get(tid) if type(entry) is JSObject else None
-    label = info.get("label") if type(info) is JSObject else None
-    if which == "start":
-        parent = _parent_of(m)
-        data = JSObject(
-            {
-                "threadId": public_id(tid),
-                "threadType": kind,
-                "parentThreadId": public_id(parent) if kind == "subthread" else None,
-                "label": label,
-                "isResumption": tid != str(m.thread_counter - 1),
-            }
-        )
-    else:
-        messages = [dict(msg) for msg in m.threads.get(tid, [])]
-        data = JSObject(
-            {
-                "threadId": public_id(tid),
-                "label": label,
-                "eagerSummarize": truthy(args[2]) if len(args) > 2 else False,
-                "messages": from_plain(messages),
-            }
-        )
-    return TailCall("__fire_callbacks", [fns, data])
 
 
 def public_id(tid: str) -> str:
