@@ -134,7 +134,17 @@ class FunctionCompiler(MatchCompiler):
         elif isinstance(s, A.ThreadBlock):
             self.emit(THREAD_PUSH, s.kind)
             self.blocks.append("thread")
-            self.block(s.body, path + ".body")
+            body = s.body.body
+            setup = _thread_setup_options(body[0]) if body else None
+            lead = 0 if setup is None else 1  # the options go first: the start sees the label
+            for i in range(lead):
+                self.stmt(body[i], f"{path}.body.{i}")
+            self.thread_event("start", s)
+            for i in range(lead, len(body)):
+                self.stmt(body[i], f"{path}.body.{i}")
+            summarize = (setup or {}).get("summarize")  # (told only when written as a literal)
+            eager = summarize.value if isinstance(summarize, A.Literal) else False
+            self.thread_event("end", s, eager is True)
             self.blocks.pop()
             self.emit(THREAD_POP)
         elif isinstance(s, A.HandleBlock):
@@ -156,6 +166,15 @@ class FunctionCompiler(MatchCompiler):
             self.match(s, path, as_stmt=True)
         else:
             self.error(f"unsupported statement {t.__name__}", s.span)
+
+    def thread_event(self, which: str, s: A.ThreadBlock, eager: bool = False) -> None:
+        """A call of `__thread_event` (no step of its own, literal arguments only): the
+        onThreadStart / onThreadEnd callbacks run there when any listens. (A block left by
+        `return` or `break` skips the end.)"""
+        span = s.span
+        args = tuple(A.Arg(A.Literal(v, span), span=span) for v in (which, s.kind, eager))
+        self.expr(A.Call(A.Name("__thread_event", span), args, span))
+        self.emit(POP)
 
     def finalize(self, s: A.Finalize) -> None:
         """`finalize { … }` runs only when a guard aborts this function: it is compiled as a
@@ -401,3 +420,21 @@ _KEEP_JUMPS = {
 def is_interrupt_call(e: A.Expr | None) -> bool:
     """`interrupt(…)`: a call of the interrupt builtin (the value of `return interrupt(…)`)."""
     return type(e) is A.Call and type(e.callee) is A.Name and e.callee.id == "interrupt"
+
+
+def _thread_setup_options(stmt: A.Stmt) -> dict[str, A.Expr] | None:
+    """The options of a thread block's `__thread_setup` statement (see syntax/concurrency.py),
+    None when the statement is another."""
+    call = stmt.expr if isinstance(stmt, A.ExprStmt) else getattr(stmt, "value", None)
+    if not isinstance(stmt, (A.ExprStmt, A.VarDecl)) or not isinstance(call, A.Call):
+        return None
+    if not isinstance(call.callee, A.Name) or call.callee.id != "__thread_setup":
+        return None
+    opts = call.args[1].value if len(call.args) > 1 else None
+    if not isinstance(opts, A.ObjectLit):
+        return {}
+    return {
+        e.key: e.value
+        for e in opts.entries
+        if isinstance(e, A.ObjectEntry) and isinstance(e.key, str)
+    }

@@ -203,7 +203,8 @@ def _yield_to_user(
 
 
 def _module_functions(program: A.Program, item: A.Import) -> list[str]:
-    """The functions an `.agency` or `std::` module defines (for `import * as ns`)."""
+    """The functions and static constants an `.agency` or `std::` module defines (for
+    `import * as ns`)."""
     target, _ = _resolve(program, item)
     if target is None:
         return []
@@ -214,7 +215,14 @@ def _module_functions(program: A.Program, item: A.Import) -> list[str]:
             tree = parse(read_text(target, "import", shown=item.module), str(target))
     except (OSError, AgencyError, UnicodeDecodeError):
         return []  # gather_imports said why
-    return [i.name for i in tree.items if type(i) is A.FuncDecl]
+    names = [i.name for i in tree.items if type(i) is A.FuncDecl]
+    # and its `static const`s, the only module variables a module can export
+    names += [
+        i.target.name
+        for i in tree.items
+        if type(i) is A.VarDecl and i.kind == "static" and type(i.target) is A.PBind
+    ]
+    return names
 
 
 def bind_import_names(program: A.Program) -> A.Program:

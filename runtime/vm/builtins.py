@@ -41,16 +41,18 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_values,
     classes,
     methods,
+    termcolor,
 )
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.builtins_callbacks import forward, listening
+from runtime.vm.builtins_callbacks import active_callbacks, forward, listening
 from runtime.vm.builtins_guard import request_deadline
 from runtime.vm.builtins_std import now_ms
 from runtime.vm.checkpoints import prepare_restore, take_checkpoint
 from runtime.vm.effects import atomic_write, content_hash, file_holds, observe, perform
 from runtime.vm.frames import Decision, PauseSignal, RejectSignal, RestoreSignal, TailCall
+from runtime.vm.limits import SMALL, check_array_length
 from runtime.vm.llm_calls import (
     call_model,
     call_tool,
@@ -141,7 +143,8 @@ def _print(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
 
 @builtin("printJSON")
 def _print_json(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
-    m.print(well_formed(stringify(args[0] if args else None, 2)))
+    # (`highlight`, the reference's second parameter, colours a terminal's output: ignored)
+    m.print(well_formed(stringify(arg(args, named, 0, "obj"), 2)))
 
 
 # -- results and interrupt decisions -----------------------------------------------------------
@@ -458,6 +461,15 @@ def _llm_call(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         forward(m, "onLLMCallStart", started)
     if ending:  # what the prelude hands to onLLMCallEnd callbacks
         answer["ended"] = end_data(m, args[0], answer, before, now_ms(m) - began)
+    if (
+        args[0].get("stream") is True
+        and not answer.get("cancelled")
+        and active_callbacks(m, "onStream")
+    ):
+        # `stream: true`: onStream callbacks get the answer's end, {type: "done", result}, as
+        # the reference's test provider streams it (the whole answer arrives at once here)
+        result = JSObject({"output": answer.get("value"), "toolCalls": answer.get("calls")})
+        answer["streamed"] = JSArray([JSObject({"type": "done", "result": result})])
     builtins_fork.llm_tick(m)  # inside a race branch: a loser stops here
     return answer
 
@@ -498,6 +510,13 @@ def _throw(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     raise AgencyRuntimeError(to_str(args[0]) if args else "error")
 
 
+@builtin("throw")
+def _throw_error(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """`throw(message)`: a runtime error with the message (as a string). In a def it makes the
+    def return a failure carrying the message; in a node it ends the run."""
+    raise AgencyRuntimeError(to_str(args[0]) if args else "")
+
+
 @builtin("__call")
 def _call_value(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """Call a function value with positional args (used by the prelude's map/filter/...)."""
@@ -526,7 +545,16 @@ _register_classes()
 
 @builtin("Array")
 def _array_ns(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
-    raise AgencyRuntimeError("Array is not a function (use Array.from or an array literal)")
+    """`Array(n)` / `new Array(n)`: n empty slots (null here, as JSON shows them), for
+    `new Array(3).fill(0)`; `Array(a, b)` (or one value that is not a number): those values."""
+    if len(args) == 1 and type(args[0]) in (int, float):
+        n = args[0]
+        if n != n or n < 0 or n != int(n) or n >= 2**32:
+            raise AgencyRuntimeError(f"Invalid array length: {to_str(n)}")
+        if n > SMALL:
+            check_array_length(int(n))
+        return JSArray([None] * int(n))
+    return JSArray(args)
 
 
 def _date_now(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:

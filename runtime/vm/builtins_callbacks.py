@@ -34,8 +34,19 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_std import now_ms
+from runtime.vm.builtins_threads import REGISTRY as THREAD_REGISTRY
+from runtime.vm.builtins_threads import parent_of, public_id
 from runtime.vm.frames import TailCall
-from runtime.vm.values import FUNCTION_TYPES, Closure, JSArray, type_name
+from runtime.vm.values import (
+    FUNCTION_TYPES,
+    Closure,
+    JSArray,
+    JSObject,
+    from_plain,
+    to_str,
+    truthy,
+    type_name,
+)
 from runtime.vm.writelog import PLAIN
 
 if TYPE_CHECKING:
@@ -208,3 +219,46 @@ def listened(m: Machine) -> frozenset[str]:
     for h, _fn in m.globals.get(REGISTRY) or ():
         hooks.add(h)
     return frozenset(hooks)
+
+
+# -- thread blocks -------------------------------------------------------------------------------
+
+
+@builtin("__thread_event")
+def _thread_event(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """A thread block began (after its options) or is ending: run the `onThreadStart` /
+    `onThreadEnd` callbacks that listen, with the thread's id, type, parent (a subthread's),
+    label, whether the block resumed an earlier thread; at the end its messages. Nothing when
+    none listens."""
+    which = to_str(args[0]) if args else "start"
+    kind = to_str(args[1]) if len(args) > 1 else "thread"
+    hook = "onThreadStart" if which == "start" else "onThreadEnd"
+    fns = active_callbacks(m, hook)
+    if not fns:
+        return None
+    tid = m.active_thread()
+    entry = m.mutable.get(THREAD_REGISTRY)
+    info = entry.get(tid) if type(entry) is JSObject else None
+    label = info.get("label") if type(info) is JSObject else None
+    if which == "start":
+        parent = parent_of(m)
+        data = JSObject(
+            {
+                "threadId": public_id(tid),
+                "threadType": kind,
+                "parentThreadId": public_id(parent) if kind == "subthread" else None,
+                "label": label,
+                "isResumption": tid != str(m.thread_counter - 1),
+            }
+        )
+    else:
+        messages = [dict(msg) for msg in m.threads.get(tid, [])]
+        data = JSObject(
+            {
+                "threadId": public_id(tid),
+                "label": label,
+                "eagerSummarize": truthy(args[2]) if len(args) > 2 else False,
+                "messages": from_plain(messages),
+            }
+        )
+    return TailCall("__fire_callbacks", [fns, data])

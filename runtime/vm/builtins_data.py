@@ -39,7 +39,16 @@ if TYPE_CHECKING:
 
 @builtin("range")
 def _range(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
-    nums = [integer(a) for a in args]
+    """`range(n)`, `range(start, end)` (also by name: `range(start: 1, end: 4)`), and a step
+    third. As the reference's `end = -1` default, an end of -1 counts from 0 to start."""
+    values = list(args)
+    for i, key in enumerate(("start", "end", "step")):
+        if key in named:
+            values += [None] * (i + 1 - len(values))
+            values[i] = named[key]
+    if len(values) == 2 and values[1] is not None and to_number(values[1]) == -1:
+        values = values[:1]
+    nums = [integer(a) for a in values]
     if not nums:
         raise AgencyRuntimeError("range() needs at least one argument")
     if len(nums) >= 3 and nums[2] == 0:

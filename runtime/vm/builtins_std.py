@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import posixpath
+import re
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -21,7 +22,7 @@ from runtime.vm.builtins_fork import branch_usage
 from runtime.vm.builtins_threads import messages_of
 from runtime.vm.effects import observe
 from runtime.vm.frames import ExitSignal
-from runtime.vm.llm_calls import MODEL_USAGE
+from runtime.vm.llm_calls import LLM_DEFAULTS, MODEL_USAGE
 from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
 from runtime.vm.writelog import W_SHARED
 
@@ -150,6 +151,172 @@ def _date_today(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     return (instant + _dt.timedelta(days=offset)).date().isoformat()
 
 
+_DAYS_OF_WEEK = ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
+_ISO = re.compile(
+    r"^([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
+    r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$"
+)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _zone(m: Machine, args: list[Any], named: dict[str, Any], i: int) -> _dt.tzinfo | None:
+    """The IANA timezone argument `i` (`None`, the machine's local zone, when empty)."""
+    name = _s(arg(args, named, i, "timezone", "") or "")
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise AgencyRuntimeError(f"unknown timezone {name!r}") from None
+
+
+def _wall(ms: float, tz: _dt.tzinfo | None) -> _dt.datetime:
+    """The wall-clock time of instant `ms` in `tz` (local when None), with its offset."""
+    instant = _EPOCH + _dt.timedelta(milliseconds=ms)
+    return instant.astimezone(tz) if tz is not None else instant.astimezone()
+
+
+def _iso(ms: float, tz: _dt.tzinfo | None, millis: bool) -> str:
+    """`YYYY-MM-DDTHH:MM:SS[.mmm]+HH:MM`, the offset always numeric (`+00:00` for UTC)."""
+    wall = _wall(ms, tz)
+    offset = wall.utcoffset() or _dt.timedelta(0)
+    minutes = int(offset.total_seconds() // 60)
+    sign = "-" if minutes < 0 else "+"
+    hh, mm = divmod(abs(minutes), 60)
+    frac = f".{wall.microsecond // 1000:03d}" if millis else ""
+    return f"{wall:%Y-%m-%dT%H:%M:%S}{frac}{sign}{hh:02d}:{mm:02d}"
+
+
+def _offset_ms(ms: float, tz: _dt.tzinfo | None) -> float:
+    offset = _wall(ms, tz).utcoffset() or _dt.timedelta(0)
+    return offset.total_seconds() * 1000
+
+
+def _at_time(date: str, time: str, tz: _dt.tzinfo | None) -> float:
+    """The instant of wall-clock `time` on calendar `date` in `tz`; near a DST change the offset
+    is settled against the candidate instant once, as the reference does."""
+    try:
+        day = _dt.date.fromisoformat(date) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) else None
+        hms = re.fullmatch(r"(\d{2}):(\d{2})(?::(\d{2}))?", time)
+        if day is None or hms is None:
+            raise ValueError
+        clock = _dt.time(int(hms[1]), int(hms[2]), int(hms[3] or 0))
+    except ValueError:
+        raise AgencyRuntimeError(f'Invalid date/time: "{date}" "{time}"') from None
+    wall_as_utc = (_dt.datetime.combine(day, clock, tzinfo=_dt.UTC) - _EPOCH) / _dt.timedelta(
+        milliseconds=1
+    )
+    offset = _offset_ms(wall_as_utc, tz)
+    settled = _offset_ms(wall_as_utc - offset, tz)
+    return wall_as_utc - settled
+
+
+def _ms(value: float) -> Any:
+    return int(value) if float(value).is_integer() else value
+
+
+def _instant_arg(m: Machine, args: list[Any], named: dict[str, Any]) -> float:
+    value = arg(args, named, 0, "instant")
+    return to_number(value if value is not None else now_ms(m))
+
+
+def _boundary(m: Machine, args: list[Any], named: dict[str, Any], edge: str, unit: str) -> Any:
+    """Start (midnight) or end (the last millisecond) of the day, week (Sunday to Saturday) or
+    month holding the instant, in the timezone."""
+    tz = _zone(m, args, named, 1)
+    day = _wall(_instant_arg(m, args, named), tz).date()
+    if unit == "week":
+        back = (day.weekday() + 1) % 7  # days since Sunday
+        day = day - _dt.timedelta(days=back) if edge == "start" else day + _dt.timedelta(6 - back)
+    elif unit == "month":
+        if edge == "start":
+            day = day.replace(day=1)
+        else:
+            first_next = (day.replace(day=28) + _dt.timedelta(days=4)).replace(day=1)
+            day = first_next - _dt.timedelta(days=1)
+    iso = day.isoformat()
+    if edge == "start":
+        return _ms(_at_time(iso, "00:00:00", tz))
+    return _ms(_at_time(iso, "23:59:59", tz) + 999)
+
+
+def _register_boundaries() -> None:
+    for unit in ("day", "week", "month"):
+        for edge in ("start", "end"):
+            name = f"__date_{edge}_of_{unit}"
+
+            def host(
+                m: Machine, args: list[Any], named: dict[str, Any], e: str = edge, u: str = unit
+            ) -> Any:
+                return _boundary(m, args, named, e, u)
+
+            builtin(name)(host)
+
+
+_register_boundaries()
+
+
+@builtin("__date_format")
+def _date_format(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    return _iso(to_number(arg(args, named, 0, "ms", 0)), _zone(m, args, named, 1), True)
+
+
+@builtin("__date_format_date")
+def _date_format_date(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    return _iso(to_number(arg(args, named, 0, "ms", 0)), _zone(m, args, named, 1), False)[:10]
+
+
+@builtin("__date_at_time")
+def _date_at_time(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    date = _s(arg(args, named, 0, "date", ""))
+    time = _s(arg(args, named, 1, "time", ""))
+    return _ms(_at_time(date, time, _zone(m, args, named, 2)))
+
+
+@builtin("__date_parse")
+def _date_parse(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """An ISO 8601 string as epoch milliseconds, as JavaScript's Date reads it: a date alone
+    (`2026`, `2026-05`, `2026-05-05`) is UTC, a date and time with no offset is local time."""
+    text = _s(arg(args, named, 0, "iso", "")).strip()
+    found = _ISO.match(text)
+    try:
+        if found is None:
+            raise ValueError
+        year, month, day, hour, minute, second, frac, zone = found.groups()
+        fraction = int((frac or "0")[:3].ljust(3, "0")) * 1000
+        wall = _dt.datetime(
+            int(year), int(month or 1), int(day or 1),
+            int(hour or 0), int(minute or 0), int(second or 0), fraction,
+        )  # fmt: skip
+    except ValueError:
+        raise AgencyRuntimeError(f'Invalid date/time: "{text}"') from None
+    if zone in ("Z", "z") or (zone is None and hour is None):
+        tzinfo: _dt.tzinfo = _dt.UTC
+    elif zone is not None:
+        digits = zone[1:].replace(":", "")
+        delta = _dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+        tzinfo = _dt.timezone(delta if zone[0] == "+" else -delta)
+    else:
+        return _ms((wall.astimezone() - _EPOCH) / _dt.timedelta(milliseconds=1))
+    return _ms((wall.replace(tzinfo=tzinfo) - _EPOCH) / _dt.timedelta(milliseconds=1))
+
+
+@builtin("__date_next_day_of_week")
+def _date_next_day_of_week(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    name = _s(arg(args, named, 0, "day", ""))
+    if name.lower() not in _DAYS_OF_WEEK:
+        raise AgencyRuntimeError(f'Invalid day of week: "{name}". Use: {", ".join(_DAYS_OF_WEEK)}')
+    target = _DAYS_OF_WEEK.index(name.lower())
+    tz = _zone(m, args, named, 1)
+    now = to_number(now_ms(m))
+    current = (_wall(now, tz).weekday() + 1) % 7
+    ahead = target - current
+    if ahead <= 0:
+        ahead += 7
+    return _iso(now + ahead * 86_400_000, tz, False)[:10]
+
+
 # -- std::system ---------------------------------------------------------------------------------
 
 
@@ -189,6 +356,24 @@ def _system_notify(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
     message = _s(arg(args, named, 1, "message", ""))
     m.print(f"[notification] {title}: {message}")
     return True
+
+
+# -- std::llm ----------------------------------------------------------------------------------
+@builtin("__llm_set_defaults")
+def _llm_set_defaults(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """Merge the given options into the defaults later `llm()` calls start from (a global of
+    the run: checkpointed, rolled back by restore, copied into fork branches)."""
+    opts = arg(args, named, 0, "opts")
+    if type(opts) is not JSObject:
+        raise AgencyRuntimeError("setLlmOptions: the options must be an object")
+    merged = JSObject(m.globals.get(LLM_DEFAULTS) or {})
+    for key, value in opts.items():
+        if value is not None:
+            merged[key] = value
+    m.globals[LLM_DEFAULTS] = merged
+    if m.wlog is not None:
+        m.wlog.append((2, LLM_DEFAULTS, m.rec.enc_now(merged)))
+    return None
 
 
 # -- std::thread ---------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def store_mutable(m: Machine, key: str, table: Any) -> None:
     m.log((W_SHARED, "mutable:" + key, table))
 
 
-def _parent_of(m: Machine) -> str:
+def parent_of(m: Machine) -> str:
     """The thread that was active before the innermost frame's newest thread opened."""
     frames = m.frames
     top = frames[-1].threads
@@ -69,7 +69,7 @@ def _thread_setup(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
     if not frame.threads:
         raise AgencyRuntimeError("internal error: no thread block is open")
     tid = opened = frame.threads[-1]
-    parent = _parent_of(m)
+    parent = parent_of(m)
     again = opts.get("continue")
     session = opts.get("session")
     if again is not None:

@@ -392,18 +392,25 @@ class CallingMachine(MachineState):
 
     def _node_hooks(self, code: Code, args: list[Any], named: dict[str, Any], entry: bool) -> bool:
         """A node begins: forward its onNodeStart to a listening parent program, and when
-        callbacks for it are registered, call the prelude's `__hooked_node`, which runs them
-        and then enters the node (True)."""
+        callbacks for it (or, for the run's first node, for onAgentStart) are registered, call
+        the prelude's `__hooked_node`, which runs them and then enters the node (True)."""
         data = JSObject({"nodeName": code.name})
         me = cast("Machine", self)
         forward(me, "onNodeStart", data)
         fns = active_callbacks(me, "onNodeStart")
-        if not fns:
+        # the run's first node: onAgentStart before it, with the arguments by parameter name
+        starts = active_callbacks(me, "onAgentStart") if entry else JSArray()
+        if not fns and not starts:
             return False
+        start = None
+        if starts:
+            given = {k: v for k, v in self.bind_args(code, args, named).items() if k != "__named"}
+            start = JSObject(
+                {"nodeName": code.name, "args": JSObject(given), "messages": JSArray()}
+            )
         hooked = self.functions[HOOKED_NODE]
-        self._push_frame(
-            hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named), entry], {}
-        )
+        call = [fns, data, FuncRef(code.name), JSArray(args), JSObject(named), entry, starts, start]
+        self._push_frame(hooked, call, {})
         return True
 
     def _finish(self, value: Any) -> None:

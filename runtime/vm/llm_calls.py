@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
 MAX_TOOL_ROUNDS = 10
+LLM_DEFAULTS = "__llmDefaults"  # m.globals key: std::llm's defaults for llm() options
 
 
 def open_request(m: Machine, args: list[Any]) -> JSObject:
@@ -50,6 +51,11 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
         raise AgencyRuntimeError("llm: the second argument must be an options object")
     if type(named) is JSObject:
         opts.update(named)
+    defaults = m.globals.get(LLM_DEFAULTS)
+    if type(defaults) is JSObject:  # std::llm's setLlmOptions: an option of the call wins
+        for key, value in defaults.items():
+            if opts.get(key) is None:
+                opts[key] = value
     tools = opts.get("tools")
     tool_names = JSArray()
     tool_fns = JSArray()
@@ -83,6 +89,7 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "thread": thread,
             "prompt": text,
             "memory": truthy(opts.get("memory")),
+            "stream": truthy(opts.get("stream")),
             "schema": schema,
             "tools": tool_names,
             "tool_fns": tool_fns,

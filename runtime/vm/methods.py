@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
-from runtime.vm import builtins_values, classes, regex_methods, utf16
+from runtime.vm import builtins_values, classes, regex_methods, termcolor, utf16
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg
 from runtime.vm.frames import Decision, TailCall
 from runtime.vm.limits import SMALL, check_array_length, check_string_length
+from runtime.vm.termcolor import is_color
 from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
     FUNCTION_TYPES,
@@ -76,6 +77,9 @@ def get_member(obj: Any, name: str) -> Any:
         return None
     if obj is None:
         raise AgencyRuntimeError(f"cannot read property `{name}` of null")
+    if t is FuncRef or t is BoundFunction:
+        if is_color(obj):
+            return termcolor.member(obj, name)
     if t is FuncRef:
         if name == "name":
             return obj.name
@@ -133,6 +137,8 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
             return _locale_number(obj)
     elif t in classes.CLASS_TYPES:
         return classes.call_method(m, obj, name, args)
+    elif (t is FuncRef or t is BoundFunction) and is_color(obj):
+        return termcolor.method(obj, name, args)
     elif t is FuncRef and f"{obj.name}.{name}" in MACHINE_MEMBERS:
         return MACHINE_MEMBERS[f"{obj.name}.{name}"](m, args, {})
     elif t is FuncRef and obj.name in NAMESPACES:
@@ -334,6 +340,8 @@ ARRAY_METHODS: dict[str, Callable[[Machine, JSArray, list[Any]], Any]] = {
     "map": _prelude("__arr_map"),
     "filter": _prelude("__arr_filter"),
     "reduce": _prelude("__arr_reduce"),
+    "reduceRight": _prelude("__arr_reduceRight"),
+    "flatMap": _prelude("__arr_flatMap"),
     "find": _prelude("__arr_find"),
     "findIndex": _prelude("__arr_findIndex"),
     "findLast": _prelude("__arr_findLast"),

@@ -20,7 +20,9 @@ from runtime.vm.types import conforms
 from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
     JSArray,
+    JSMap,
     JSObject,
+    JSSet,
     Result,
     a_type,
     js_eq,
@@ -211,6 +213,10 @@ def spread_items(v: Any) -> list[Any]:
         return list(v)
     if v is None:
         return []
+    if t is JSSet:  # `[...set]`, `[...map]`: what `for … of` yields, as in JavaScript
+        return list(v.values())
+    if t is JSMap:
+        return [JSArray(pair) for pair in v.values()]
     raise AgencyRuntimeError(f"cannot spread {a_type(v)}")
 
 

@@ -238,8 +238,10 @@ class DeclarationParser(ExpressionParser):
         return ast.Import(tuple(names), _string_text(tok), span, None, aliases, reexport=True)
 
     def import_name(self) -> str:
-        if self.at_word("destructive") and self.peek_after().kind == NAME:
-            self.advance()  # `import { destructive f } from "./x.js"`: marks a JavaScript extern
+        if self.peek().text in ("destructive", "idempotent") and self.peek_after().kind == NAME:
+            # `import { destructive f, idempotent g } from …` (and in `export { … } from`): the
+            # retry-safety markers of the reference; they mark the name, the value is the same
+            self.advance()
         tok = self.peek()
         if tok.kind != NAME:
             self.fail(f"expected a name to import, got {describe(tok)}", tok.span)

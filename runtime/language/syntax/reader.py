@@ -93,7 +93,7 @@ class _Abandon(Exception):
     """Unwinds a statement that has an error; the diagnostic is already recorded."""
 
 
-_CLASSES = frozenset({"Set", "Map", "Date", "URL", "Error", "RegExp"})
+_CLASSES = frozenset({"Array", "Set", "Map", "Date", "URL", "Error", "RegExp"})
 
 
 # --------------------------------------------------------------------------------------------
