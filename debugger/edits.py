@@ -353,6 +353,17 @@ class Editing(_Session):
         call = self.llm_answer_here()
         if call is None:
             raise SessionError("this step made no LLM call: go to one with [ or ] first")
+        response = call.get("response")
+        asked = response.get("tool_calls") if isinstance(response, dict) else None
+        if asked:
+            # A value given here is the call's final answer: the tools it asked for never run.
+            names = ", ".join(str(c.get("name")) for c in asked if isinstance(c, dict))
+            return EditPrompt(
+                f"Edit the LLM answer at step {self.step} (it asked for {names})",
+                describe_value(call.get("value"), 1_000_000),
+                'the final answer instead, an Agency literal: 3, "text", [1, 2], {a: 1}; '
+                f"{names} will not run; enter stages it",
+            )
         return EditPrompt(
             f"Edit the LLM answer at step {self.step} ({json_type(call.get('value'))})",
             describe_value(call.get("value"), 1_000_000),
