@@ -6,6 +6,7 @@ from __future__ import annotations
 from debugger.app import DebuggerApp
 from debugger.session import Session
 from debugger.widgets.output_panel import OutputPanel
+from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
 from tests.debugger.conftest import PROGRAMS, SIZE, make_session, screen_text, settle
 
@@ -158,3 +159,30 @@ async def test_a_long_status_line_drops_the_step_budget_before_the_cost() -> Non
         line.show(state, 20, "ok", max_steps=1_000_000)  # it fits: all of it
         await pilot.pause()
         assert "max 1,000,000" in str(line.render()) and "cost" in str(line.render())
+
+
+WIDE = PROGRAMS / "wide.agency"
+
+
+async def test_a_statement_past_the_right_edge_of_the_source_is_scrolled_into_view() -> None:
+    # Line 3 holds nine statements, the last far past an 80-column terminal's source panel:
+    # stepping to it shows it (and the line numbers still), stepping on to a short line
+    # scrolls back.
+    app = DebuggerApp(make_session(WIDE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        source = app.query_one(SourceView)
+        for _ in range(8):
+            await pilot.press("s")
+            await settle(pilot)
+        assert app.session.shown_location().line == 3
+        assert app.session.shown_location().col > 80
+        text = screen_text(app)
+        assert "let far = a + b" in text
+        assert "    3 ▶" in text  # the gutter stays when the code moves across
+        assert source.scroll_offset.x > 0
+        await pilot.press("s")
+        await settle(pilot)
+        assert app.session.shown_location().line == 4
+        assert source.scroll_offset.x == 0
+        assert "print(" in screen_text(app)
