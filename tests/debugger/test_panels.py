@@ -186,3 +186,30 @@ async def test_a_statement_past_the_right_edge_of_the_source_is_scrolled_into_vi
         assert app.session.shown_location().line == 4
         assert source.scroll_offset.x == 0
         assert "print(" in screen_text(app)
+
+
+async def test_a_printed_line_wider_than_the_output_panel_wraps() -> None:
+    # The output panel takes no focus and shows no horizontal scrollbar: a line cut at its
+    # edge could not be read. It wraps, and after a resize it wraps again at the new width.
+    app = DebuggerApp(make_session(WIDE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        output = app.query_one(OutputPanel)
+        assert output.lines[-1] == "short"
+        shown = _panel_text(app, output)
+        assert shown[-1] == "short"  # the last line stays in view under the wrapped one
+        assert "".join(shown[:-1]).endswith("日本語 and then its end is here")  # none cut
+        rows = output.virtual_size.height
+        await pilot.resize_terminal(160, 40)
+        await settle(pilot)
+        assert output.virtual_size.height < rows
+        assert "".join(_panel_text(app, output)).endswith("its end is hereshort")
+
+
+def _panel_text(app: DebuggerApp, panel: OutputPanel) -> list[str]:
+    """The rows a panel shows, as a person reads them (trailing blanks and its scrollbar off)."""
+    region = panel.scrollable_content_region
+    rows = screen_text(app).split("\n")[region.y : region.bottom]
+    return [row[region.x : region.right].rstrip("▁▂▃▄▅▆▇█ ") for row in rows if row.strip()]
