@@ -35,7 +35,7 @@ from debugger.app_commands import Commands
 from debugger.app_editing import EditingKeys
 from debugger.commands import COMMANDS
 from debugger.errors import internal_error_line
-from debugger.session import Move, Session, SessionError
+from debugger.session import END_OF_RUN, Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
@@ -586,7 +586,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._move(lambda: self._live.goto(self._live.first, "start of the run"))
 
     def action_last_step(self) -> None:
-        self._move(lambda: self._live.goto(self._live.last, "end of the run"))
+        self._move(lambda: self._live.goto(self._live.last, END_OF_RUN))
 
     def action_next_llm(self) -> None:
         self._move(lambda: self._live.next_llm())
