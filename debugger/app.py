@@ -310,8 +310,13 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             dialog.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, ModalScreen):
+            # Under a dialog only its own keys work (Textual stops the key there), so the
+            # footer must not offer the app's: it showed s Step, c Continue, q Quit, which did
+            # nothing. The dialog says its keys.
+            return False
         if action in PRIORITY_ACTIONS:
-            return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
+            return not isinstance(self.focused, Input)
         return True
 
     # -- opening -----------------------------------------------------------------------------------
