@@ -78,7 +78,7 @@ class StatusLine(Widget):
         u = state.usage
         steps: list[tuple[str, str] | str] = [
             ("step ", "$text-muted"),
-            (f"{state.step}/{max(length - 1, 0)}", "bold"),
+            (f"{state.step:,}/{max(length - 1, 0):,}", "bold"),  # as `g` takes them
         ]
         head = list(steps)
         if max_steps is not None:  # the recording's step budget (--max-steps)
