@@ -277,7 +277,8 @@ class Session(Points, Editing):
         if status != "running":
             return status
         run = getattr(self.timeline, "run", None)
-        if self.recording is None and getattr(run, "status", None) == "interrupted":
+        # a stopped branch (a restore cancelled with esc or ctrl+c) too, not only a stored run
+        if not self._live_branch() and getattr(run, "status", None) == "interrupted":
             return "interrupted"
         if self.recording is None and run is not None:  # a Python agent's run: how it ended
             status = status_at(run, self.branch, last, last + 1, status)

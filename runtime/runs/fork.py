@@ -21,7 +21,7 @@ from runtime.runs.answers import RecordedAnswers, RouteAll
 from runtime.runs.processes import claim_run
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
-from runtime.runs.stopping import Stopper
+from runtime.runs.stopping import Stopper, mark_stopped
 from runtime.vm.builtins import World
 from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.checkpoints import snapshot
@@ -300,6 +300,10 @@ def fork(
         drive(m, None, stopper)
     finally:
         rec.finish()
+    if stopper is not None and stopper.stopped():
+        # stopped early (Esc, a cap): resumable, as a stopped recording is; finish() left
+        # the run saying "running" with nothing running it
+        mark_stopped(tl.store, tl.run_id, stopper.reason())
     return Timeline(tl.store, tl.run_id, branch, tl.program, tl.locations)
 
 
