@@ -269,6 +269,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._lift_toasts)
         self._listen_for_sigterm()
         # The program's input() cannot read the terminal while the app owns it: it asks here.
         self._reader_before = set_line_reader(self._ask_line)
@@ -500,6 +501,22 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             pending.step if pending is not None and pending.step != state.step else None,
             s.max_steps,
         )
+
+    def _lift_toasts(self, screen: Screen[Any]) -> None:
+        """After each layout of the main screen, lift the notifications above the rows under
+        the panels (work line, prompt, status line, footer): the status line may take up to
+        four rows, and a toast at a fixed height covered the reason it gave for the last move."""
+        tops = [
+            w.region.y
+            for w in (self.work_line, self.command_line, self.status)
+            if w.is_attached and w.display and w.region.height
+        ]
+        if not tops:
+            return
+        below = max(screen.size.height - min(tops), 2)
+        for rack in screen.query("#textual-toastrack"):
+            if rack.styles.margin.bottom != below:
+                rack.styles.margin = (0, 0, below, 0)
 
     def _mark_breakpoints(self, s: Session) -> None:
         """Show on the scrubber where the breakpoints stop, when they (or the run) changed.

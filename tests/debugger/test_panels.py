@@ -213,3 +213,33 @@ def _panel_text(app: DebuggerApp, panel: OutputPanel) -> list[str]:
     region = panel.scrollable_content_region
     rows = screen_text(app).split("\n")[region.y : region.bottom]
     return [row[region.x : region.right].rstrip("▁▂▃▄▅▆▇█ ") for row in rows if row.strip()]
+
+
+async def test_a_notification_stays_clear_of_a_status_line_of_several_rows(dice: Session) -> None:
+    # Toasts sat two rows up, fixed: over the first rows of a status line that wrapped (the
+    # reason for the last move, a cancelled run's resume command) while they showed.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        dice.message = "a reason long enough to wrap the status line onto more rows " * 2
+        app._refresh_view()
+        await settle(pilot)
+        status = app.query_one(StatusLine)
+        assert status.region.height >= 3
+        app.notify("something to say")
+        await settle(pilot)
+        await pilot.pause(0.3)  # the toast slides in
+        toasts = list(app.screen.query("Toast"))
+        assert toasts
+        assert all(t.region.bottom <= status.region.y for t in toasts), (
+            [t.region for t in toasts],
+            status.region,
+        )
+        dice.message = ""
+        app._refresh_view()
+        await settle(pilot)
+        assert status.region.height == 1
+        app.notify("something else")
+        await settle(pilot)
+        await pilot.pause(0.3)
+        assert all(t.region.bottom <= status.region.y for t in app.screen.query("Toast"))
