@@ -175,6 +175,13 @@ class Editing(_Session):
                 f"run {self.timeline.run_id} is still being recorded by another process (the "
                 "timeline follows it): restore from it once that run has ended"
             )
+        if self.step > self.first and self.timeline.kind_at(self.step) == "end":
+            # the step after the last statement: nothing is left to run from it, and a restore
+            # made a branch that was the old one again
+            return (
+                f"step {self.step} is the end of the run: nothing runs after it; go back to a "
+                f"statement (S, or g {self.step - 1}) and restore from there"
+            )
         check = getattr(self.timeline, "cannot_reexecute", None)
         why = check() if check is not None else None
         return f"cannot restore from step {self.step}: {why}" if why else None
