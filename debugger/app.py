@@ -35,7 +35,7 @@ from debugger.app_commands import Commands
 from debugger.app_editing import EditingKeys
 from debugger.commands import COMMANDS
 from debugger.errors import internal_error_line
-from debugger.session import Move, Session, SessionError
+from debugger.session import END_OF_RUN, Move, Session, SessionError
 from debugger.widgets.call_stack import CallStack
 from debugger.widgets.command_line import CommandLine
 from debugger.widgets.help_screen import HelpScreen
@@ -269,6 +269,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._lift_toasts)
         self._listen_for_sigterm()
         # The program's input() cannot read the terminal while the app owns it: it asks here.
         self._reader_before = set_line_reader(self._ask_line)
@@ -310,8 +311,13 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             dialog.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, ModalScreen):
+            # Under a dialog only its own keys work (Textual stops the key there), so the
+            # footer must not offer the app's: it showed s Step, c Continue, q Quit, which did
+            # nothing. The dialog says its keys.
+            return False
         if action in PRIORITY_ACTIONS:
-            return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
+            return not isinstance(self.focused, Input)
         return True
 
     # -- opening -----------------------------------------------------------------------------------
@@ -496,6 +502,22 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
             s.max_steps,
         )
 
+    def _lift_toasts(self, screen: Screen[Any]) -> None:
+        """After each layout of the main screen, lift the notifications above the rows under
+        the panels (work line, prompt, status line, footer): the status line may take up to
+        four rows, and a toast at a fixed height covered the reason it gave for the last move."""
+        tops = [
+            w.region.y
+            for w in (self.work_line, self.command_line, self.status)
+            if w.is_attached and w.display and w.region.height
+        ]
+        if not tops:
+            return
+        below = max(screen.size.height - min(tops), 2)
+        for rack in screen.query("#textual-toastrack"):
+            if rack.styles.margin.bottom != below:
+                rack.styles.margin = (0, 0, below, 0)
+
     def _mark_breakpoints(self, s: Session) -> None:
         """Show on the scrubber where the breakpoints stop, when they (or the run) changed.
         A long run's steps per line come from its write index, which the first `c` or `C`
@@ -586,7 +608,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self._move(lambda: self._live.goto(self._live.first, "start of the run"))
 
     def action_last_step(self) -> None:
-        self._move(lambda: self._live.goto(self._live.last, "end of the run"))
+        self._move(lambda: self._live.goto(self._live.last, END_OF_RUN))
 
     def action_next_llm(self) -> None:
         self._move(lambda: self._live.next_llm())

@@ -175,6 +175,13 @@ class Editing(_Session):
                 f"run {self.timeline.run_id} is still being recorded by another process (the "
                 "timeline follows it): restore from it once that run has ended"
             )
+        if self.step > self.first and self.timeline.kind_at(self.step) == "end":
+            # the step after the last statement: nothing is left to run from it, and a restore
+            # made a branch that was the old one again
+            return (
+                f"step {self.step} is the end of the run: nothing runs after it; go back to a "
+                f"statement (S, or g {self.step - 1}) and restore from there"
+            )
         check = getattr(self.timeline, "cannot_reexecute", None)
         why = check() if check is not None else None
         return f"cannot restore from step {self.step}: {why}" if why else None
@@ -353,6 +360,17 @@ class Editing(_Session):
         call = self.llm_answer_here()
         if call is None:
             raise SessionError("this step made no LLM call: go to one with [ or ] first")
+        response = call.get("response")
+        asked = response.get("tool_calls") if isinstance(response, dict) else None
+        if asked:
+            # A value given here is the call's final answer: the tools it asked for never run.
+            names = ", ".join(str(c.get("name")) for c in asked if isinstance(c, dict))
+            return EditPrompt(
+                f"Edit the LLM answer at step {self.step} (it asked for {names})",
+                describe_value(call.get("value"), 1_000_000),
+                'the final answer instead, an Agency literal: 3, "text", [1, 2], {a: 1}; '
+                f"{names} will not run; enter stages it",
+            )
         return EditPrompt(
             f"Edit the LLM answer at step {self.step} ({json_type(call.get('value'))})",
             describe_value(call.get("value"), 1_000_000),

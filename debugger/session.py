@@ -45,8 +45,11 @@ from runtime.language.files import read_text
 from runtime.record.views import BranchInfo, Event, FrameView, Location, StateView
 
 GUARD_POLL = "guard-poll"  # the effect runtime/vm/builtins_guard.py's `step_poll` records
+END_OF_RUN = "end of the run"  # why a move stopped at the last step
+END_SO_FAR = "the last step recorded so far (the run goes on)"  # that, on a run still recorded
 
 __all__ = [
+    "END_OF_RUN",
     "EditPrompt",
     "Edits",
     "Move",
@@ -274,7 +277,8 @@ class Session(Points, Editing):
         if status != "running":
             return status
         run = getattr(self.timeline, "run", None)
-        if self.recording is None and getattr(run, "status", None) == "interrupted":
+        # a stopped branch (a restore cancelled with esc or ctrl+c) too, not only a stored run
+        if not self._live_branch() and getattr(run, "status", None) == "interrupted":
             return "interrupted"
         if self.recording is None and run is not None:  # a Python agent's run: how it ended
             status = status_at(run, self.branch, last, last + 1, status)
@@ -325,6 +329,8 @@ class Session(Points, Editing):
             return False
         self._state = None
         self.length  # noqa: B018 - resets the caches that depend on it
+        if self.message in (END_OF_RUN, END_SO_FAR) and self.step < self.last:
+            self.message = "the run went on past this step"  # no longer its end
         return True
 
     def _live_branch(self) -> bool:
@@ -406,12 +412,14 @@ class Session(Points, Editing):
         if step != self.step:
             self.frame = None
         self.step = step
+        if reason == END_OF_RUN and self.following():
+            reason = END_SO_FAR
         self.message = reason
         return Move(step, reason)
 
     def step_forward(self, n: int = 1) -> Move:
         target = self.step + n
-        return self.goto(target, "end of the run" if target >= self.last else "")
+        return self.goto(target, END_OF_RUN if target >= self.last else "")
 
     def step_back(self, n: int = 1) -> Move:
         target = self.step - n
@@ -435,7 +443,7 @@ class Session(Points, Editing):
                 return self.goto(j, "debugger() in the call")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(self.last, "end of the run")
+        return self.goto(self.last, END_OF_RUN)
 
     def reverse_next(self, cancelled: Cancelled | None = None) -> Move:
         """Step back over calls: the previous step in this frame or a caller."""
@@ -458,7 +466,7 @@ class Session(Points, Editing):
                 return self.goto(j, f"returned from {self._scope_at(self.step)}")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(self.last, "end of the run")
+        return self.goto(self.last, END_OF_RUN)
 
     def reverse_step_out(self, cancelled: Cancelled | None = None) -> Move:
         """Back to where the current function was called: the last earlier step in a caller."""
@@ -569,7 +577,7 @@ class Session(Points, Editing):
         event, or the end."""
         stops = self._stop_steps()
         i = bisect.bisect_right(stops, (self.step, "\uffff"))
-        limit, reason = stops[i] if i < len(stops) else (self.last, "end of the run")
+        limit, reason = stops[i] if i < len(stops) else (self.last, END_OF_RUN)
         limit = min(limit, self.last)
         limit, reason = self._watchpoint_before(limit, reason, False, cancelled)
         if cancelled is not None and cancelled():

@@ -74,6 +74,11 @@ class EditScreen(ModalScreen[str | None]):
         event.stop()
         self.post_message(self.Submitted(self, event.value))
 
+    @on(Input.Changed)
+    def _changed(self) -> None:
+        # the reason was about the text it refused: once that text changes it no longer is
+        self.query_one("#edit-error", Label).remove_class("-shown")
+
     def refuse(self, reason: str) -> None:
         """Keep the dialog open with the text as typed, and say why it was not taken."""
         error = self.query_one("#edit-error", Label)

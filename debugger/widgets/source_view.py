@@ -49,6 +49,11 @@ def highlight_lines(source: str) -> list[Content]:
     return list(content.split("\n", allow_blank=True)) if code else [Content("")]
 
 
+def _cells(line: Content, chars: int) -> int:
+    """The cells the first `chars` characters of `line` take (wide characters take two)."""
+    return Content(line.plain[: max(chars, 0)]).cell_length
+
+
 class SourceView(ScrollView, can_focus=False):
     """The source of the file being run; `location` and `breakpoints` drive the highlight."""
 
@@ -101,13 +106,17 @@ class SourceView(ScrollView, can_focus=False):
         if new is not None and new.line != self._shown_line:
             self._shown_line = new.line
             self._follow(new)
+        elif new is not None:  # another statement of the same line: maybe across
+            self.scroll_to(x=self._code_x(new), animate=False, immediate=True)
 
     def watch_breakpoints(self, old: frozenset[int], new: frozenset[int]) -> None:
         for line in old ^ new:
             self.refresh_line(line - 1)
 
     def _follow(self, loc: Location) -> None:
-        """Keep the current statement on screen, scrolling only when it leaves the view."""
+        """Keep the current statement on screen, scrolling only when it leaves the view: down
+        to its line, and across (the gutter stays) when it starts or ends past the right edge
+        of a line wider than the panel."""
         top = self.scroll_offset.y
         height = self.scrollable_content_region.height or self.size.height
         y = loc.line - 1
@@ -115,6 +124,21 @@ class SourceView(ScrollView, can_focus=False):
             return
         if y < top + 1 or y >= top + height - 1:
             self.scroll_to(y=max(y - height // 3, 0), animate=False, immediate=True)
+        self.scroll_to(x=self._code_x(loc), animate=False, immediate=True)
+
+    def _code_x(self, loc: Location) -> int:
+        """How far the code is scrolled across so that `loc`'s statement shows: 0 when it
+        ends in view, else its start a few cells in from the gutter."""
+        if not 0 < loc.line <= len(self._source_lines):
+            return 0
+        code = self._source_lines[loc.line - 1]
+        shown = self.scrollable_content_region.width - GUTTER
+        start = _cells(code, loc.col - 1)
+        end = _cells(code, loc.end_col - 1) if loc.end_line == loc.line else code.cell_length
+        x = self.scroll_offset.x
+        if shown <= 0 or (x <= start and end <= x + shown):
+            return x  # already in view
+        return 0 if end <= shown else max(start - 4, 0)
 
     def on_resize(self) -> None:
         if self.location is not None:
@@ -133,6 +157,11 @@ class SourceView(ScrollView, can_focus=False):
         if index >= len(self._source_lines):
             return Strip.blank(width, self.rich_style)
         strip = self._line_strip(index)
+        if scroll_x and width > GUTTER:
+            # scrolled across: the gutter (breakpoint, line number) stays, the code moves
+            code = strip.crop_extend(GUTTER + scroll_x, scroll_x + width, self.rich_style)
+            strip = Strip.join([strip.crop_extend(0, GUTTER, self.rich_style), code])
+            return strip.apply_offsets(scroll_x, index)
         return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_offsets(
             scroll_x, index
         )

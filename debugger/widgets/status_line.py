@@ -4,8 +4,8 @@ staged edits and a waiting interrupt are called out.
 
 When the line is wider than the terminal, the step budget goes first, then the token and cost
 figures, so the run's status, a waiting interrupt (and how to answer it) and the reason stay in
-sight; a reason still too long (how to resume a stopped recording) goes on a second line,
-which is given back when the text fits again."""
+sight; a reason still too long (how to resume a stopped recording) wraps onto the rows under
+it (up to four), which are given back when the text fits again."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from runtime.record.views import StateView
 
+MAX_ROWS = 4  # a long reason wraps to at most this many rows, given back when it fits again
 STATUS_STYLE = {
     "running": "$text-primary",
     "finished": "bold $text-success",
@@ -30,7 +31,7 @@ class StatusLine(Widget):
     DEFAULT_CSS = """
     StatusLine {
         height: auto;
-        max-height: 2;
+        max-height: 4;  /* MAX_ROWS */
     }
     """
 
@@ -50,7 +51,13 @@ class StatusLine(Widget):
         return self.content
 
     def _rows(self, width: int) -> int:
-        return 1 if not width or self._fitted(width).cell_length <= width else 2
+        """Rows the line takes at `width`: as many as its words wrap to, up to MAX_ROWS (a
+        cancelled recording's reason ends with how to resume it; cut at two rows, that part
+        was lost at 80 columns)."""
+        fitted = self._fitted(width)
+        if not width or fitted.cell_length <= width:
+            return 1
+        return min(len(fitted.wrap(width)), MAX_ROWS)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self._rows(width)
@@ -78,7 +85,7 @@ class StatusLine(Widget):
         u = state.usage
         steps: list[tuple[str, str] | str] = [
             ("step ", "$text-muted"),
-            (f"{state.step}/{max(length - 1, 0)}", "bold"),
+            (f"{state.step:,}/{max(length - 1, 0):,}", "bold"),  # as `g` takes them
         ]
         head = list(steps)
         if max_steps is not None:  # the recording's step budget (--max-steps)

@@ -700,8 +700,11 @@ class Timeline:
                 if c.step <= fork_step <= step and "llm_answer" in edits:
                     value, edited = edits["llm_answer"], True
             if edited and isinstance(completion, dict):
+                # the edited answer replaced any tools the model asked for (fork.apply_edits)
                 completion = dict(
-                    completion, text=value if isinstance(value, str) else json.dumps(value)
+                    completion,
+                    text=value if isinstance(value, str) else json.dumps(value),
+                    tool_calls=[],
                 )
         return {
             "step": c.step,

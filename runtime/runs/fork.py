@@ -21,7 +21,7 @@ from runtime.runs.answers import RecordedAnswers, RouteAll
 from runtime.runs.processes import claim_run
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
-from runtime.runs.stopping import Stopper
+from runtime.runs.stopping import Stopper, mark_stopped
 from runtime.vm.builtins import World
 from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.checkpoints import snapshot
@@ -29,7 +29,7 @@ from runtime.vm.effects import short_key
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
 from runtime.vm.rebuild import rebuild
-from runtime.vm.values import JSObject, from_plain, to_str
+from runtime.vm.values import JSArray, JSObject, from_plain, to_str
 from runtime.vm.writelog import INTERRUPTED
 
 
@@ -250,10 +250,15 @@ def apply_edits(m: Machine, edits: dict[str, Any]) -> None:
             )
         new = from_plain(edits["llm_answer"])
         answer["value"] = new
+        # An answer that asked for tools is replaced by the final answer given: the tools it
+        # asked for are not run (else the round went on and the edit was lost).
+        answer["done"] = True
+        answer["calls"] = JSArray()
         thread = m.threads.get(m.active_thread(), [])
         for i in range(len(thread) - 1, -1, -1):
             if thread[i].get("role") == "assistant":
-                thread[i] = dict(thread[i], content=new if isinstance(new, str) else to_str(new))
+                message = {k: v for k, v in thread[i].items() if k != "tool_calls"}
+                thread[i] = dict(message, content=new if isinstance(new, str) else to_str(new))
                 break
 
 
@@ -295,6 +300,10 @@ def fork(
         drive(m, None, stopper)
     finally:
         rec.finish()
+    if stopper is not None and stopper.stopped():
+        # stopped early (Esc, a cap): resumable, as a stopped recording is; finish() left
+        # the run saying "running" with nothing running it
+        mark_stopped(tl.store, tl.run_id, stopper.reason())
     return Timeline(tl.store, tl.run_id, branch, tl.program, tl.locations)
 
 

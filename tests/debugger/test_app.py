@@ -19,7 +19,7 @@ from debugger.widgets.output_panel import OutputPanel
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
 from debugger.widgets.variables_panel import VariablesPanel
-from tests.debugger.conftest import SIZE, settle
+from tests.debugger.conftest import ROOT, SIZE, make_session, screen_text, settle
 
 
 def errors(app: DebuggerApp) -> list[str]:
@@ -320,6 +320,33 @@ async def test_edit_an_llm_answer_and_a_message(calls: Session) -> None:
         await pilot.press("end")
         await settle(pilot)
         assert app.query_one(OutputPanel).lines == ["counter is 10"]
+
+
+async def test_an_answer_that_asked_for_a_tool_edited_is_what_the_branch_goes_on_with() -> None:
+    # examples/tools.agency: the model asks for `add`, then says 9. Answering 12 in place of
+    # the tool call makes a branch where add never runs and the program prints 12 (the edit
+    # was staged, and the branch went on through the tool round as if nothing was changed).
+    tools = make_session(ROOT / "examples" / "tools.agency", ROOT / "examples" / "tools.mocks.json")
+    app = DebuggerApp(tools)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("]")
+        await settle(pilot)
+        app.query_one(LLMInspector).focus()
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, EditScreen)
+        assert "it asked for add" in screen_text(app)
+        app.screen.query_one("Input").value = "12"
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.session.branch == 1
+        await pilot.press("end")
+        await settle(pilot)
+        assert app.query_one(OutputPanel).lines == ["the model says 12"]
+        assert app.session.variables().outcome["result"] == 12
 
 
 async def test_write_a_checkpoint_and_open_it(calls: Session, tmp_path) -> None:

@@ -54,6 +54,8 @@ async def test_a_refused_edit_keeps_the_dialog_open_with_the_text(calls: Session
         assert error.display and "is a number, not a string" in str(error.content)
         assert app.session.edits is None
         dialog.query_one("Input").value = "10"  # fixed in place
+        await pilot.pause()
+        assert not error.display  # the reason was about "ten", no longer on screen
         await pilot.press("enter")
         await settle(pilot)
         assert not isinstance(app.screen, EditScreen)

@@ -71,6 +71,37 @@ async def test_the_debugger_follows_a_run_being_recorded(
         assert s.state().output[-1] == "waiting 2"
 
 
+async def test_end_on_a_run_still_recorded_is_not_called_its_end_once_it_grows(
+    recording: tuple[subprocess.Popen[str], Path],
+) -> None:
+    # End on a followed run said "end of the run", and still did once the run had grown past
+    # the cursor (and finished): the status line named the wrong place.
+    proc, db = recording
+    app = DebuggerApp(trace_session(SQLiteStore(db, read_only=True)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        s = app.session
+        assert s is not None and s.following()
+        await pilot.press("end")
+        await settle(pilot)
+        assert s.message == "the last step recorded so far (the run goes on)"
+        at = s.step
+        answer(proc, "a")
+        expect_line(proc, "waiting 1")
+        await until(pilot, lambda: s.length > at + 1)
+        await settle(pilot)
+        status = str(app.query_one(StatusLine).content)
+        assert "end of the run" not in status and "so far" not in status
+        assert "the run went on past this step" in status
+        answer(proc, "b")
+        answer(proc, "c")
+        assert proc.wait(timeout=DEADLINE) == 0
+        await until(pilot, lambda: not s.following())
+        await pilot.press("end")
+        await settle(pilot)
+        assert s.message == "end of the run"  # now it is
+
+
 async def test_a_finished_run_is_not_followed(
     recording: tuple[subprocess.Popen[str], Path],
 ) -> None:

@@ -45,3 +45,36 @@ async def test_narrowing_drops_verbs_from_the_end_and_widening_brings_them_back(
         await pilot.resize_terminal(160, 45)
         await settle(pilot)
         assert footer_row(app) == wide
+
+
+@pytest.mark.parametrize("opens", [("B",), ("question_mark",), ("r",), ("e",)])
+async def test_under_a_dialog_the_footer_offers_none_of_the_keys_it_blocks(
+    dice: Session, opens: tuple[str, ...]
+) -> None:
+    # Under the branches list (or help, a confirmation, an edit) the footer still showed
+    # s Step, n Next, c Continue, b Breakpoint, q Quit: pressed there, they did nothing.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("s", "s", *opens)
+        await settle(pilot)
+        assert app.screen is not app.screen_stack[0]  # the dialog is up
+        row = footer_row(app)
+        for shown in ("Step", "Next", "Continue", "Breakpoint", "Quit"):
+            assert shown not in row, row
+        await pilot.press("s")  # as it said: nothing under the dialog
+        await settle(pilot)
+        assert app.session.step == 2
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is app.screen_stack[0]
+        assert "s/→ Step" in footer_row(app) and "q Quit" in footer_row(app)
+
+
+async def test_a_command_picked_in_the_palette_still_runs(dice: Session) -> None:
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"last step", "enter")
+        await settle(pilot)
+        assert app.session.step == app.session.last

@@ -130,3 +130,29 @@ async def test_a_run_stopped_elsewhere_takes_its_dialog_away(tmp_path: Path) -> 
         app._stopper.cancel("stopped: the run store is full")
         await opened(pilot)
         assert not any(isinstance(screen, InputScreen) for screen in app.screen_stack)
+
+
+async def test_ctrl_c_in_a_restores_dialog_ends_the_work_and_the_branch_is_interrupted(
+    tmp_path: Path,
+) -> None:
+    # r from a step before an input(), then ctrl+c in its dialog: the work line stayed up
+    # ("restoring from step …") until the next key, and the stopped branch said "running".
+    app = app_for(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await dialog(pilot)
+        await pilot.press("a", "enter")
+        await dialog(pilot)
+        await pilot.press("b", "enter")
+        await opened(pilot)
+        s = app.session
+        assert s is not None
+        app.run_command("goto 0")
+        await settle(pilot)
+        await pilot.press("r", "y")
+        await dialog(pilot)
+        await pilot.press("ctrl+c")
+        await opened(pilot)
+        assert s.branch == 1
+        assert not app.work_line.busy and not app.work_line.display
+        assert s.run_status() == "interrupted"
+        assert "running" not in app.status.content.plain

@@ -6,6 +6,7 @@ from __future__ import annotations
 from debugger.app import DebuggerApp
 from debugger.session import Session
 from debugger.widgets.output_panel import OutputPanel
+from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
 from tests.debugger.conftest import PROGRAMS, SIZE, make_session, screen_text, settle
 
@@ -158,3 +159,87 @@ async def test_a_long_status_line_drops_the_step_budget_before_the_cost() -> Non
         line.show(state, 20, "ok", max_steps=1_000_000)  # it fits: all of it
         await pilot.pause()
         assert "max 1,000,000" in str(line.render()) and "cost" in str(line.render())
+
+
+WIDE = PROGRAMS / "wide.agency"
+
+
+async def test_a_statement_past_the_right_edge_of_the_source_is_scrolled_into_view() -> None:
+    # Line 3 holds nine statements, the last far past an 80-column terminal's source panel:
+    # stepping to it shows it (and the line numbers still), stepping on to a short line
+    # scrolls back.
+    app = DebuggerApp(make_session(WIDE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        source = app.query_one(SourceView)
+        for _ in range(8):
+            await pilot.press("s")
+            await settle(pilot)
+        assert app.session.shown_location().line == 3
+        assert app.session.shown_location().col > 80
+        text = screen_text(app)
+        assert "let far = a + b" in text
+        assert "    3 ▶" in text  # the gutter stays when the code moves across
+        assert source.scroll_offset.x > 0
+        await pilot.press("s")
+        await settle(pilot)
+        assert app.session.shown_location().line == 4
+        assert source.scroll_offset.x == 0
+        assert "print(" in screen_text(app)
+
+
+async def test_a_printed_line_wider_than_the_output_panel_wraps() -> None:
+    # The output panel takes no focus and shows no horizontal scrollbar: a line cut at its
+    # edge could not be read. It wraps, and after a resize it wraps again at the new width.
+    app = DebuggerApp(make_session(WIDE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        output = app.query_one(OutputPanel)
+        assert output.lines[-1] == "short"
+        shown = _panel_text(app, output)
+        assert shown[-1] == "short"  # the last line stays in view under the wrapped one
+        assert "".join(shown[:-1]).endswith("日本語 and then its end is here")  # none cut
+        rows = output.virtual_size.height
+        await pilot.resize_terminal(160, 40)
+        await settle(pilot)
+        assert output.virtual_size.height < rows
+        assert "".join(_panel_text(app, output)).endswith("its end is hereshort")
+
+
+def _panel_text(app: DebuggerApp, panel: OutputPanel) -> list[str]:
+    """The rows a panel shows, as a person reads them (trailing blanks and its scrollbar off)."""
+    region = panel.scrollable_content_region
+    rows = screen_text(app).split("\n")[region.y : region.bottom]
+    return [row[region.x : region.right].rstrip("▁▂▃▄▅▆▇█ ") for row in rows if row.strip()]
+
+
+async def test_a_notification_stays_clear_of_a_status_line_of_several_rows(dice: Session) -> None:
+    # Toasts sat two rows up, fixed: over the first rows of a status line that wrapped (the
+    # reason for the last move, a cancelled run's resume command) while they showed.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        dice.message = "a reason long enough to wrap the status line onto more rows " * 2
+        app._refresh_view()
+        await settle(pilot)
+        status = app.query_one(StatusLine)
+        assert status.region.height >= 3
+        app.notify("something to say")
+        await settle(pilot)
+        await pilot.pause(0.3)  # the toast slides in
+        toasts = list(app.screen.query("Toast"))
+        assert toasts
+        assert all(t.region.bottom <= status.region.y for t in toasts), (
+            [t.region for t in toasts],
+            status.region,
+        )
+        dice.message = ""
+        app._refresh_view()
+        await settle(pilot)
+        assert status.region.height == 1
+        app.notify("something else")
+        await settle(pilot)
+        await pilot.pause(0.3)
+        assert all(t.region.bottom <= status.region.y for t in app.screen.query("Toast"))

@@ -92,3 +92,20 @@ async def test_r_on_a_run_whose_program_changed_says_why_at_once(
         assert not isinstance(app.screen, ConfirmScreen)
         assert any("changed since run" in e for e in seen), seen
         assert app.session is not None and len(app.session.branches()) == 1
+
+
+async def test_r_at_the_end_of_a_run_says_nothing_runs_after_it(stored: Path) -> None:
+    # The end step follows the last statement: a restore from it asked "steps 20..20 run
+    # again, live" and made a branch that was the old one again.
+    app = DebuggerApp(trace_session(SQLiteStore(stored)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        seen = watch_errors(app)
+        await pilot.press("end", "r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("is the end of the run: nothing runs after it" in e for e in seen), seen
+        assert app.session is not None and len(app.session.branches()) == 1
+        await pilot.press("S", "r")  # from the last statement it runs
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)

@@ -547,6 +547,43 @@ def test_an_edited_llm_answer_is_what_the_branch_shows_for_that_call() -> None:
     assert original is not None and original["value"] == 2 and not original["edited"]
 
 
+WEATHER = """def lookup(city: string): string {
+  \"\"\"The weather of a city.\"\"\"
+  print("looked up", city)
+  return "rain"
+}
+
+node main() {
+  const said = llm("Weather in Paris?", {tools: [lookup]})
+  print("said", said)
+  return said
+}
+"""
+WEATHER_MOCKS = [
+    {"toolCall": {"name": "lookup", "args": {"city": "Paris"}}},
+    {"return": "It rains."},
+]
+
+
+def test_an_edited_answer_that_had_asked_for_a_tool_is_the_final_answer() -> None:
+    # The model asked for `lookup`; the person answers in its place: the branch takes the
+    # answer as the call's value and never runs the tool (the edit was lost to the tool round).
+    program = compile_source(WEATHER, "weather.agency")
+    tl = record_program(program, RunConfig(mocks=WEATHER_MOCKS, quiet=True)).timeline
+    step = next(k for k in range(len(tl)) if tl.kind_at(k) == "llm")
+    assert tl.llm_call_at(step)["value"] is None  # a tool call: no value
+    branch = tl.fork(step, {"llm_answer": "Sunny, says the person."})
+    end = branch.state_at(len(branch) - 1)
+    assert end.output[-1] == "said Sunny, says the person."
+    assert not any(line.startswith("looked up") for line in end.output)
+    thread = next(iter(end.threads.values()))
+    assert thread[-1].role == "assistant" and thread[-1].content == "Sunny, says the person."
+    assert not thread[-1].tool_calls
+    call = branch.llm_call_at(step)
+    assert call["edited"] and call["value"] == "Sunny, says the person."
+    assert call["response"]["tool_calls"] == []
+
+
 # A typed llm() call hands the machine its schema: an object of the compiled program, shared by
 # every run of that program in the process. The recorder names each object it meets with an id
 # kept on the object, so an id given by one recorder must not be given again by another.
