@@ -39,7 +39,7 @@ from debugger.shapes import (
 )
 from debugger.stops import EventBreak, LineBreak
 from debugger.watches import Watch, next_change
-from runtime.agents.storage import status_at
+from runtime.agents.storage import AGENT_KIND, status_at
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.record.views import BranchInfo, Event, FrameView, Location, StateView
@@ -277,9 +277,12 @@ class Session(Points, Editing):
         if status != "running":
             return status
         run = getattr(self.timeline, "run", None)
-        # a stopped branch (a restore cancelled with esc or ctrl+c) too, not only a stored run
-        if not self._live_branch() and getattr(run, "status", None) == "interrupted":
-            return "interrupted"
+        agent = (getattr(run, "meta", None) or {}).get("kind") == AGENT_KIND
+        if not self._live_branch() and not agent:
+            # The run's row is its main line's (branch 0); a branch that ends running is a
+            # restore stopped early (esc, ctrl+c, a cap) that nothing records now.
+            if self.branch != 0 or getattr(run, "status", None) == "interrupted":
+                return "interrupted"
         if self.recording is None and run is not None:  # a Python agent's run: how it ended
             status = status_at(run, self.branch, last, last + 1, status)
         return status

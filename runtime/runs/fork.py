@@ -21,7 +21,7 @@ from runtime.runs.answers import RecordedAnswers, RouteAll
 from runtime.runs.processes import claim_run
 from runtime.runs.recorder import Recorder
 from runtime.runs.runner import drive
-from runtime.runs.stopping import Stopper, mark_stopped
+from runtime.runs.stopping import Stopper
 from runtime.vm.builtins import World
 from runtime.vm.builtins_std import FAKE_CLOCK
 from runtime.vm.checkpoints import snapshot
@@ -299,11 +299,7 @@ def fork(
     try:
         drive(m, None, stopper)
     finally:
-        rec.finish()
-    if stopper is not None and stopper.stopped():
-        # stopped early (Esc, a cap): resumable, as a stopped recording is; finish() left
-        # the run saying "running" with nothing running it
-        mark_stopped(tl.store, tl.run_id, stopper.reason())
+        rec.finish()  # (the run's row stays its main line's: a branch ends in its last step)
     return Timeline(tl.store, tl.run_id, branch, tl.program, tl.locations)
 
 

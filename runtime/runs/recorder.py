@@ -591,16 +591,19 @@ class Recorder:
             # Stopped mid-step (an interrupt): store every step started so far; the writes
             # after the last one stay pending for the step a continued run starts next.
             self.flush_chunk(m, at_marker=False)
-        status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(
-            m.status, "running"
-        )
-
-        fields: dict[str, Any] = {"status": status}
-        if m.status == HALTED:
-            fields["result"] = to_plain(m.result)
-        if m.error is not None:
-            fields["error"] = m.error.message
-        self.store.update_run(self.run_id, **fields)
+        if self.branch == 0:
+            # The run's row is its main line's: the one `agency runs` lists and `agency resume`
+            # continues. A branch (a restore) ends in its own last step; writing its end here
+            # would call a run waiting on an interrupt finished, and resume would refuse it.
+            status = {HALTED: "finished", FAILED: "failed", INTERRUPTED: "interrupted"}.get(
+                m.status, "running"
+            )
+            fields: dict[str, Any] = {"status": status}
+            if m.status == HALTED:
+                fields["result"] = to_plain(m.result)
+            if m.error is not None:
+                fields["error"] = m.error.message
+            self.store.update_run(self.run_id, **fields)
         self.store.flush()
 
     def detach(self) -> None:

@@ -525,6 +525,30 @@ def _local(state: Any, name: str) -> Any:
     return [f for f in state.frames if f.scope == "main"][-1].locals.get(name)
 
 
+WAITS = """\
+node main() {
+  let x = 1
+  if (x == 1) {
+    const ok = interrupt("go on?")
+  }
+  return x
+}
+"""
+
+
+def test_a_branch_that_ends_leaves_the_runs_own_status_and_result_alone() -> None:
+    # The run's row is its main line's, which `agency runs` lists and `agency resume`
+    # continues: a restore that finishes must not call a run waiting on an interrupt finished.
+    rec = _recorded(WAITS)
+    tl = rec.timeline
+    assert rec.store.get_run(rec.run_id).status == "interrupted"
+    at = next(k for k in range(len(tl)) if tl.state_at(k).frames[-1].locals.get("x") == 1)
+    new = tl.fork(at, {"locals": {"x": 2}})
+    assert new.state_at(len(new) - 1).status == "finished"
+    row = rec.store.get_run(rec.run_id)
+    assert (row.status, row.result) == ("interrupted", None)
+
+
 def test_a_fork_of_a_fork_keeps_the_first_edit() -> None:
     tl = _dice_recording().timeline
     first = tl.fork(3, {"locals": {"counter": 5}})
