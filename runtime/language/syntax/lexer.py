@@ -32,6 +32,7 @@ from runtime.language.syntax.tokens import (
     Token,
 )
 
+_SAFE_INTEGER = 2**53  # JavaScript's Number.MAX_SAFE_INTEGER + 1: larger whole numbers are floats
 MAX_DEPTH = 200  # strings nested inside `${…}` inside strings ...
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -258,11 +259,11 @@ class Lexer:
         digits = text.replace("_", "")
         value: int | float
         if digits[:2] in ("0x", "0X"):
-            value = int(digits, 16)
-        elif "." in digits or "e" in digits or "E" in digits:
-            value = float(digits)
+            value = _number_value(int(digits, 16))
+        elif "." in digits or "e" in digits or "E" in digits or len(digits) > 16:
+            value = float(digits)  # correctly rounded, `inf` past 1.8e308, whatever its length
         else:
-            value = int(digits)
+            value = _number_value(int(digits))
         if digits[:2] not in ("0x", "0X"):
             unit = _UNIT_RE.match(self.src, self.i)
             if unit is not None:
@@ -425,6 +426,18 @@ class Lexer:
         if tokens[-1].text != "}":
             return None
         return Interpolation(tuple(tokens), self._span(line, col))
+
+
+def _number_value(whole: int) -> int | float:
+    """A whole literal as the JavaScript number it is: exact up to 2**53, else the nearest float
+    (`inf` past the largest), so no later step meets a 10,000-digit int (Python refuses to
+    print one)."""
+    if -_SAFE_INTEGER <= whole <= _SAFE_INTEGER:
+        return whole
+    try:
+        return float(whole)
+    except OverflowError:
+        return float("inf")
 
 
 def _scaled(value: int | float, scale: int) -> int | float:

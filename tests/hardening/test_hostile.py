@@ -1,0 +1,127 @@
+"""Hostile inputs found by hand, one test per class: each gave an internal error (exit 70), ran
+on from a damaged file, or read a file it had no business reading. The one acceptable answer is
+one clear line and a non-zero exit (or, for a valid program, the JavaScript result)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.errors import AgencyError
+from tests.cli_helpers import agency, clean, plain_workdir
+
+CHAT = 'node main() {\n  let a = llm("first")\n  let b = 1\n  print(b)\n  let c = llm("second")\n  print(a, c)\n}\n'
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return plain_workdir(tmp_path, monkeypatch)
+
+
+# -- number literals -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("literal", "shown"),
+    [
+        ("9" * 10_000, "Infinity"),  # Python refuses to convert an int of over 4,300 digits
+        ("0x" + "f" * 4_000, "Infinity"),  # an int too large for a float
+        ("1" + "0" * 400, "Infinity"),
+        ("9007199254740993", "9007199254740992"),  # past 2**53: the nearest double
+        ("123456789012345678901234567890", "1.2345678901234568e+29"),
+    ],
+    ids=["10k-digits", "4k-hex-digits", "1e400", "2**53+1", "30-digits"],
+)
+def test_huge_number_literals_are_javascript_numbers(work: Path, literal: str, shown: str) -> None:
+    (work / "n.agency").write_text(f"node main() {{\n  print({literal})\n}}\n")
+    result = agency("run", "--no-record", "n.agency")
+    clean(result, 0)
+    assert result.stdout.splitlines()[0] == shown
+
+
+def test_a_huge_number_as_an_object_key(work: Path) -> None:
+    big = "9" * 5_000
+    source = f"node main() {{\n  print(Object.keys({{{big}: 1, 0x{'f' * 300}: 2, 1e300: 3}}))\n}}\n"
+    # Both huge keys are Infinity: one key, as in JavaScript.
+    (work / "k.agency").write_text(source)
+    result = agency("run", "--no-record", "k.agency")
+    clean(result, 0)
+    assert json.loads(result.stdout.splitlines()[0]) == ["Infinity", "1e+300"]
+
+
+def test_parse_int_of_a_huge_hexadecimal_number(work: Path) -> None:
+    (work / "p.agency").write_text(f'node main() {{\n  print(parseInt("{"f" * 400}", 16))\n}}\n')
+    result = agency("run", "--no-record", "p.agency")
+    clean(result, 0)
+    assert result.stdout.splitlines()[0] == "Infinity"
+
+
+# -- checkpoint files ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def checkpoint(work: Path) -> dict[str, Any]:
+    """Step 3 of a recorded run of `CHAT` (before its second `llm()`), as a checkpoint file's
+    JSON."""
+    (work / "chat.agency").write_text(CHAT)
+    clean(agency("run", "chat.agency"), 0)
+    clean(agency("export", "last:3", "-o", "cp.json"), 0)
+    data: dict[str, Any] = json.loads((work / "cp.json").read_text())
+    return data
+
+
+def tampered(work: Path, data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> str:
+    changed = json.loads(json.dumps(data))
+    edit(changed)
+    (work / "bad.json").write_text(json.dumps(changed))
+    result = agency("run", "--no-record", "chat.agency", "--checkpoint", "bad.json")
+    clean(result, 2, "bad.json")
+    assert "internal error" not in result.output
+    return result.output
+
+
+def test_the_untampered_checkpoint_runs(work: Path, checkpoint: dict[str, Any]) -> None:
+    clean(agency("run", "--no-record", "chat.agency", "--checkpoint", "cp.json"), 0)
+
+
+@pytest.mark.parametrize("frozen", [5, "x", [[1]], ["99999"]])
+def test_machine_frozen_of_the_wrong_type(
+    work: Path, checkpoint: dict[str, Any], frozen: Any
+) -> None:
+    # `revive` iterated it after every check had passed: TypeError, exit 70.
+    out = tampered(work, checkpoint, lambda d: d["machine"].__setitem__("frozen", frozen))
+    assert "frozen" in out or "heap entry" in out
+
+
+def test_a_version_of_true_is_not_version_1(work: Path, checkpoint: dict[str, Any]) -> None:
+    out = tampered(work, checkpoint, lambda d: d.__setitem__("version", True))
+    assert "unsupported checkpoint version" in out
+
+
+@pytest.mark.parametrize("message", [{"role": 5, "content": "x"}, {"content": "no role"}])
+def test_a_message_without_a_role(
+    work: Path, checkpoint: dict[str, Any], message: dict[str, Any]
+) -> None:
+    # It ran on, and a provider would have been sent a message with no role.
+    out = tampered(work, checkpoint, lambda d: d["threads"]["threads"]["0"].append(message))
+    assert "has no role" in out
+
+
+def test_the_debugger_reads_only_the_source_a_checkpoint_was_taken_from(
+    work: Path, checkpoint: dict[str, Any]
+) -> None:
+    from debugger.debug_command import checkpoint_source
+
+    assert checkpoint_source("cp.json") == "chat.agency"
+    secret = work / "secret.txt"
+    secret.write_text("password: hunter2\n")
+    for path in (str(secret), "secret.txt"):
+        checkpoint["source"]["path"] = path
+        (work / "other.json").write_text(json.dumps(checkpoint))
+        with pytest.raises(AgencyError, match="has changed since") as caught:
+            checkpoint_source("other.json")  # parsed it as a program, its lines in the error
+        assert "hunter2" not in str(caught.value)
