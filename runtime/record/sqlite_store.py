@@ -24,6 +24,7 @@ from typing import Any
 
 from runtime.language.files import STORE_SUFFIXES, kind_of, protect
 from runtime.record import migrations
+from runtime.record.rows import stored_text
 from runtime.record.sql_store import SQLStore
 from runtime.record.store import StoreError, utcnow
 from runtime.record.writer import Dialect, NoWriter, Writer
@@ -201,6 +202,7 @@ class SQLiteStore(SQLStore):
                 conn = sqlite3.connect(
                     path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
                 )
+                conn.text_factory = stored_text
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open run store {path}: {exc}") from exc
             try:
@@ -273,6 +275,7 @@ class SQLiteStore(SQLStore):
                 break
             try:
                 conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT)
+                conn.text_factory = stored_text
                 try:
                     version = migrations.read_version(conn, path)
                 finally:
@@ -307,6 +310,7 @@ class SQLiteStore(SQLStore):
                 isolation_level=None,
                 check_same_thread=False,
             )
+            conn.text_factory = stored_text
             conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._readers_lock:
@@ -315,6 +319,7 @@ class SQLiteStore(SQLStore):
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
             )
+            conn.text_factory = stored_text
             conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._readers_lock:

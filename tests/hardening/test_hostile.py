@@ -125,3 +125,26 @@ def test_the_debugger_reads_only_the_source_a_checkpoint_was_taken_from(
         with pytest.raises(AgencyError, match="has changed since") as caught:
             checkpoint_source("other.json")  # parsed it as a program, its lines in the error
         assert "hunter2" not in str(caught.value)
+
+
+# -- run stores ----------------------------------------------------------------------------------
+
+
+def test_text_that_is_not_utf8_in_one_run_does_not_hide_the_others(work: Path) -> None:
+    # sqlite3 raised on the first such value: `agency runs` failed for every run ("read failed:
+    # Could not decode to UTF-8 column ...") instead of marking the one damaged.
+    import sqlite3
+
+    (work / "chat.agency").write_text(CHAT)
+    clean(agency("run", "chat.agency"), 0)
+    clean(agency("run", "chat.agency"), 0)
+    with sqlite3.connect(work / ".agency" / "runs.db") as conn:
+        first, second = (r for (r,) in conn.execute("SELECT id FROM runs ORDER BY created_at"))
+        for column in ("config_json", "source_path"):
+            conn.execute(
+                f"UPDATE runs SET {column} = CAST(X'7b22ff223a317d' AS TEXT) WHERE id = ?", (first,)
+            )
+    listing = agency("runs")
+    clean(listing, 0, first, second, "damaged")
+    clean(agency("show", second), 0)
+    clean(agency("replay", first), 1, first, "damaged")
