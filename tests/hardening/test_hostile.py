@@ -148,3 +148,54 @@ def test_text_that_is_not_utf8_in_one_run_does_not_hide_the_others(work: Path) -
     clean(listing, 0, first, second, "damaged")
     clean(agency("show", second), 0)
     clean(agency("replay", first), 1, first, "damaged")
+
+
+# -- command lines -------------------------------------------------------------------------------
+
+
+def test_a_huge_limit_before_click_parses_it(work: Path) -> None:
+    # `agency runs --limit N` is answered before click (debugger.entry), which converted N with
+    # int(): over 4,300 digits a traceback, exit 1.
+    import subprocess
+    import sys
+
+    entry = [sys.executable, "-c", "from debugger.entry import main; main()"]
+    proc = subprocess.run(
+        [*entry, "runs", "--limit", "9" * 5_000], cwd=work, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--limit" in proc.stderr
+
+
+@pytest.mark.parametrize("command", [["show"], ["export", "-o", "cp.json"], ["replay"], ["resume"]])
+def test_a_run_id_that_is_not_utf8(work: Path, command: list[str]) -> None:
+    # A non-UTF-8 argument arrives with lone surrogates; sqlite3 could not bind it (exit 70).
+    (work / "chat.agency").write_text(CHAT)
+    clean(agency("run", "chat.agency"), 0)
+    clean(agency(*command, "r\udcff"), 2, "no run 'r\\udcff'")
+
+
+def test_a_step_in_other_digits_and_a_huge_run_id(work: Path) -> None:
+    (work / "chat.agency").write_text(CHAT)
+    clean(agency("run", "chat.agency"), 0)
+    clean(agency("show", "last:\u0663"), 2, "expected RUN or RUN:STEP")  # Arabic-Indic 3
+    result = agency("show", "x" * 100_000)
+    clean(result, 2, "no run 'xxx")
+    assert len(result.output) < 300  # the id is not echoed whole
+
+
+@pytest.mark.parametrize(
+    "url", ["not a url", "http://[::1", "ftp://host/v1", "http://host:99999/v1", "http://\udcff/"]
+)
+def test_a_base_url_that_cannot_be_sent_to(work: Path, url: str) -> None:
+    # `http://[::1` and a non-UTF-8 host were internal errors; the others failed at the
+    # first llm() call, after five seconds of retries.
+    (work / "chat.agency").write_text(CHAT)
+    result = agency("run", "--no-record", "chat.agency", "--model", "openai/x", "--base-url", url)
+    clean(result, 1, "is not an http:// or https:// URL with a host")
+    assert "internal error" not in result.output
+
+
+@pytest.mark.parametrize("port", ["-1", "65536"])
+def test_serve_on_a_port_out_of_range(work: Path, port: str) -> None:
+    clean(agency("serve", "--port", port), 2, "--port")
