@@ -199,3 +199,41 @@ def test_a_base_url_that_cannot_be_sent_to(work: Path, url: str) -> None:
 @pytest.mark.parametrize("port", ["-1", "65536"])
 def test_serve_on_a_port_out_of_range(work: Path, port: str) -> None:
     clean(agency("serve", "--port", port), 2, "--port")
+
+
+# -- .test.json suites and the environment -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("evaluationCriteria", 5, "must be a list of objects"),  # was an internal error
+        ("argv", 5, "must be a list of strings"),  # was an internal error
+        ("retry", 10**18, "must be a whole number from 0 to 100"),  # ran until killed
+        ("retry", "x", "must be a whole number"),  # no retry
+        ("timeoutMs", "x", "must be a number of milliseconds above 0"),  # no timeout
+        ("timeoutMs", -5, "must be a number of milliseconds above 0"),
+        ("fakeClock", "no", "must be true or false"),  # a true one
+    ],
+)
+def test_a_case_field_of_the_wrong_type(work: Path, field: str, value: Any, says: str) -> None:
+    from runtime.runs.testing import run_suite
+
+    (work / "p.agency").write_text("node main() {\n  return 1\n}\n")
+    case = {"nodeName": "main", "input": "", "expectedOutput": "2", field: value}
+    (work / "p.test.json").write_text(json.dumps({"tests": [case]}))
+    (outcome,) = run_suite(work / "p.test.json")
+    assert not outcome.passed and says in outcome.detail, outcome.detail
+    result = agency("test", "p.test.json")
+    clean(result, 1, says)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e300"])
+def test_an_llm_timeout_that_is_no_number_of_seconds(work: Path, value: str) -> None:
+    # Taken, then the first request failed ("__llm_call(): a number is too large").
+    from runtime.errors import LLMError
+    from runtime.llm.registry import resolve_model
+
+    env = {"AGENCY_LLM_TIMEOUT": value, "OPENAI_API_KEY": "k"}
+    with pytest.raises(LLMError, match="AGENCY_LLM_TIMEOUT must be a number of seconds"):
+        resolve_model("openai/x", base_url="http://127.0.0.1:9/v1", env=env)
