@@ -110,6 +110,7 @@ def checkpoint_source(checkpoint: str) -> str:
     """The source file a checkpoint names (resolved beside the checkpoint when relative and not
     found here); says which file it needs when it is not there."""
     from runtime.errors import AgencyError
+    from runtime.language.program import checked_source
     from runtime.vm.checkpoint_reading import load_file
 
     data = load_file(checkpoint)
@@ -122,34 +123,13 @@ def checkpoint_source(checkpoint: str) -> str:
     candidates = [Path(path)]
     if not Path(path).is_absolute():
         candidates.append(Path(checkpoint).resolve().parent / path)
-    found = [c for c in candidates if c.is_file()]
-    want = source.get("sha256")
-    for candidate in found:
-        # Only the file it was taken from is read as a program: a checkpoint is untrusted, and
-        # one naming another file (`/etc/passwd`) would otherwise show that file's lines.
-        if not isinstance(want, str) or _hash_of(candidate) == want:
-            return str(candidate)
-    if found:
-        raise AgencyError(
-            f"{checkpoint} was taken from {path} (sha256 {str(want)[:12]}…), which has changed "
-            "since; a checkpoint restores only against the same source"
-        )
+    for candidate in candidates:
+        if candidate.is_file():
+            return checked_source(candidate, source.get("sha256"), checkpoint)
     raise AgencyError(
         f"{checkpoint} was taken in {path}, which is not there: "
         f"agency debugger PATH/TO/{Path(path).name} --checkpoint {checkpoint}"
     )
-
-
-def _hash_of(path: Path) -> str | None:
-    """The sha256 a program read from `path` has, or None when it cannot be read as one."""
-    from runtime.errors import AgencyError
-    from runtime.language.files import read_text
-    from runtime.language.program import source_hash
-
-    try:
-        return source_hash(read_text(path, "program"))
-    except (AgencyError, OSError, UnicodeDecodeError):
-        return None
 
 
 def register(cli: click.Group) -> None:

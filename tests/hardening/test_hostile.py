@@ -115,6 +115,7 @@ def test_the_debugger_reads_only_the_source_a_checkpoint_was_taken_from(
     work: Path, checkpoint: dict[str, Any]
 ) -> None:
     from debugger.debug_command import checkpoint_source
+    from runtime.api import continue_from
 
     assert checkpoint_source("cp.json") == "chat.agency"
     secret = work / "secret.txt"
@@ -124,6 +125,9 @@ def test_the_debugger_reads_only_the_source_a_checkpoint_was_taken_from(
         (work / "other.json").write_text(json.dumps(checkpoint))
         with pytest.raises(AgencyError, match="has changed since") as caught:
             checkpoint_source("other.json")  # parsed it as a program, its lines in the error
+        assert "hunter2" not in str(caught.value)
+        with pytest.raises(AgencyError, match="has changed since") as caught:
+            continue_from("other.json", record=False)  # the public API, likewise
         assert "hunter2" not in str(caught.value)
 
 
