@@ -241,3 +241,23 @@ def test_an_llm_timeout_that_is_no_number_of_seconds(work: Path, value: str) -> 
     env = {"AGENCY_LLM_TIMEOUT": value, "OPENAI_API_KEY": "k"}
     with pytest.raises(LLMError, match="AGENCY_LLM_TIMEOUT must be a number of seconds"):
         resolve_model("openai/x", base_url="http://127.0.0.1:9/v1", env=env)
+
+
+# -- programs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("filler", [";", "(", "a ", "1, "])
+def test_a_program_of_too_many_tokens_stops_at_the_cap(
+    monkeypatch: pytest.MonkeyPatch, filler: str
+) -> None:
+    # A 10 MB line of `;` (10 million tokens) was lexed whole before any error: 90 s, 2 GB.
+    from runtime.errors import AgencySyntaxError
+    from runtime.language.syntax import lexer, parse
+
+    monkeypatch.setattr(lexer, "MAX_TOKENS", 1_000)
+    with pytest.raises(AgencySyntaxError) as caught:
+        parse("node main() {\n  let x = [" + filler * 5_000 + "\n}\n", "big.agency")
+    messages = [d.message for d in caught.value.diagnostics]
+    assert any("more than 1,000 tokens in one file" in m for m in messages), messages
+    assert not any("end of file" in m for m in messages), messages  # the cut is not an error
+    parse("node main() {\n" + "  print(1)\n" * 100 + "}\n", "small.agency")  # under the cap
