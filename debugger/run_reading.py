@@ -51,7 +51,13 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
         _reap(store)  # this host's runs whose process died show as interrupted
         return store
     path = location
-    if must_exist and not path.exists():
+    try:
+        there = path.exists()
+    except OSError as exc:  # a name too long: `exists` lets that through
+        from runtime.record.store import StoreError
+
+        raise StoreError(f"cannot open run store {path}: {exc.strerror or exc}") from None
+    if must_exist and not there:
         raise UsageError(
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
         )

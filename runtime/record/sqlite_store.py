@@ -172,14 +172,19 @@ class SQLiteStore(SQLStore):
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._init_lineages()
-        _refuse_special(self.path)
+        try:
+            _refuse_special(self.path)
+            if read_only:
+                self._uri = self._read_only_uri()
+            else:
+                conn = self._open_writer()
+        except OSError as exc:  # a name too long, a loop of links, a file in the path, …
+            raise StoreError(f"cannot open run store {self.path}: {exc.strerror or exc}") from None
         if read_only:
-            self._uri = self._read_only_uri()
             self._writer: Writer | NoWriter = NoWriter(self.where)
             self._key = _hold(self.path)
             self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path, self._key)
             return
-        conn = self._open_writer()
         for suffix in STORE_SUFFIXES:  # out of reach of the file builtins (a program's write())
             protect(self.path.with_name(self.path.name + suffix), "the run store")
         self._writer = Writer(conn, self.where, self._clock, SQLITE, fence=self._check_fences)

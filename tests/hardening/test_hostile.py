@@ -261,3 +261,23 @@ def test_a_program_of_too_many_tokens_stops_at_the_cap(
     assert any("more than 1,000 tokens in one file" in m for m in messages), messages
     assert not any("end of file" in m for m in messages), messages  # the cut is not an error
     parse("node main() {\n" + "  print(1)\n" * 100 + "}\n", "small.agency")  # under the cap
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs", "--db", "LONG.db"],  # Path.exists() raised ENAMETOOLONG (exit 70)
+        ["run", "p.agency", "--db", "LONG.db"],
+        ["debugger", "--trace", "LONG.db", "--run", "last"],
+        ["copy", "--from", "LONG.db", "--to", "other.db"],
+        ["run", "LONG/p.agency"],
+        ["check", "p.agency/LONG.agency"],  # a file where a directory should be
+    ],
+)
+def test_a_path_the_system_refuses(work: Path, command: list[str]) -> None:
+    (work / "p.agency").write_text('node main() {\n  print("hi")\n}\n')
+    long = "a" * 300  # longer than a file name may be (255 bytes)
+    result = agency(*[arg.replace("LONG", long) for arg in command])
+    assert result.exit_code not in (0, 70), result.output
+    assert "internal error" not in result.output
+    assert ("too long" in result.output) or ("Not a directory" in result.output), result.output
