@@ -281,3 +281,23 @@ def test_a_path_the_system_refuses(work: Path, command: list[str]) -> None:
     assert result.exit_code not in (0, 70), result.output
     assert "internal error" not in result.output
     assert ("too long" in result.output) or ("Not a directory" in result.output), result.output
+
+
+def test_input_with_no_stdin_at_all(work: Path) -> None:
+    # Started with descriptor 0 closed (`agency run p.agency <&-`), sys.stdin is None:
+    # input() failed with "cannot use these arguments". It is the end of input, as /dev/null.
+    import os
+    import subprocess
+    import sys
+
+    (work / "p.agency").write_text('node main() {\n  const a = input("? ")\n  print(a.length)\n}\n')
+    proc = subprocess.run(
+        [sys.executable, "-c", "from debugger.cli import main; main()", "run", "p.agency"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(0),  # noqa: PLW1509 - no threads in the child yet
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["0"]
