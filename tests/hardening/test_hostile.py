@@ -301,3 +301,16 @@ def test_input_with_no_stdin_at_all(work: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["0"]
+
+
+@pytest.mark.parametrize("command", [["runs"], ["run", "chat.agency"]])
+def test_a_negative_schema_version(work: Path, command: list[str]) -> None:
+    # `runs` read it as a store; `run` migrated "up" from it and ran the first migration again
+    # ("migration to schema v-4 failed: table runs already exists").
+    import sqlite3
+
+    (work / "chat.agency").write_text(CHAT)
+    clean(agency("run", "chat.agency"), 0)
+    with sqlite3.connect(work / ".agency" / "runs.db") as conn:
+        conn.execute("UPDATE meta SET value = '-5' WHERE key = 'schema_version'")
+    clean(agency(*command), 2, "the schema version -5 is not one agency writes")
