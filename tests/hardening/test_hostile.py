@@ -314,3 +314,17 @@ def test_a_negative_schema_version(work: Path, command: list[str]) -> None:
     with sqlite3.connect(work / ".agency" / "runs.db") as conn:
         conn.execute("UPDATE meta SET value = '-5' WHERE key = 'schema_version'")
     clean(agency(*command), 2, "the schema version -5 is not one agency writes")
+
+
+@pytest.mark.parametrize("separator", ['""', '","'])
+def test_split_is_held_to_the_array_cap(
+    work: Path, monkeypatch: pytest.MonkeyPatch, separator: str
+) -> None:
+    # `"x".repeat(100_000_000).split("")` built 100M strings (1.7 GB) past the 64 Mi cap.
+    monkeypatch.setenv("AGENCY_MAX_ARRAY_LENGTH", "70000")
+    (work / "s.agency").write_text(
+        f'node main() {{\n  const s = "x,".repeat(80000)\n  print(s.split({separator}).length)\n}}\n'
+    )
+    clean(agency("run", "--no-record", "s.agency"), 1, "longer than the 70,000")
+    monkeypatch.setenv("AGENCY_MAX_ARRAY_LENGTH", "200000")
+    clean(agency("run", "--no-record", "s.agency"), 0)
