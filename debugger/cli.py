@@ -30,6 +30,11 @@ EXIT_INTERRUPTED = 3
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in agency itself
 
+# Errors of the file system about a path, not about agency (see AgencyGroup.invoke).
+_PATH_ERRORS = frozenset(
+    {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM}
+)
+
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     click.echo(f"agency: {message}", err=True)
@@ -110,6 +115,13 @@ class AgencyGroup(click.Group):
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 raise  # stdout was closed (`| head`): click exits quietly
+            if exc.errno in _PATH_ERRORS and exc.filename is not None:
+                # A path given on the command line that the system refuses (a name too long, a
+                # loop of links, a file where a directory should be), met by a check that did
+                # not expect it (`Path.exists()` lets these through): the user's to fix.
+                name = os.fsdecode(exc.filename)
+                shown = name if len(name) <= 120 else name[:120] + "…"
+                fail(f"{shown}: {exc.strerror}")
             internal_error(exc)
         except RecursionError:
             fail(

@@ -110,11 +110,14 @@ def checkpoint_source(checkpoint: str) -> str:
     """The source file a checkpoint names (resolved beside the checkpoint when relative and not
     found here); says which file it needs when it is not there."""
     from runtime.errors import AgencyError
+    from runtime.language.program import checked_source
     from runtime.vm.checkpoint_reading import load_file
 
     data = load_file(checkpoint)
-    source = data.get("source") if isinstance(data.get("source"), dict) else {}
-    path = source.get("path") if isinstance(source, dict) else None
+    source = data.get("source")
+    if not isinstance(source, dict):
+        source = {}
+    path = source.get("path")
     if not isinstance(path, str) or not path:
         raise AgencyError(f"{checkpoint} does not name its source file: give it, FILE --checkpoint")
     candidates = [Path(path)]
@@ -122,7 +125,7 @@ def checkpoint_source(checkpoint: str) -> str:
         candidates.append(Path(checkpoint).resolve().parent / path)
     for candidate in candidates:
         if candidate.is_file():
-            return str(candidate)
+            return checked_source(candidate, source.get("sha256"), checkpoint)
     raise AgencyError(
         f"{checkpoint} was taken in {path}, which is not there: "
         f"agency debugger PATH/TO/{Path(path).name} --checkpoint {checkpoint}"

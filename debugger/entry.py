@@ -76,7 +76,9 @@ def _fits(kind: str, value: str) -> bool:
     if kind == "path":
         return bool(value) and not value.startswith("-") and _path_passes(value)
     digits = value.isascii() and value.isdigit()
-    return digits and (kind == "count" or int(value) > 0)
+    # Not `int(value) > 0`: Python refuses to convert over 4,300 digits (a traceback here,
+    # before click); click reports the value itself.
+    return digits and len(value) <= 18 and (kind == "count" or value.strip("0") != "")
 
 
 def _path_passes(path: str) -> bool:

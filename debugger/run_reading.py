@@ -51,7 +51,13 @@ def open_store(db: str | None, must_exist: bool = True, read_only: bool = False)
         _reap(store)  # this host's runs whose process died show as interrupted
         return store
     path = location
-    if must_exist and not path.exists():
+    try:
+        there = path.exists()
+    except OSError as exc:  # a name too long: `exists` lets that through
+        from runtime.record.store import StoreError
+
+        raise StoreError(f"cannot open run store {path}: {exc.strerror or exc}") from None
+    if must_exist and not there:
         raise UsageError(
             f"{path}: no run store here yet (run a program with `agency run` first, or pass --db)"
         )
@@ -94,10 +100,13 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
     """`RUN` or `RUN:STEP`."""
     if ":" in ref:
         run, step = ref.rsplit(":", 1)
-        if not step.lstrip("-").isdigit() or len(step) > 18:
-            raise UsageError(f"{ref!r}: expected RUN or RUN:STEP (STEP a number), e.g. last:5")
+        digits = step.removeprefix("-")
+        if not (digits.isascii() and digits.isdigit()) or len(step) > 18:  # not `٣`, `𝟑`
+            raise UsageError(
+                f"{shown_ref(ref)}: expected RUN or RUN:STEP (STEP a number), e.g. last:5"
+            )
         if not run:
-            raise UsageError(f"{ref!r}: give the run before the step, e.g. last{ref}")
+            raise UsageError(f"{shown_ref(ref)}: give the run before the step, e.g. last{ref}")
         return run, int(step)
     if not ref.strip():
         raise UsageError("give a run id (see `agency runs`) or `last`")
@@ -161,8 +170,14 @@ def find_run(store: Any, run_ref: str) -> Any:
     if run is None:
         if run_ref in ("last", "latest"):
             raise UsageError("no runs in this store yet (run a program with `agency run`)")
-        raise UsageError(f"no run {run_ref!r} in this store (see `agency runs`)")
+        raise UsageError(f"no run {shown_ref(run_ref)} in this store (see `agency runs`)")
     return run
+
+
+def shown_ref(ref: str, limit: int = 80) -> str:
+    """`ref` quoted for a message, cut to `limit` characters (a 100,000-character argument
+    is not echoed whole)."""
+    return repr(ref if len(ref) <= limit else ref[:limit] + "…")
 
 
 def show_text(ref: str, db: str | None, branch: int, as_json: bool) -> str:

@@ -606,7 +606,13 @@ def register(cli: click.Group) -> None:
 @click.command()
 @click.option("--db", default=None, help="Run store (a path or URL; default .agency/runs.db).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, help="Port (0: any free one).")
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    type=click.IntRange(0, 65535),
+    show_default=True,
+    help="Port (0: any free one).",
+)
 @click.option(
     "--token",
     default=None,

@@ -32,7 +32,7 @@ from runtime.agents.manager import (
 from runtime.agents.record import Recording, current_recording, record_agent, side_effect
 from runtime.agents.storage import MemoryStorage, RunStoreStorage, SqliteStorage
 from runtime.errors import AgencyError, UsageError
-from runtime.language.program import load_program
+from runtime.language.program import checked_source, load_program
 from runtime.llm.mock import load_mocks
 from runtime.llm.registry import config_of
 from runtime.record.sqlite_store import SQLiteStore
@@ -411,7 +411,9 @@ def continue_from(
     cp = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.load(checkpoint)
     if not cp.source_path:
         raise AgencyError("the checkpoint does not name its source file")
-    program = load_program(cp.source_path)
+    source = cp.data.get("source")
+    sha256 = source.get("sha256") if isinstance(source, dict) else None
+    program = load_program(checked_source(cp.source_path, sha256, "the checkpoint"))
     config = RunConfig(
         model_spec=model if model is not None else (None if mocks is not None else "sim"),
         mocks=_mocks(mocks),

@@ -39,6 +39,25 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+def checked_source(path: str | Path, sha256: object, origin: str) -> str:
+    """`path`, the source file a checkpoint (`origin`) names, once its text is the text the
+    checkpoint was taken from (`sha256`; not checked when the checkpoint gives none, and the
+    checkpoint's own check then says so). A checkpoint is untrusted: one naming another file
+    (`/etc/passwd`) would otherwise have it parsed, and its lines shown in a syntax error."""
+    if not isinstance(sha256, str):
+        return str(path)
+    try:
+        same = source_hash(read_text(path, "program")) == sha256
+    except (AgencyError, OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        raise AgencyError(
+            f"{origin} was taken from {path} (sha256 {sha256[:12]}…), which has changed since "
+            "or cannot be read; a checkpoint restores only against the same source"
+        )
+    return str(path)
+
+
 def std_path(module: str) -> Path | None:
     """The file of standard-library module `std::X` (None when there is no such module)."""
     name = module[len(STD_PREFIX) :]

@@ -44,8 +44,31 @@ class RetryPolicy:
 
 def host_of(url: str) -> str:
     """`host[:port]` of a URL, for messages and stored configs."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # `http://[::1`: checked, with a message, by `check_base_url`
+        return url
     return parts.netloc.rsplit("@", 1)[-1] or url
+
+
+def check_base_url(url: str, provider: str) -> None:
+    """Refuse, before any request, a base URL that httpx cannot send to: not http(s), no host,
+    a bad port, a host name that is not one (`--base-url`, `OPENAI_BASE_URL`, …)."""
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+        if ok:
+            (parts.hostname or "").encode("idna")
+    except (ValueError, UnicodeError):
+        ok = False
+    if not ok:
+        shown = repr(url[:80]) if "@" not in url else "(not shown: it holds credentials)"
+        raise LLMError(
+            f"{provider}: the base URL {shown} is not an http:// or https:// URL with a host "
+            "(e.g. http://localhost:11434/v1)",
+            provider=provider,
+        )
 
 
 class JsonEndpoint:
@@ -63,6 +86,7 @@ class JsonEndpoint:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.provider = provider
+        check_base_url(base_url, provider)
         self.base_url = base_url.rstrip("/")
         self.host = host_of(self.base_url)
         self.timeout = timeout

@@ -25,6 +25,7 @@ from runtime.llm.sim import SimModel
 
 ENV_MODEL = "AGENCY_MODEL"
 ENV_TIMEOUT = "AGENCY_LLM_TIMEOUT"  # seconds per request to a remote model (default 60)
+MAX_TIMEOUT = 365 * 86_400.0  # seconds; 1e300 (or inf) overflowed the request deadline
 ENV_RETRIES = "AGENCY_LLM_RETRIES"  # retries after a 429/5xx/timeout (default 3)
 
 KNOWN_PROVIDERS = ("openai", "anthropic", "ollama", "sim", "mock")
@@ -159,7 +160,13 @@ def _number(env: Mapping[str, str], key: str, default: float, integer: bool = Fa
         value = int(raw) if integer else float(raw)
     except ValueError:
         value = -1
-    if value < 0 or (not integer and value == 0):
-        kind = "a whole number, 0 or more" if integer else "a number of seconds above 0"
+    # `not value >= 0` catches nan; a timeout of inf or 1e300 seconds failed only at the first
+    # request ("__llm_call(): a number is too large").
+    if not value >= 0 or (not integer and not 0 < value <= MAX_TIMEOUT):
+        kind = (
+            "a whole number, 0 or more"
+            if integer
+            else "a number of seconds above 0, at most a year"
+        )
         raise LLMError(f"{key} must be {kind}, got {raw!r}")
     return value

@@ -280,6 +280,8 @@ def read_version(conn: sqlite3.Connection, path: Path | str) -> int:
         version = int(row[0])
     except (TypeError, ValueError) as exc:
         raise _refuse(path, f"the schema version {row[0]!r} is not a number") from exc
+    if version < 0:  # migrating "up" from it ran the first migration again on a full store
+        raise _refuse(path, f"the schema version {version} is not one agency writes (damaged)")
     if version == 0 and tables != {"meta"}:
         raise _refuse(path, "a SQLite database but not an agency run store (version 0 with data)")
     return version

@@ -99,7 +99,25 @@ def well_formed(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+class DamagedText(str):
+    """A text column whose bytes are not UTF-8 (a damaged page), as read back: its characters
+    with U+FFFD for the bad bytes, marked, so the row reads as damaged where a plain `str` is
+    expected, instead of the whole query failing (sqlite3 raises on the first such value)."""
+
+    __slots__ = ()
+
+
+def stored_text(raw: bytes) -> str:
+    """The sqlite3 `text_factory` of the run store: UTF-8, or `DamagedText`."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return DamagedText(raw.decode("utf-8", "replace"))
+
+
 def loads(text: str | None) -> Any:
+    if type(text) is DamagedText:
+        raise ValueError("the text is not UTF-8")
     return None if text is None else json.loads(text)
 
 

@@ -131,8 +131,8 @@ class SQLBase:
         return segments
 
     def _resolve(self, conn: Connection, run_id: str) -> str | None:
-        if not run_id:
-            return None
+        if not run_id or not run_id.isascii() and not _encodable(run_id):
+            return None  # not an id any run has (a lone surrogate from a non-UTF-8 argument)
         if self._one(conn, "SELECT 1 FROM runs WHERE id = ?", (run_id,)):
             return run_id
         ids = [
@@ -163,3 +163,12 @@ def _translate_cached(dialect: Dialect, text: str) -> str:
 
 def _translate(dialect: Dialect, text: str) -> str:
     return _translate_cached(dialect, text)
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` has a UTF-8 form (the drivers refuse to send one that has none)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -24,6 +24,7 @@ from typing import Any
 
 from runtime.language.files import STORE_SUFFIXES, kind_of, protect
 from runtime.record import migrations
+from runtime.record.rows import stored_text
 from runtime.record.sql_store import SQLStore
 from runtime.record.store import StoreError, utcnow
 from runtime.record.writer import Dialect, NoWriter, Writer
@@ -171,14 +172,19 @@ class SQLiteStore(SQLStore):
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._init_lineages()
-        _refuse_special(self.path)
+        try:
+            _refuse_special(self.path)
+            if read_only:
+                self._uri = self._read_only_uri()
+            else:
+                conn = self._open_writer()
+        except OSError as exc:  # a name too long, a loop of links, a file in the path, …
+            raise StoreError(f"cannot open run store {self.path}: {exc.strerror or exc}") from None
         if read_only:
-            self._uri = self._read_only_uri()
             self._writer: Writer | NoWriter = NoWriter(self.where)
             self._key = _hold(self.path)
             self._finalizer = weakref.finalize(self, _shutdown, self._writer, self.path, self._key)
             return
-        conn = self._open_writer()
         for suffix in STORE_SUFFIXES:  # out of reach of the file builtins (a program's write())
             protect(self.path.with_name(self.path.name + suffix), "the run store")
         self._writer = Writer(conn, self.where, self._clock, SQLITE, fence=self._check_fences)
@@ -201,6 +207,7 @@ class SQLiteStore(SQLStore):
                 conn = sqlite3.connect(
                     path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
                 )
+                conn.text_factory = stored_text
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open run store {path}: {exc}") from exc
             try:
@@ -273,6 +280,7 @@ class SQLiteStore(SQLStore):
                 break
             try:
                 conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT)
+                conn.text_factory = stored_text
                 try:
                     version = migrations.read_version(conn, path)
                 finally:
@@ -307,6 +315,7 @@ class SQLiteStore(SQLStore):
                 isolation_level=None,
                 check_same_thread=False,
             )
+            conn.text_factory = stored_text
             conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._readers_lock:
@@ -315,6 +324,7 @@ class SQLiteStore(SQLStore):
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
             )
+            conn.text_factory = stored_text
             conn.execute("PRAGMA query_only = ON")
             self._local.conn = conn
             with self._readers_lock:

@@ -250,6 +250,9 @@ def suite_problem(suite: Any) -> str:
     source = suite.get("sourceFile")
     if source is not None and (not isinstance(source, str) or not source.strip()):
         return f'"sourceFile" must be a file name, got {json.dumps(source)}'
+    problem = _scalar_problem({"timeoutMs": suite.get("defaultTimeoutMs")}, "the suite")
+    if problem:
+        return problem.replace('"timeoutMs"', '"defaultTimeoutMs"')
     for i, test in enumerate(suite["tests"]):
         where = f"tests[{i}]"
         if not isinstance(test, dict):
@@ -259,6 +262,9 @@ def suite_problem(suite: Any) -> str:
             if value is not None and not isinstance(value, types):
                 want = "a string" if types == (str,) else "a list"
                 return f'{where}: "{key}" must be {want}, got {json.dumps(value)[:40]}'
+        problem = _scalar_problem(test, where)
+        if problem:
+            return problem
         for j, handler in enumerate(test.get("interruptHandlers") or []):
             action = handler.get("action", "approve") if isinstance(handler, dict) else None
             if action not in ("approve", "reject", "resolve"):
@@ -275,6 +281,47 @@ def suite_problem(suite: Any) -> str:
                 return f'{where}: "expectedOutput" is {exc.msg}'
             except ValueError:
                 pass  # not JSON: compared as text
+    return ""
+
+
+MAX_RETRIES = 100  # `"retry": 1e18` on a failing case ran it until killed
+
+_FLAGS = ("fakeClock", "useTestLLMProvider", "skip", "skipOnCI", "realTimeSteps")
+
+
+def _scalar_problem(test: dict[str, Any], where: str) -> str:
+    """What is wrong with a case's flags, numbers and lists of `_FIELD_TYPES`'s kind ("" if
+    nothing): read as they were, a string flag was true, `"argv": 5` or `"evaluationCriteria":
+    5` an internal error, a timeout of `"x"` or `-5` no timeout."""
+    for key in _FLAGS:
+        value = test.get(key)
+        if value is not None and not isinstance(value, bool):
+            return f'{where}: "{key}" must be true or false, got {json.dumps(value)[:40]}'
+    retry = test.get("retry")
+    if retry is not None and (type(retry) is not int or not 0 <= retry <= MAX_RETRIES):
+        return (
+            f'{where}: "retry" must be a whole number from 0 to {MAX_RETRIES}, '
+            f"got {json.dumps(retry)[:40]}"
+        )
+    limit = test.get("timeoutMs")
+    if limit is not None and (type(limit) not in (int, float) or not 0 < limit < float("inf")):
+        return (
+            f'{where}: "timeoutMs" must be a number of milliseconds above 0, '
+            f"got {json.dumps(limit)[:40]}"
+        )
+    argv = test.get("argv")
+    if argv is not None and (
+        not isinstance(argv, list) or not all(isinstance(a, str) for a in argv)
+    ):
+        return f'{where}: "argv" must be a list of strings, got {json.dumps(argv)[:40]}'
+    criteria = test.get("evaluationCriteria")
+    if criteria is not None and (
+        not isinstance(criteria, list) or not all(isinstance(c, dict) for c in criteria)
+    ):
+        return (
+            f'{where}: "evaluationCriteria" must be a list of objects, '
+            f"got {json.dumps(criteria)[:40]}"
+        )
     return ""
 
 

@@ -20,6 +20,7 @@ from runtime.vm.values import (
     JSMap,
     JSObject,
     JSSet,
+    int_to_double,
     js_keys,
     js_pow,
     parse_json,
@@ -149,7 +150,7 @@ def _parse_int(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if radix == 10:
         return sign * int(digits) if len(digits) <= 16 else sign * num_of_text(digits)
     n = int(digits, radix)
-    return sign * n if n < 2**53 else sign * float(n)
+    return sign * n if n < 2**53 else sign * int_to_double(n)
 
 
 @builtin("parseFloat")

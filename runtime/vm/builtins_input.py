@@ -69,7 +69,9 @@ def _input(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
             sys.stderr.write(prompt)
             sys.stderr.flush()
             try:
-                line = sys.stdin.readline()
+                # No stdin at all (started with descriptor 0 closed, `<&-`): the end of input,
+                # as at the end of /dev/null.
+                line = sys.stdin.readline() if sys.stdin is not None else ""
             except (OSError, ValueError) as exc:  # no terminal, or stdin closed
                 raise AgencyRuntimeError(f"input: cannot read a line: {exc}") from None
             answer = line.removesuffix("\n").removesuffix("\r")

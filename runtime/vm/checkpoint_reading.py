@@ -38,7 +38,7 @@ def validate(
         raise CheckpointFormatError(
             f"{origin}: not an agency checkpoint (format is {data.get('format')!r}, expected {FORMAT!r})"
         )
-    if data.get("version") != VERSION:
+    if type(data.get("version")) is not int or data.get("version") != VERSION:  # `true` == 1
         raise CheckpointFormatError(
             f"{origin}: unsupported checkpoint version {data.get('version')!r} (this agency reads version {VERSION})"
         )
@@ -363,6 +363,7 @@ def _check_machine(extra: dict[str, Any], origin: str) -> None:
     for key, kind in (
         ("output", list),
         ("entry_args", list),
+        ("frozen", list),
         ("nodes_traversed", list),
         ("model_state", dict),
     ):
@@ -370,6 +371,8 @@ def _check_machine(extra: dict[str, Any], origin: str) -> None:
             raise CheckpointFormatError(f"{where}.{key}` should be a {kind.__name__}")
     if not all(isinstance(x, str) for x in extra.get("output") or []):
         raise CheckpointFormatError(f"{where}.output` should be a list of strings")
+    if not all(type(x) in (str, int) for x in extra.get("frozen") or []):
+        raise CheckpointFormatError(f"{where}.frozen` should be a list of heap entries")
     if not all(isinstance(x, str) for x in extra.get("nodes_traversed") or []):
         raise CheckpointFormatError(f"{where}.nodes_traversed` should be a list of names")
     for key in ("restore_counts", "restores_of"):
@@ -464,6 +467,8 @@ def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) ->
                     raise ValueError(f"`machine.{key}` should be an object")
             for v in (extra.get("shared") or {}).values():
                 dec.dec(v)
+            for label in extra.get("frozen") or []:
+                dec.dec({"$ref": label})  # a missing entry is an error now, not in `revive`
             int(extra.get("step_index", -1))
             int(extra.get("cp_counter", 0))
             int(extra.get("thread_counter", 1))
@@ -566,12 +571,14 @@ def decode_threads(data: dict[str, Any], dec: Decoder) -> dict[str, list[dict[st
     for tid, msgs in threads.items():
         if not isinstance(msgs, list):
             continue
-        out[str(tid)] = [_decode_message(dec.dec(m)) for m in msgs]
+        out[str(tid)] = [_decode_message(dec.dec(m), tid) for m in msgs]
     out.setdefault("0", [])
     return out
 
 
-def _decode_message(v: Any) -> dict[str, Any]:
+def _decode_message(v: Any, tid: Any) -> dict[str, Any]:
     if type(v) is JSObject:
+        if not isinstance(v.get("role"), str):  # a provider would send it as it is
+            raise ValueError(f"a message of thread {tid} has no role (a string)")
         return {k: to_plain(x) for k, x in v.items()}
     return {"role": "user", "content": to_str(v)}

@@ -423,6 +423,8 @@ def _str_split(s: str, args: list[Any]) -> JSArray:
     if is_regex(sep):
         return regex_methods.split(s, args)
     sep = to_str(sep)
+    if len(s) > SMALL:  # counted before the parts are made: 100M one-character strings are 6 GB
+        check_array_length(len(s) if sep == "" else s.count(sep) + 1)
     parts = utf16.units_list(s) if sep == "" else s.split(sep)
     if len(args) > 1 and args[1] is not None:
         parts = parts[: max(0, integer(args[1]))]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
@@ -132,7 +133,9 @@ def _string_text(tok: Token) -> str:
 
 def _number_key(value: int | float) -> str:
     """A number used as an object key, spelled as JavaScript would (`1`, `1.5`)."""
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and not math.isfinite(value):
+        return "Infinity" if value > 0 else "NaN"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value)
 
