@@ -28,7 +28,11 @@ _UCS1_OVERHEAD = _sizeof("é") - 1
 
 
 def _bmp_by_size(s: str) -> bool:
-    return s.isascii() or _sizeof(s) - 4 * len(s) != _UCS4_OVERHEAD
+    # A string also counts a UTF-8 copy of itself once a C function asked for one (pickling
+    # it, binding it to SQLite: recording does both), which only adds to its size: below the
+    # line it is narrower than four bytes a character; at or above it, the scan says (only
+    # strings with an astral character, or that copy, pay for it; they are encoded anyway).
+    return s.isascii() or _sizeof(s) - 4 * len(s) < _UCS4_OVERHEAD or _ASTRAL.search(s) is None
 
 
 def _bmp_by_scan(s: str) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+import sqlite3
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,6 +25,23 @@ def units(s: str) -> bytes:
 def test_length_counts_code_units(s: str) -> None:
     assert utf16.length(s) == len(units(s)) // 2
     assert utf16.bmp(s) == all(ord(c) <= 0xFFFF for c in s)
+
+
+@given(TEXT)
+def test_a_string_that_also_holds_its_utf8_copy_counts_the_same(s: str) -> None:
+    # Pickling a string or binding it to SQLite (recording does both) can leave a UTF-8 copy
+    # in the string object, which grows its size: what it is made of has not changed.
+    s = "".join(list(s))  # a string of its own, whatever hypothesis shares
+    pickle.dumps(s)
+    sqlite3.connect(":memory:").execute("SELECT ?", (s,)).fetchone()
+    assert utf16.length(s) == len(units(s)) // 2
+    assert utf16.bmp(s) == all(ord(c) <= 0xFFFF for c in s)
+
+
+def test_an_emoji_string_pickled_mid_run_keeps_its_positions() -> None:
+    face = "".join(["hi ", chr(0x1F600), "!"])
+    pickle.dumps(face)
+    assert (utf16.length(face), utf16.bmp(face)) == (6, False)
 
 
 @given(TEXT, st.integers(0, 70), st.integers(0, 70))
@@ -61,3 +81,34 @@ def test_mend_leaves_other_strings_alone() -> None:
     assert utf16.mend("ça été") == "ça été"
     assert utf16.mend("\ude00\ud83d") == "\ude00\ud83d"  # a low then a high: no pair
     assert utf16.mend("x\ud83d\ude00") == "x😀"
+
+
+def test_a_recorded_run_counts_an_emoji_string_the_same_after_it_was_stored() -> None:
+    # Recording pickles the values a run writes, and pickling may leave a UTF-8 copy inside
+    # the very string the program goes on using: its positions must not change with it.
+    import tempfile
+
+    from runtime.language.program import compile_source
+    from runtime.record.store import MemoryStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig, new_machine
+
+    source = """node main() {
+  const face = "hi 😀!"
+  let before = face.length
+  let n = 0
+  for (i in range(3000)) {
+    n = n + 1
+  }
+  return [before, face.length, face.indexOf("!"), face.slice(3, 5), face.charCodeAt(4)]
+}
+"""
+    program = compile_source(source, "face.agency")
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RunConfig(model_spec="sim", root=tmp, quiet=True)
+        bare = new_machine(program, config)
+        bare.run()
+        rec = record_program(program, config, MemoryStore())
+    want = [6, 6, 5, "😀", 0xDE00]
+    assert list(bare.result) == want
+    assert list(rec.machine.result) == want
