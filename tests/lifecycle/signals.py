@@ -74,11 +74,14 @@ def terminate(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return out, err
 
 
-def term_and_wait_until_heard(proc: subprocess.Popen[str]) -> None:
-    """Send SIGTERM and read stderr until the process says it is stopping."""
+def signal_and_wait_until_heard(
+    proc: subprocess.Popen[str], signum: signal.Signals = signal.SIGTERM
+) -> None:
+    """Send `signum` (SIGTERM or SIGINT) and read stderr until the process says it is
+    stopping because of it."""
     assert proc.stderr is not None
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     line = proc.stderr.readline()
     while line and "stopping" not in line:
         line = proc.stderr.readline()
-    assert "SIGTERM" in line, line
+    assert ("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C") in line, line

@@ -14,12 +14,14 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.lifecycle.harness import TIMEOUT, LLMServer, agency
 from tests.lifecycle.signals import (
     LOOP,
     ask_and_hold,
+    signal_and_wait_until_heard,
     start,
-    term_and_wait_until_heard,
     terminate,
 )
 
@@ -120,35 +122,19 @@ def test_sigterm_with_a_request_in_flight_ends_the_process_after_the_grace(
         server.close()
 
 
-def test_a_second_sigterm_ends_the_process_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_sigterm_after_a_stop_was_asked_ends_the_process_at_once(
+    tmp_path: Path, first: signal.Signals
+) -> None:
+    # The signal that ends the process decides its status, whichever asked for the stop: a
+    # supervisor that sends SIGTERM after a person's Ctrl-C sees 143, as after a SIGTERM.
     server = LLMServer()
     try:
         proc = ask_and_hold(
             tmp_path, server, ("--db", "runs.db", "--json"), AGENCY_STOP_GRACE="3600"
         )
-        term_and_wait_until_heard(proc)  # the first one was heard
+        signal_and_wait_until_heard(proc, first)  # the first one was heard
         terminate(proc)  # the second ends it at once
-        run_id, status, _, _ = _run_row(tmp_path)
-        assert status == "interrupted"
-        server.release()
-        _resume_finishes(tmp_path, server, run_id)
-    finally:
-        server.close()
-
-
-def test_sigterm_after_ctrl_c_ends_the_process_with_the_sigterm_status(tmp_path: Path) -> None:
-    # The signal that ended the process decides its status, whichever asked for the stop first:
-    # a supervisor that sends SIGTERM after a person's Ctrl-C sees 143, as for a SIGTERM alone.
-    server = LLMServer()
-    try:
-        proc = ask_and_hold(tmp_path, server, ("--db", "runs.db", "--json"))
-        assert proc.stderr is not None
-        proc.send_signal(signal.SIGINT)
-        line = proc.stderr.readline()
-        while line and "stopping" not in line:
-            line = proc.stderr.readline()
-        assert "Ctrl-C" in line, line
-        terminate(proc)
         run_id, status, _, _ = _run_row(tmp_path)
         assert status == "interrupted"
         server.release()

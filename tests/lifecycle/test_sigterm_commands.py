@@ -20,8 +20,8 @@ from tests.lifecycle.harness import LLMServer, agency
 from tests.lifecycle.signals import (
     LOOP,
     ask_and_hold,
+    signal_and_wait_until_heard,
     start,
-    term_and_wait_until_heard,
     terminate,
 )
 
@@ -68,7 +68,7 @@ def test_run_no_record_ends_at_once_on_a_second_sigterm(tmp_path: Path) -> None:
     server = LLMServer()
     try:
         proc = ask_and_hold(tmp_path, server, ("--no-record",), AGENCY_STOP_GRACE="3600")
-        term_and_wait_until_heard(proc)  # the first one was heard
+        signal_and_wait_until_heard(proc)  # the first one was heard
         _, err = terminate(proc)
         assert "not recorded" in err, err
     finally:
