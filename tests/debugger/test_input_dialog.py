@@ -12,6 +12,7 @@ from textual.widgets import Input
 
 from debugger.app import DebuggerApp
 from debugger.opening import record_session
+from debugger.session import Session
 from debugger.widgets.confirm_screen import ConfirmScreen
 from debugger.widgets.input_screen import InputScreen
 from runtime.language.program import load_program
@@ -65,6 +66,17 @@ async def opened(pilot) -> None:  # noqa: ANN001
     raise AssertionError("the run never opened")
 
 
+async def answer_both(pilot, app: DebuggerApp) -> Session:  # noqa: ANN001
+    """Answer the program's two input() dialogs ("a", "b") and wait for the run to open."""
+    await dialog(pilot)
+    await pilot.press("a", "enter")
+    await dialog(pilot)
+    await pilot.press("b", "enter")
+    await opened(pilot)
+    assert app.session is not None
+    return app.session
+
+
 async def test_input_asks_in_a_dialog_while_recording(tmp_path: Path) -> None:
     app = app_for(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -83,13 +95,7 @@ async def test_input_asks_in_a_dialog_while_recording(tmp_path: Path) -> None:
 async def test_restore_before_an_input_asks_again_and_makes_the_branch(tmp_path: Path) -> None:
     app = app_for(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await dialog(pilot)
-        await pilot.press("a", "enter")
-        await dialog(pilot)
-        await pilot.press("b", "enter")
-        await opened(pilot)
-        s = app.session
-        assert s is not None
+        s = await answer_both(pilot, app)
         asks = [k for k in range(s.length) if s.timeline.location_at(k).line == 4]
         app.run_command(f"goto {asks[-1]}")  # the second input, unchanged
         await settle(pilot)
@@ -139,13 +145,7 @@ async def test_ctrl_c_in_a_restores_dialog_ends_the_work_and_the_branch_is_inter
     # ("restoring from step …") until the next key, and the stopped branch said "running".
     app = app_for(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await dialog(pilot)
-        await pilot.press("a", "enter")
-        await dialog(pilot)
-        await pilot.press("b", "enter")
-        await opened(pilot)
-        s = app.session
-        assert s is not None
+        s = await answer_both(pilot, app)
         app.run_command("goto 0")
         await settle(pilot)
         await pilot.press("r", "y")
