@@ -25,6 +25,23 @@ def _cells(line: str) -> int:
     return len(line) if line.isascii() else cell_len(line)
 
 
+def wrap_words(line: str, width: int) -> list[str]:
+    """`line` in rows of at most `width` cells, broken after the last space a row has (a word
+    longer than a row is cut where the row ends; a wide character never is)."""
+    rows: list[str] = []
+    rest = line
+    while _cells(rest) > width:
+        head = rest[:width]  # a character takes one cell at least
+        if not head.isascii():
+            head = chop_cells(head, width)[0]
+        space = head.rfind(" ")
+        cut = space + 1 if space > 0 else max(len(head), 1)
+        rows.append(rest[:cut])
+        rest = rest[cut:]
+    rows.append(rest)
+    return rows
+
+
 class OutputPanel(ScrollView, can_focus=False):
     """Printed lines so far, long ones wrapped."""
 
@@ -99,9 +116,9 @@ class OutputPanel(ScrollView, can_focus=False):
         return 1 if _cells(line) <= self._wrap_width else len(self._chopped(line))
 
     def _chopped(self, line: str) -> list[str]:
-        """`line` in rows of the wrap width (a wide character is never cut in two)."""
+        """`line` in rows of the wrap width, broken between words where it can be."""
         if self._chop_cache[0] != (line, self._wrap_width):
-            self._chop_cache = ((line, self._wrap_width), chop_cells(line, self._wrap_width))
+            self._chop_cache = ((line, self._wrap_width), wrap_words(line, self._wrap_width))
         return self._chop_cache[1]
 
     def _text_width(self) -> int:
