@@ -400,6 +400,8 @@ def run(
 
     if approve_all and reject_all:
         fail("choose one of --approve-all and --reject-all")
+    if checkpoint_file is not None and not checkpoint_file.strip():
+        fail("--checkpoint: give a checkpoint file (written by `agency export` or the debugger)")
     if checkpoint_file:
         given = [
             f"--{name}"

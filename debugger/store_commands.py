@@ -362,6 +362,8 @@ def resume(
         raise UsageError("choose one of --approve, --reject and --resolve")
     if run_ref and last:
         raise UsageError("give a run or --last, not both")
+    if run_ref is not None and not run_ref.strip():  # an empty argument is not "the latest"
+        raise UsageError("give a run id (see `agency runs`), `last`, or --last")
     stopper = Stopper(None, max_store_bytes(max_store_size))
     store = open_store(db)
     if run_ref and run_ref not in ("last", "latest"):

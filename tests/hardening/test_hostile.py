@@ -179,6 +179,23 @@ def test_a_run_id_that_is_not_utf8(work: Path, command: list[str]) -> None:
     clean(agency(*command, "r\udcff"), 2, "no run 'r\\udcff'")
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["resume", ""], "give a run id"),  # was read as "the latest run"
+        (["resume", "  "], "give a run id"),
+        (["run", "chat.agency", "--checkpoint", ""], "--checkpoint: give a checkpoint file"),
+    ],
+    ids=["resume-empty", "resume-blank", "checkpoint-empty"],
+)
+def test_an_empty_argument_is_refused_not_taken_for_a_default(
+    work: Path, args: list[str], says: str
+) -> None:
+    (work / "chat.agency").write_text(CHAT)
+    clean(agency("run", "chat.agency"), 0)
+    clean(agency(*args), 2, says)
+
+
 def test_a_step_in_other_digits_and_a_huge_run_id(work: Path) -> None:
     (work / "chat.agency").write_text(CHAT)
     clean(agency("run", "chat.agency"), 0)
