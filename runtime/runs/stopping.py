@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from runtime.errors import EXIT_STOPPED, EXIT_TERMINATED, AgencyError, Terminated
+from runtime.errors import EXIT_STOPPED, EXIT_TERMINATED, AgencyError, Terminated, UsageError
 from runtime.record.sqlite_store import file_size
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
@@ -134,7 +134,10 @@ def parse_size(text: str, what: str = "size") -> int:
 def max_store_bytes(option: str | None) -> int:
     """The run-store size cap: the option, else `$AGENCY_MAX_STORE_SIZE`, else 8 GiB."""
     if option:
-        return parse_size(option, "--max-store-size")
+        try:
+            return parse_size(option, "--max-store-size")
+        except AgencyError as exc:  # a bad command line, as click's own (exit 2)
+            raise UsageError(str(exc)) from None
     env = os.environ.get(MAX_STORE_ENV, "").strip()
     return parse_size(env, MAX_STORE_ENV) if env else DEFAULT_MAX_STORE_BYTES
 

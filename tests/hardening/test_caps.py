@@ -103,7 +103,7 @@ def test_a_recorded_endless_loop_stops_at_the_store_size_cap(tmp_path: Path) -> 
     env = agency(tmp_path, "run", "loop.agency", AGENCY_MAX_STORE_SIZE="1M")
     assert env.returncode == 130 and "AGENCY_MAX_STORE_SIZE" in env.stderr
     bad = agency(tmp_path, "run", "loop.agency", "--max-store-size", "lots")
-    assert bad.returncode == 1 and "expected a size such as 500M" in bad.stderr
+    assert bad.returncode == 2 and "expected a size such as 500M" in bad.stderr  # usage
 
 
 def test_the_caps_are_documented(tmp_path: Path) -> None:

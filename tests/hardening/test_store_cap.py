@@ -78,7 +78,7 @@ def test_resume_stops_at_the_store_size_cap_and_stays_resumable(tmp_path: Path) 
     assert status == "interrupted" and most > more
 
     bad = agency(tmp_path, "resume", "--last", "--max-store-size", "lots")
-    assert bad.returncode != 0 and "expected a size such as 500M" in bad.stderr
+    assert bad.returncode == 2 and "expected a size such as 500M" in bad.stderr
     assert _status(db) == (status, most)  # refused before anything ran
 
 
