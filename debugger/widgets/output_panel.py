@@ -27,19 +27,21 @@ def _cells(line: str) -> int:
 
 def wrap_words(line: str, width: int) -> list[str]:
     """`line` in rows of at most `width` cells, broken after the last space a row has (a word
-    longer than a row is cut where the row ends; a wide character never is)."""
+    longer than a row is cut where the row ends; a wide character never is). Each row looks at
+    `width` characters only, so a megabyte line wraps in linear time."""
     rows: list[str] = []
-    rest = line
-    while _cells(rest) > width:
-        head = rest[:width]  # a character takes one cell at least
+    i, n = 0, len(line)
+    while True:
+        head = line[i : i + width]  # a character takes one cell at least
         if not head.isascii():
-            head = chop_cells(head, width)[0]
+            head = chop_cells(head, width)[0] or head[:1]  # (a character wider than a row)
+        if i + len(head) >= n:  # the rest fits
+            rows.append(line[i:])
+            return rows
         space = head.rfind(" ")
-        cut = space + 1 if space > 0 else max(len(head), 1)
-        rows.append(rest[:cut])
-        rest = rest[cut:]
-    rows.append(rest)
-    return rows
+        cut = space + 1 if space > 0 else len(head)
+        rows.append(line[i : i + cut])
+        i += cut
 
 
 class OutputPanel(ScrollView, can_focus=False):

@@ -219,13 +219,12 @@ class GracefulStop:
 
     def _handle(self, signum: int, frame: Any) -> None:
         term = signum == signal.SIGTERM
+        # The latest signal names the stop, so the one that ends the process decides how it
+        # exits (130 or 143): a supervisor's SIGTERM after a Ctrl-C exits 143.
+        self.signal_name = "SIGTERM" if term else "Ctrl-C"
         if self.requested:
-            # The signal that ends the process decides how it exits (130 or 143), whichever
-            # asked for the stop first: a supervisor's SIGTERM after a Ctrl-C exits 143.
-            self.signal_name = "SIGTERM" if term else "Ctrl-C"
             raise Terminated if term else KeyboardInterrupt
         self.requested = True
-        self.signal_name = "SIGTERM" if term else "Ctrl-C"
         if self.m is not None:
             self.m.stop_at = self.m.step_index  # the loop stops at the next step boundary
         if self.notice:

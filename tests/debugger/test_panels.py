@@ -3,11 +3,13 @@ the wrong thing (found by driving the debugger by hand under tmux)."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
-from debugger.widgets.output_panel import OutputPanel
+from debugger.widgets.output_panel import OutputPanel, wrap_words
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
 from tests.debugger.conftest import PROGRAMS, SIZE, make_session, screen_text, settle
@@ -210,6 +212,19 @@ async def test_a_printed_line_wider_than_the_output_panel_wraps() -> None:
         await settle(pilot)
         assert output.virtual_size.height < rows
         assert " ".join(_panel_text(app, output)).endswith("its end is here short")
+
+
+@given(
+    st.text(alphabet=st.sampled_from(["a", "b", " ", "é", "日", "😀"]), max_size=60),
+    st.integers(1, 12),
+)
+def test_wrapped_rows_are_the_line_in_order_none_wider_than_the_panel(
+    line: str, width: int
+) -> None:
+    rows = wrap_words(line, width)
+    assert "".join(rows) == line
+    assert all(cell_len(row) <= width or len(row) == 1 for row in rows)  # (or one wide char)
+    assert all(rows[:-1])  # no empty row but the only one of an empty line
 
 
 def _panel_text(app: DebuggerApp, panel: OutputPanel) -> list[str]:
