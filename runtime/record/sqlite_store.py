@@ -67,6 +67,7 @@ def default_db_path(env: Mapping[str, str] = os.environ) -> Path:
 
 class SQLiteDialect(Dialect):
     errors = (sqlite3.Error,)
+    rows_per_insert = 100  # 500 values: far under SQLite's oldest limit on them (999)
 
     def rows(self, conn: Any, sql: str, params: tuple[Any, ...]) -> list[Any]:
         cursor = conn.cursor()

@@ -40,6 +40,12 @@ class Dialect:
     """
 
     errors: tuple[type[BaseException], ...] = ()  # the driver's errors (a read failed)
+    # Rows per INSERT when a group inserts many rows with one statement: SQLite's driver lets go
+    # of the GIL around every statement it runs, and while the interpreter holds the GIL in a
+    # tight loop, getting it back takes a switch interval (5 ms) each time. One statement per
+    # row let the writer fall seconds behind a recorded loop (a crash lost those steps); one per
+    # hundred rows keeps up. 1 means one statement per row (`executemany`).
+    rows_per_insert = 1
     for_update = ""  # appended to a SELECT that must lock the row it reads
     effect_order = "rowid"  # the column that keeps the effect journal's recording order
 
@@ -281,11 +287,24 @@ class Writer:
                     for op in run:
                         self._apply(op)
                 else:
-                    conn.cursor().executemany(
-                        sql_of(sql), [op.params for op in run if op.params is not None]
-                    )
+                    self._insert(sql_of(sql), [op.params for op in run if op.params is not None])
             self._grow([op for op in ops if op.grows is not None])
         self._dialect.commit(conn)
+
+    def _insert(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run `sql` once for each of `rows`: as few multi-row INSERTs as the dialect takes,
+        in order, or one `executemany`."""
+        per = self._dialect.rows_per_insert
+        many = multirow(sql, per) if per > 1 and len(rows) > 1 else None
+        if many is None:
+            self._conn.cursor().executemany(sql, rows)
+            return
+        cursor = self._conn.cursor()
+        for start in range(0, len(rows), per):
+            chunk = rows[start : start + per]
+            text = many if len(chunk) == per else multirow(sql, len(chunk))
+            assert text is not None
+            cursor.execute(text, [value for row in chunk for value in row])
 
     def _reconnected(self, exc: BaseException) -> bool:
         """After a dropped connection: a new one (waiting for the server), True if there is."""
@@ -378,6 +397,22 @@ class Writer:
     def _rollback(self) -> None:
         with contextlib.suppress(Exception):
             self._dialect.rollback(self._conn)
+
+
+_MULTIROW: dict[tuple[str, int], str | None] = {}
+
+
+def multirow(sql: str, n: int) -> str | None:
+    """`sql`, an `INSERT … VALUES (?, …)` of one row, as one of `n` rows (its clauses after
+    the values, such as ON CONFLICT, kept); None for a statement of another shape."""
+    key = (sql, n)
+    if key not in _MULTIROW:
+        head, sep, rest = sql.partition(" VALUES (")
+        row, close, tail = rest.partition(")")
+        one = f"({row})"
+        shaped = sep and close and head.lstrip().upper().startswith("INSERT") and "(" not in row
+        _MULTIROW[key] = f"{head} VALUES {', '.join([one] * n)}{tail}" if shaped else None
+    return _MULTIROW[key]
 
 
 def _statements(ops: list[Op]) -> list[tuple[str | None, list[Op]]]:
