@@ -15,14 +15,25 @@ $(BIN)/agency: pyproject.toml
 demo: $(BIN)/agency
 	$(BIN)/agency run examples/dice.agency --mock examples/dice.mocks.json --no-record
 
-lint: $(BIN)/agency
-	$(BIN)/ruff check runtime debugger tests benchmarks screenshots
-	$(BIN)/ruff format --check runtime debugger tests benchmarks screenshots
-	$(BIN)/mypy runtime
-	$(BIN)/mypy --strict debugger
+RUFF_PATHS := runtime debugger tests benchmarks screenshots
 
-test: $(BIN)/agency lint
-	$(BIN)/pytest -n 2 --durations=20 tests
+# One mypy over both packages, strict by pyproject.toml's [tool.mypy]: checking debugger/ on its
+# own re-checked all of runtime/ it imports (67 s cold, against 49 s for the pair at once).
+lint: $(BIN)/agency
+	$(BIN)/ruff check $(RUFF_PATHS)
+	$(BIN)/ruff format --check $(RUFF_PATHS)
+	$(BIN)/mypy runtime debugger
+
+# The type check is one process on one core, cold in a fresh clone for most of a minute: it runs
+# beside the tests (its output in .mypy.log, shown at the end) instead of before them.
+test: $(BIN)/agency
+	$(BIN)/ruff check $(RUFF_PATHS)
+	$(BIN)/ruff format --check $(RUFF_PATHS)
+	@$(BIN)/mypy runtime debugger > .mypy.log 2>&1 & mypy=$$!; \
+	$(BIN)/pytest -n 2 --durations=20 tests; tests=$$?; \
+	wait $$mypy; typed=$$?; \
+	echo "$(BIN)/mypy runtime debugger"; cat .mypy.log; rm -f .mypy.log; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 check: test
 
