@@ -397,6 +397,7 @@ def resume(
         machine = resume_run(
             store,
             run,
+            progress=_progress_bar(label="re-executing the record"),
             decision=decision,
             force=force,
             model_spec=model_spec,
@@ -540,7 +541,7 @@ def replay(
     finish(machine, as_json)
 
 
-def _progress_bar(from_step: int = 0) -> Any:
+def _progress_bar(from_step: int = 0, label: str = "replaying") -> Any:
     """A rich progress bar on stderr (when it is a terminal); `update(-1, -1)` closes it."""
     if not sys.stderr.isatty():
         return None
@@ -554,7 +555,7 @@ def _progress_bar(from_step: int = 0) -> Any:
     )
 
     progress = Progress(
-        TextColumn("replaying"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
@@ -572,7 +573,7 @@ def _progress_bar(from_step: int = 0) -> Any:
             if total < 2000:
                 return  # short replays need no bar
             progress.start()
-            task["id"] = progress.add_task("replaying", total=total, completed=from_step)
+            task["id"] = progress.add_task(label, total=total, completed=from_step)
         progress.update(task["id"], completed=min(step, total))
 
     return update

@@ -82,13 +82,15 @@ def _resume_run(
     root: Any = None,
     quiet: bool = False,
     taken_from: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Machine:
     """Continue `run` from its last completed step, live, recording on branch 0.
 
     `decision` answers the interrupt the run was waiting on; `answer` answers later ones.
     Paths resolve against `root`, by default the directory the run was started in.
     `stopper` stops it sooner (its step budget, the run-store size cap), leaving it
-    interrupted and resumable again.
+    interrupted and resumable again. `progress` is told (steps re-executed, steps to
+    re-execute) while the record is re-executed, then (-1, -1).
     Refuses (AgencyError) a finished run, a run another process is recording, and a changed
     source or model configuration unless `force`. `taken_from` is the owner whose claim this
     process took over (`Claim.taken_from`): a run still `running` by that process (on another
@@ -152,7 +154,13 @@ def _resume_run(
         step, serve_up_to = _resume_point(store, run, tl)
     answers = [a for a, s in zip(recorded_answers(tl), _answer_steps(tl)) if s <= serve_up_to]
     journal = StoreJournal(store, run.id, 0, in_doubt=True)
-    m = machine_at(tl, step, journal=journal)
+    try:
+        m = machine_at(
+            tl, step, journal=journal, progress=(lambda s: progress(s, step)) if progress else None
+        )
+    finally:
+        if progress is not None:
+            progress(-1, -1)
     served = int(getattr(m.model, "served", 0))
     m.model = RecordedAnswers(answers[served:], live=live, served=served, machine=m)
     if root is None:
