@@ -295,7 +295,8 @@ def prune(
     n = store.prune(
         age, keep=live, keep_failed=keep_failed, keep_latest=keep_latest, max_bytes=max_bytes
     )
-    click.echo(f"deleted {n} run{'s' if n != 1 else ''}")
+    busy = f" ({len(live)} being recorded, never deleted)" if live else ""
+    click.echo(f"deleted {n} run{'s' if n != 1 else ''}{busy}")
 
 
 @click.command(context_settings=CONTEXT)

@@ -287,7 +287,8 @@ def test_prune_keeps_a_run_that_is_being_recorded(tmp_path: Path) -> None:
         assert live.poll() is None, "the run ended before prune could race it"
         proc = agency(tmp_path, "prune", "--older-than", "0s", "--db", "runs.db")
         assert proc.returncode == 0, proc.stderr
-        assert "deleted 1 run" in proc.stdout  # the old, finished one; not the live one
+        # the old, finished one; not the live one, and it says so
+        assert proc.stdout.strip() == "deleted 1 run (1 being recorded, never deleted)"
         out, err = live.communicate(timeout=60)
     finally:
         if live.poll() is None:
