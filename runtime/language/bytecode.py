@@ -258,6 +258,8 @@ STD_HOST_NAMES = frozenset(
         "__thread_list",
         "__thread_set_summary",
         "__thread_event",
+        "__node_end",
+        "__agent_end",
         "__thread_setup",
         "__thread_value",
         "__thread_messages",
