@@ -210,6 +210,7 @@ STD_HOST_NAMES = frozenset(
         "__date_next_day_of_week",
         "__date_now",
         "__markdown_parse",
+        "__markdown_html",
         "__date_parse",
         "__date_start_of_day",
         "__date_start_of_month",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.vm.builtin_base import arg, builtin
-from runtime.vm.values import JSObject, from_plain, to_str
+from runtime.vm.values import JSObject, from_plain, to_number, to_str
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -955,3 +955,185 @@ def _markdown_parse(m: Machine, args: list[Any], named: dict[str, Any]) -> JSObj
     parsed = from_plain(parse_markdown("" if text is None else to_str(text)))
     assert type(parsed) is JSObject
     return parsed
+
+
+# -- HTML --------------------------------------------------------------------------------------
+# renderForHtml treats the tree as untrusted (it is often written by a model): text is escaped,
+# URLs are kept only when relative or http(s)/mailto/tel, raw HTML and frontmatter are dropped.
+
+_HTML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+_URL_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SAFE_SCHEME = re.compile(r"(https?|mailto|tel):", re.IGNORECASE)
+_ANY_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+
+
+def _esc(v: Any) -> str:
+    text = v if type(v) is str else "" if v is None else to_str(v)
+    return "".join(_HTML_ESCAPES.get(c, c) for c in text)
+
+
+def _safe_url(url: Any) -> str:
+    if type(url) is not str:
+        return ""
+    u = _URL_CONTROL.sub("", url).strip()
+    if not u or u.startswith("//"):
+        return ""
+    if not _ANY_SCHEME.match(u) or _SAFE_SCHEME.match(u):
+        return u
+    return ""
+
+
+def _list_of(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _title_attr(node: dict[str, Any]) -> str:
+    title = node.get("title")
+    return f' title="{_esc(title)}"' if type(title) is str else ""
+
+
+def _inline_html(nodes: Any) -> str:
+    return "".join(_inline_node_html(n) for n in _list_of(nodes))
+
+
+def _inline_node_html(n: Any) -> str:
+    if type(n) is str:
+        return _esc(n)
+    if not isinstance(n, dict):
+        return ""
+    kind = n.get("type")
+    content = n.get("content")
+    wraps = {
+        "inline-bold": ("<strong>", "</strong>"),
+        "inline-italic": ("<em>", "</em>"),
+        "inline-bold-italic": ("<strong><em>", "</em></strong>"),
+        "inline-strike": ("<del>", "</del>"),
+    }
+    if kind in wraps:
+        before, after = wraps[kind]
+        return before + _inline_html(content) + after
+    if kind == "inline-text":
+        return _esc(content)
+    if kind == "inline-soft-break":
+        return "\n"
+    if kind == "inline-hard-break":
+        return "<br>"
+    if kind == "inline-code":
+        return f"<code>{_esc(content)}</code>"
+    if kind == "inline-link":
+        href = _safe_url(n.get("url") or "")
+        text = _inline_html(content)
+        if not href:
+            return text
+        return f'<a href="{_esc(href)}"{_title_attr(n)}>{text or _esc(href)}</a>'
+    if kind == "image":
+        src = _safe_url(n.get("url") or "")
+        alt = _esc(n.get("alt") or "")
+        if not src:
+            return alt
+        return f'<img src="{_esc(src)}" alt="{alt}"{_title_attr(n)}>'
+    if kind == "inline-ref-link":
+        return _esc(n.get("text") or "")
+    if kind == "inline-ref-image":
+        return _esc(n.get("alt") or "")
+    if kind == "inline-footnote-ref":
+        return f"<sup>{_esc(to_str(n.get('id') or ''))}</sup>"
+    return ""
+
+
+def _is_inline(n: Any) -> bool:
+    if type(n) is str:
+        return True
+    kind = n.get("type") if isinstance(n, dict) else None
+    return type(kind) is str and kind.startswith("inline-")
+
+
+def _whole(v: Any, default: int) -> int | None:
+    n = to_number(default if v is None else v)
+    return int(n) if n == n and n not in (float("inf"), float("-inf")) and n == int(n) else None
+
+
+def _block_html(b: Any) -> str:
+    if not isinstance(b, dict):
+        return ""
+    kind = b.get("type")
+    if kind == "paragraph":
+        return f"<p>{_inline_html(b.get('content'))}</p>"
+    if kind == "heading":
+        level = _whole(b.get("level"), 1)
+        lvl = 1 if level is None else max(1, min(6, level))
+        return f"<h{lvl}>{_inline_html(b.get('content'))}</h{lvl}>"
+    if kind == "code-block":
+        lang = b.get("language") or ""
+        raw = "" if b.get("content") is None else to_str(b.get("content"))
+        cls = f' class="language-{_esc(lang)}"' if lang else ""
+        return f"<pre><code{cls}>{_esc(raw.rstrip(chr(10)))}</code></pre>"
+    if kind == "block-quote":
+        children = _list_of(b.get("content"))
+        if all(_is_inline(c) for c in children):
+            inner = f"<p>{_inline_html(children)}</p>"
+        else:
+            inner = "".join(_block_html(c) for c in children)
+        return f"<blockquote>{inner}</blockquote>"
+    if kind == "list":
+        items = "".join(_item_html(i) for i in _list_of(b.get("items")))
+        if not b.get("ordered"):
+            return f"<ul>{items}</ul>"
+        start = _whole(b.get("start"), 1)
+        attr = f' start="{start}"' if start is not None and start != 1 else ""
+        return f"<ol{attr}>{items}</ol>"
+    if kind == "horizontal-rule":
+        return "<hr>"
+    if kind == "table":
+        return _table_html(b)
+    if kind == "footnote-definition":
+        ident = _esc(to_str(b.get("id") or ""))
+        return f'<p id="fn-{ident}"><sup>{ident}</sup> {_esc(b.get("content") or "")}</p>'
+    return ""
+
+
+def _item_html(raw: Any) -> str:
+    if not isinstance(raw, dict):
+        return ""
+    blocks = _list_of(raw.get("content"))
+    first = blocks[0] if blocks else None
+    if isinstance(first, dict) and first.get("type") == "paragraph":
+        inner = _inline_html(first.get("content")) + "".join(_block_html(x) for x in blocks[1:])
+    else:
+        inner = "".join(_block_html(x) for x in blocks)
+    checked = raw.get("checked")
+    if type(checked) is bool:
+        mark = " checked" if checked else ""
+        return f'<li><input type="checkbox"{mark} disabled> {inner}</li>'
+    return f"<li>{inner}</li>"
+
+
+def _table_html(node: dict[str, Any]) -> str:
+    aligns = _list_of(node.get("alignments"))
+
+    def align(i: int) -> str:
+        a = aligns[i] if i < len(aligns) else None
+        return f' style="text-align:{a}"' if a in ("left", "right", "center") else ""
+
+    head = "".join(
+        f"<th{align(i)}>{_esc(h or '')}</th>" for i, h in enumerate(_list_of(node.get("headers")))
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{align(i)}>{_esc(c or '')}</td>" for i, c in enumerate(_list_of(row)))
+        + "</tr>"
+        for row in _list_of(node.get("rows"))
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(blocks: Any) -> str:
+    """renderForHtml(blocks): each block's HTML, the empty ones left out, one per line."""
+    if not isinstance(blocks, list):
+        return ""
+    return "\n".join(h for h in (_block_html(b) for b in blocks) if h)
+
+
+@builtin("__markdown_html")
+def _markdown_html(m: Machine, args: list[Any], named: dict[str, Any]) -> str:
+    return render_html(arg(args, named, 0, "blocks"))
