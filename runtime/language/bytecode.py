@@ -211,6 +211,7 @@ STD_HOST_NAMES = frozenset(
         "__date_now",
         "__markdown_parse",
         "__markdown_html",
+        "__markdown_cli",
         "__date_parse",
         "__date_start_of_day",
         "__date_start_of_month",

@@ -41,6 +41,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_threads,
     builtins_values,
     classes,
+    markdown_render,
     methods,
     termcolor,
 )
