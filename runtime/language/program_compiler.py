@@ -10,14 +10,18 @@ from typing import Any
 
 from runtime.errors import AgencySyntaxError, Diagnostic
 from runtime.language.bytecode import (
+    CALL,
     CONST,
     ENTER_NODE,
     HALT,
     JUMP_IF_BOUND,
+    POP,
     RETURN,
     STORE_LOCAL,
+    SWAP,
     Code,
     CompiledProgram,
+    FuncRef,
     ParamInfo,
 )
 from runtime.language.compile_emit import CodeEmitter
@@ -129,6 +133,11 @@ class ProgramCompiler:
                 continue
             fc.stmt(item, str(i))  # type: ignore[arg-type]
         fc.emit(ENTER_NODE)
+        # the run's result goes through `__agent_end`, which runs the onAgentEnd callbacks that
+        # listen and gives the result back
+        fc.emit(CONST, FuncRef("__agent_end"))
+        fc.emit(SWAP)
+        fc.emit(CALL, 1)
         fc.emit(HALT)
         number = 0  # one numbering of every step location in the program (recorder's table)
         for code in [module, *self.functions.values()]:
@@ -291,6 +300,13 @@ def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:
             fc.emit(STORE_LOCAL, p.name)
             fc.patch(skip)
     fc.block(body, "")
+    if fc.code.kind == "node":
+        # A node that falls off its end runs the onNodeEnd callbacks that listen (one left by
+        # `return` or a transition does not, as in the reference)
+        fc.emit(CONST, FuncRef("__node_end"))
+        fc.emit(CONST, fc.code.name)
+        fc.emit(CALL, 1)
+        fc.emit(POP)
     fc.emit(CONST, None)
     fc.emit(RETURN)
 

@@ -32,6 +32,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_input,
     builtins_lang,
     builtins_layout,
+    builtins_markdown,
     builtins_policy,
     builtins_safebash,
     builtins_shell,
@@ -40,6 +41,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_threads,
     builtins_values,
     classes,
+    markdown_render,
     methods,
     termcolor,
 )

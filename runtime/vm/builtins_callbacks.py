@@ -15,6 +15,10 @@ timeTaken}) around each tool call `llm()` makes; `onLLMCallEnd` ({model, result:
 toolCalls}, usage, cost, timeTaken, messages}) after each answer. timeTaken (ms) reads the recorded clock, and
 only while someone listens, so a run without these callbacks reads no clock.
 
+`onNodeEnd` ({nodeName, data}) fires as a node falls off its end, and `onAgentEnd` ({nodeName,
+result: {messages, data, tokens}}) once the run's last node returned (`__node_end`,
+`__agent_end`: the compiler calls them there).
+
 `onNodeStart` ({nodeName}) fires as a node begins: the entry node, and each node a transition
 enters; the machine calls the prelude's `__hooked_node`, which runs the callbacks and then enters
 the node.
@@ -33,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.vm.builtin_base import arg, builtin
+from runtime.vm.builtins_fork import _clone as clone_value
 from runtime.vm.builtins_std import now_ms
 from runtime.vm.builtins_threads import REGISTRY as THREAD_REGISTRY
-from runtime.vm.builtins_threads import parent_of, public_id
+from runtime.vm.builtins_threads import messages_of, parent_of, public_id
 from runtime.vm.frames import TailCall
 from runtime.vm.values import (
     FUNCTION_TYPES,
@@ -57,7 +62,8 @@ ACTIVE = "__hooks"  # module global set once anything registered: the machine's 
 HOOKED_CALL = "__hooked_call"  # the prelude function that runs the callbacks, then the call
 FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's callbacks
 HOOKED_NODE = "__hooked_node"  # the prelude function that runs onNodeStart, then the node
-_FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE)
+AGENT_ENDED = "__agent_ended"  # the prelude function that runs onAgentEnd, then gives the result
+_FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE, AGENT_ENDED)
 # A child's events kept for its parent per segment at most; more are dropped (forwarding only
 # observes, as the reference drops an oversize message), so a busy child cannot fill memory.
 OUTBOX_MAX = 100_000
@@ -262,3 +268,52 @@ def _thread_event(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
             }
         )
     return TailCall("__fire_callbacks", [fns, data])
+
+
+# -- node and agent ends -------------------------------------------------------------------------
+
+
+@builtin("__node_end")
+def _node_end(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """A node fell off its end (a `return` or a transition skips this, as in the reference): run
+    the `onNodeEnd` callbacks that listen with {nodeName, data} (data is null: the reference
+    hands them no value), and forward the event to a listening parent program."""
+    if not m.forward and ACTIVE not in m.globals:
+        return None
+    data = JSObject({"nodeName": to_str(args[0]) if args else m.node, "data": None})
+    forward(m, "onNodeEnd", data)
+    fns = active_callbacks(m, "onNodeEnd")
+    if not fns:
+        return None
+    return TailCall("__fire_callbacks", [fns, data])
+
+
+@builtin("__agent_end")
+def _agent_end(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
+    """The run's entry node (or the node it handed over to) returned `value`: run the
+    `onAgentEnd` callbacks that listen with {nodeName: the entry node, result: {messages, data,
+    tokens}}, then give `value` back as the run's result. (A run that pauses for an interrupt
+    has not ended: this runs when it resumes and finishes.)"""
+    value = args[0] if args else None
+    if not m.forward and ACTIVE not in m.globals:
+        return value
+    # the result as it stood when the node returned: what a callback changes later (a list the
+    # result holds and a callback appends to) is not part of it, as the reference copies it
+    value = clone_value(value, {})
+    u = m.usage
+    tokens = JSObject(
+        {
+            "inputTokens": u["input_tokens"],
+            "outputTokens": u["output_tokens"],
+            "totalTokens": u["input_tokens"] + u["output_tokens"],
+        }
+    )
+    result = JSObject(
+        {"messages": messages_of(m, m.active_thread()), "data": value, "tokens": tokens}
+    )
+    data = JSObject({"nodeName": m.node, "result": result})
+    forward(m, "onAgentEnd", data)
+    fns = active_callbacks(m, "onAgentEnd")
+    if not fns:
+        return value
+    return TailCall("__agent_ended", [fns, data, value])

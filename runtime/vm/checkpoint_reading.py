@@ -514,11 +514,21 @@ def load_file(path: str, program: CompiledProgram | None = None) -> dict[str, An
 # Decoding
 
 
+def _after_enter_node(module: Any) -> int:
+    """Where the module frame under a decoded node stands: just after its ENTER_NODE."""
+    ops = module.ops
+    for pc in range(len(ops) - 1, -1, -1):
+        if ops[pc] == bytecode.ENTER_NODE:
+            return pc + 1
+    return len(ops) - 1  # (a module always enters its node; its HALT otherwise)
+
+
 def decode_frames(program: CompiledProgram, data: dict[str, Any], dec: Decoder) -> list[Frame]:
     frames = []
     if data["stack"] and data["stack"][0]["scope"] != "<module>":
         module = program.module
-        frames.append(Frame(module, {}, len(module.ops) - 1))  # at its HALT
+        # just after its ENTER_NODE: the node's result goes through `__agent_end`, then HALT
+        frames.append(Frame(module, {}, _after_enter_node(module)))
     for f in data["stack"]:
         scope = f["scope"]
         code = program.module if scope == "<module>" else program.functions[scope]

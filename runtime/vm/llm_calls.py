@@ -29,6 +29,7 @@ from runtime.vm.values import (
     Result,
     from_plain,
     stringify,
+    to_number,
     to_plain,
     to_str,
     truthy,
@@ -97,7 +98,25 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "messages": extra if type(extra) is JSArray else None,
             "round": 0,
             "promptAt": prompt_at,
+            "validationRetries": _count(opts.get("validationRetries")),
+            "validationAttempt": 0,
         }
+    )
+
+
+def _count(v: Any) -> int:
+    """A retry count option: a whole number, 0 when absent or not a positive number."""
+    n = to_number(v) if v is not None else 0.0
+    return int(n) if n == n and n > 0 and n != float("inf") else 0
+
+
+# The message sent before a validation retry (as the reference words it: the model is told what
+# was wrong, the response format itself goes with the request again).
+def validation_feedback(error: str) -> str:
+    return (
+        "Your previous response did not match the required output format. "
+        f"Validation error: {error[:2000]}\n"
+        "Respond again. Return only the structured output, with no extra text."
     )
 
 
@@ -288,7 +307,24 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
         },
     )
     if not calls and failed is not None:
-        raise AgencyRuntimeError(str(failed))
+        attempt = int(req.get("validationAttempt") or 0)
+        allowed = int(req.get("validationRetries") or 0)
+        if attempt >= allowed:
+            raise AgencyRuntimeError(str(failed))
+        # `validationRetries`: tell the model what was wrong and ask again; the prelude runs
+        # the onLLMRetry callbacks with `retry` first
+        m.set_key(req, "validationAttempt", attempt + 1)
+        m.append_message(thread, {"role": "user", "content": validation_feedback(str(failed))})
+        retry = JSObject(
+            {
+                "attempt": attempt + 1,
+                "maxRetries": allowed,
+                "delayMs": 0,
+                "reason": "invalidStructuredOutput",
+                "detail": str(failed)[:500],
+            }
+        )
+        return JSObject({"done": False, "value": None, "calls": calls, "retry": retry})
     return JSObject({"done": not calls, "value": value, "calls": calls})
 
 

@@ -48,7 +48,10 @@ def get_member(obj: Any, name: str) -> Any:
     if t is JSObject:
         return obj.get(name)
     if t is JSArray:
-        return len(obj) if name == "length" else None
+        if name == "length":
+            return len(obj)
+        props = getattr(obj, "props", None)  # a match array's index, input and groups
+        return props.get(name) if props else None
     if t is str:
         if name == "length":
             return (

@@ -174,7 +174,8 @@ def get_index(obj: Any, key: Any) -> Any:
             return None
         if key == "length":
             return len(obj)
-        return None
+        props = getattr(obj, "props", None)  # a match array's index, input and groups
+        return props.get(key) if props and type(key) is str else None
     if t is JSObject:
         return obj.get(key if type(key) is str else to_str(key))
     if t is str:  # positions are UTF-16 code units, as JavaScript's (see utf16.py)

@@ -3,9 +3,9 @@
 regex; and a regex's `exec(s)`.
 
 A regex value is the tagged object `re/…/flags` makes (runtime.vm.values.make_regex). A match is
-an array of the whole match and its groups (an unmatched group is null), as JavaScript's match
-array without its `index`/`input` properties. Regexes keep no `lastIndex`: `exec` and a
-non-global `match` always look from the start.
+an array of the whole match and its groups (an unmatched group is null) with JavaScript's
+`index`, `input` and `groups` properties (`groups` is null when the regex names no group).
+Regexes keep no `lastIndex`: `exec` and a non-global `match` always look from the start.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from runtime.errors import AgencyRuntimeError
 from runtime.vm import utf16
 from runtime.vm.builtins_data import integer
 from runtime.vm.limits import SMALL, check_string_length
-from runtime.vm.values import JSArray, compiled_regex, is_regex, to_str
+from runtime.vm.values import JSArray, JSObject, compiled_regex, is_regex, to_str
 
 
 def pattern_of(r: Any) -> tuple[re.Pattern[str], bool]:
@@ -30,7 +30,17 @@ def pattern_of(r: Any) -> tuple[re.Pattern[str], bool]:
 
 
 def _groups(found: re.Match[str]) -> JSArray:
-    return JSArray([found.group(0), *found.groups()])
+    """A match array, as JavaScript's: the whole match and its groups, with `index` (a UTF-16
+    position), `input` and `groups` (the named groups' object, or null without any)."""
+    arr = JSArray([found.group(0), *found.groups()])
+    named = found.groupdict()
+    s = found.string
+    arr.props = {
+        "index": utf16.to_unit_index(s, found.start()),
+        "input": s,
+        "groups": JSObject(named) if named else None,
+    }
+    return arr
 
 
 def match(s: str, args: list[Any]) -> Any:

@@ -65,6 +65,8 @@ class Encoder:
                             stack.append(value)
                     else:
                         stack.extend(x if t is JSArray else x.values())
+                        if t is JSArray and getattr(x, "props", None):
+                            stack.extend(x.props.values())
             elif t is Result:
                 stack.append(x.value)
                 stack.append(x.error)
@@ -140,6 +142,12 @@ class Encoder:
 
     def _contents(self, v: Any) -> Any:
         if type(v) is JSArray:
+            props = getattr(v, "props", None)
+            if props:  # a match array: `{"$array": items, "props": {index, input, groups}}`
+                return {
+                    "$array": [self.enc(x) for x in v],
+                    "props": {k: self.enc(x) for k, x in props.items()},
+                }
             return [self.enc(x) for x in v]
         if type(v) is JSSet:
             return {"$set": [self.enc(x) for x in v.values()]}
@@ -213,6 +221,10 @@ class Decoder:
                     return out
                 if "$decision" in v:
                     return Decision(str(v["$decision"]), self.dec(v.get("value")))
+                if "$array" in v and len(v) == 2:
+                    arr = JSArray()
+                    self._fill_array(arr, v)
+                    return arr
                 if "$object" in v and len(v) == 1:
                     pairs = v["$object"]
                     if not isinstance(pairs, list) or not all(
@@ -237,6 +249,14 @@ class Decoder:
             name,
             tool.get("preapprove") is True,
         )
+
+    def _fill_array(self, arr: JSArray, raw: dict[str, Any]) -> None:
+        """An array with named properties (a match array's index, input and groups)."""
+        items, props = raw.get("$array"), raw.get("props")
+        if not isinstance(items, list) or not isinstance(props, dict):
+            raise CheckpointFormatError("a `$array` value is malformed")
+        arr.extend(self.dec(x) for x in items)
+        arr.props = {str(k): self.dec(x) for k, x in props.items()}
 
     def _fill(self, c: JSSet | JSMap, raw: dict[str, Any]) -> None:
         items = raw.get("$set", raw.get("$map"))
@@ -265,6 +285,11 @@ class Decoder:
             self.made[label] = c
             self._fill(c, raw)
             return c
+        if type(raw) is dict and len(raw) == 2 and "$array" in raw:
+            arr = JSArray()
+            self.made[label] = arr
+            self._fill_array(arr, raw)
+            return arr
         if type(raw) is list:
             out: Any = JSArray()
             self.made[label] = out

@@ -31,9 +31,11 @@ from runtime.vm.limits import SMALL, check_string_length
 
 
 class JSArray(list):  # type: ignore[type-arg]
-    """An Agency array: a list with identity semantics."""
+    """An Agency array: a list with identity semantics. `props` (unset on most arrays) holds
+    named properties besides `length`: a regex match array's `index`, `input` and `groups`."""
 
-    __slots__ = ("oid",)
+    __slots__ = ("oid", "props")
+    props: dict[str, Any]
 
     def __eq__(self, other: object) -> bool:
         return self is other
