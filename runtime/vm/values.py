@@ -23,11 +23,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import regex
+
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import loads_json
 from runtime.vm import utf16
-from runtime.vm.limits import SMALL, check_string_length
+from runtime.vm.limits import REGEX_TIMEOUT_ENV, SMALL, check_string_length, regex_timeout
 
 
 class JSArray(list):  # type: ignore[type-arg]
@@ -521,8 +523,12 @@ def js_typeof(a: Any) -> str:
 # plain data, so it is saved in checkpoints like any object -------------------------------------
 
 REGEX_TAG = "$regex"
-_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
-_REGEX_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}
+# A program's patterns run on the `regex` engine (its VERSION0 is `re`'s syntax): unlike `re` it
+# takes a per-call timeout and checks for signals while it matches, so a catastrophic pattern
+# cannot hang the process past Ctrl-C, SIGTERM or the time limit.
+_REGEX_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
+_REGEX_CACHE: dict[tuple[str, str], regex.Pattern[str]] = {}
+_REGEX_CACHE_SIZE = 512  # patterns built from data (`s =~ x + i`) must not grow memory forever
 
 
 def make_regex(source: str, flags: str) -> JSObject:
@@ -538,37 +544,67 @@ def is_regex(v: Any) -> bool:
     return type(v) is JSObject and v.get(REGEX_TAG) is True
 
 
-def compiled_regex(source: str, flags: str) -> re.Pattern[str]:
+def compiled_regex(source: str, flags: str) -> regex.Pattern[str]:
     """The Python pattern for a JavaScript regex (flags i, m, s; g, u and y change nothing
-    here)."""
+    here). Run it inside a `RegexTime`, passing `timeout=clock.limit` to each call."""
     key = (source, flags)
     found = _REGEX_CACHE.get(key)
     if found is None:
-        bits = 0
+        bits = regex.VERSION0
         for f in flags:
             if f not in "gimsuy":
                 raise AgencyRuntimeError(f"unknown regex flag `{f}` in re/{source}/{flags}")
             bits |= _REGEX_FLAGS.get(f, 0)
         try:
-            found = re.compile(
+            found = regex.compile(
                 source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"),
                 bits,
             )
-        except re.error as exc:
+        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
             raise AgencyRuntimeError(f"bad regex re/{source}/{flags}: {exc}") from None
+        if len(_REGEX_CACHE) >= _REGEX_CACHE_SIZE:
+            _REGEX_CACHE.clear()
         _REGEX_CACHE[key] = found
     return found
+
+
+class RegexTime:
+    """The time limit on a program's regex, `limits.regex_timeout()` seconds for each call into
+    the engine (one search, or all the matches of one global `match`, `matchAll` or `replace`):
+    calls pass `timeout=clock.limit`, and a timeout leaves the `with` block as a runtime error
+    naming the pattern and the limit. A limit per call, not per operation, so a `split` of a
+    long string into a million pieces is never cut short by its own loop's time."""
+
+    __slots__ = ("source", "flags", "limit")
+
+    def __init__(self, source: str, flags: str = "") -> None:
+        self.source = source
+        self.flags = flags
+        self.limit = regex_timeout()
+
+    def __enter__(self) -> RegexTime:
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is TimeoutError:
+            raise AgencyRuntimeError(
+                f"the regex re/{self.source}/{self.flags} took longer than the {self.limit:g} s "
+                f"a regex may take (its pattern backtracks too much on this input; set "
+                f"{REGEX_TIMEOUT_ENV} to allow more)"
+            ) from None
 
 
 def regex_test(r: Any, s: Any) -> bool:
     """`s =~ r`: whether the regex `r` (or a pattern string) matches somewhere in `s`."""
     if is_regex(r):
-        pattern = compiled_regex(str(r["source"]), str(r["flags"]))
+        source, flags = str(r["source"]), str(r["flags"])
     elif type(r) is str:
-        pattern = compiled_regex(r, "")
+        source, flags = r, ""
     else:
         raise AgencyRuntimeError(f"`=~` needs a regex on its right, like re/abc/, not {a_type(r)}")
-    return pattern.search(s if type(s) is str else to_str(s)) is not None
+    pattern = compiled_regex(source, flags)
+    with RegexTime(source, flags) as clock:
+        return pattern.search(s if type(s) is str else to_str(s), timeout=clock.limit) is not None
 
 
 def js_in(key: Any, obj: Any) -> bool:
