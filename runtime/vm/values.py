@@ -300,6 +300,9 @@ def format_number(v: int | float) -> str:
     return f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
 
 
+_JOINING: set[int] = set()  # the arrays `to_str` is joining (the machine runs on one thread)
+
+
 def to_str(v: Any) -> str:
     """String conversion as in a JavaScript template or `+` with a string."""
     t = type(v)
@@ -312,7 +315,13 @@ def to_str(v: Any) -> str:
     if t is int or t is float:
         return format_number(v)
     if t is JSArray:
-        return ",".join("" if x is None else to_str(x) for x in v)
+        if id(v) in _JOINING:  # an array inside itself joins as "", as JavaScript's join does
+            return ""
+        _JOINING.add(id(v))
+        try:
+            return ",".join("" if x is None else to_str(x) for x in v)
+        finally:
+            _JOINING.discard(id(v))
     if t is JSObject:
         if v.get(REGEX_TAG) is True:
             return f"/{v.get('source')}/{v.get('flags')}"
@@ -333,7 +342,10 @@ def display(v: Any) -> str:
     if is_regex(v):
         return to_str(v)
     if type(v) in (JSArray, JSObject, Result):
-        return stringify(v)
+        try:
+            return stringify(v)
+        except CircularError:
+            return _display_cyclic(v)
     return to_str(v)
 
 
@@ -721,7 +733,7 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     """A value as plain JSON data (JavaScript JSON.stringify rules): integral numbers as int,
     non-finite numbers as None, Results as {success, value|error}, functions dropped (None)."""
     if _depth > 500:
-        raise AgencyRuntimeError("value is too deeply nested (or cyclic) to convert to JSON")
+        raise NestingError("value is too deeply nested (or cyclic) to convert to JSON")
     t = type(v)
     if v is None or t is bool or t is str:
         return v
@@ -790,7 +802,16 @@ def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
     if type(v) in FUNCTION_TYPES:
         return "undefined"
-    plain = to_plain(v)
+    try:
+        plain = to_plain(v)
+    except (NestingError, RecursionError):
+        path = cycle_path(v)
+        if path is None:
+            raise
+        raise CircularError(
+            "JSON.stringify cannot convert a circular structure: "
+            f"{'value' + ''.join(path)} refers back to an object that contains it"
+        ) from None
     if type(indent) is int or type(indent) is float:
         indent = " " * int(min(10, max(0, indent))) if indent == indent else ""
     pad = indent[:10] if type(indent) is str else ""
@@ -822,6 +843,8 @@ def _json_text(v: Any, pad: str, at: str) -> str:
         return _json_string(v)
     if t is int or t is float:
         return format_number(v)
+    if t is _Raw:
+        return str(v)
     inner = at + pad
     if t is list:
         items = [_json_text(x, pad, inner) for x in v]
@@ -839,6 +862,98 @@ def _json_text(v: Any, pad: str, at: str) -> str:
     if not pad:
         return "{" + ",".join(pairs) + "}"
     return "{\n" + inner + (",\n" + inner).join(pairs) + "\n" + at + "}"
+
+
+class NestingError(AgencyRuntimeError):
+    """A value too deeply nested, or cyclic, to convert to JSON."""
+
+
+class CircularError(NestingError):
+    """A cyclic value where JSON needs a tree (JavaScript's "Converting circular structure")."""
+
+
+class _Raw(str):
+    """Text `_json_text` writes as it is (a `[Circular *1]` marker)."""
+
+
+def _children(v: Any) -> list[tuple[str, Any]] | None:
+    """The (path step, value) pairs a container holds, as JSON sees them; None for a leaf."""
+    t = type(v)
+    if t is JSArray or t is list:
+        return [(f"[{i}]", x) for i, x in enumerate(v)]
+    if t is JSObject or t is dict:
+        return [
+            (f".{k}" if str(k).isidentifier() else f"[{json.dumps(str(k))}]", x)
+            for k, x in v.items()
+            if type(x) not in FUNCTION_TYPES
+        ]
+    if t is Result:
+        return [(".value", v.value)] if v.ok else [(".error", v.error)]
+    return None
+
+
+def cycle_path(v: Any) -> tuple[str, ...] | None:
+    """The path (`.a[0].self`) of the first reference in `v` back to a container that holds
+    it, or None when `v` has no cycle (however deep or shared). Depth first, without Python
+    recursion; a container explored once is not explored again, so shared parts cost once."""
+    on_path: set[int] = set()
+    done: set[int] = set()
+    stack: list[tuple[Any, tuple[str, ...], bool]] = [(v, (), False)]
+    while stack:
+        node, path, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if id(node) in done:
+            continue
+        kids = _children(node)
+        if kids is None:
+            continue
+        if id(node) in on_path:
+            return path
+        on_path.add(id(node))
+        stack.append((node, path, True))
+        for step, x in reversed(kids):
+            stack.append((x, path + (step,), False))
+    return None
+
+
+def _display_cyclic(v: Any) -> str:
+    """How `print` shows a cyclic value: as JSON, with each reference back to a container that
+    holds it written `[Circular *n]` and that container marked `<ref *n>`, as console.log
+    marks them."""
+    targets: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def plain(x: Any, depth: int) -> Any:
+        kids = _children(x)
+        if kids is None:
+            return to_plain(x, depth)
+        if id(x) in on_path:
+            return _Raw(f"[Circular *{targets.setdefault(id(x), len(targets) + 1)}]")
+        if depth > 500:
+            raise NestingError("value is too deeply nested to show")
+        on_path.add(id(x))
+        try:
+            t = type(x)
+            if t is JSArray or t is list:
+                out: Any = [plain(y, depth + 1) for y in x]
+            elif t is Result:
+                out = result_plain(x, plain(x.value if x.ok else x.error, depth + 1))
+            else:
+                keys = js_keys(x) if t is JSObject else list(x)
+                out = {
+                    str(k): plain(y, depth + 1)
+                    for k in keys
+                    if type(y := x[k]) not in FUNCTION_TYPES
+                }
+        finally:
+            on_path.discard(id(x))
+        n = targets.get(id(x))
+        return out if n is None else _Raw(f"<ref *{n}> " + _json_text(out, "", ""))
+
+    return _json_text(plain(v, 0), "", "")
 
 
 def from_plain(v: Any) -> Any:
