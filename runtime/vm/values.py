@@ -317,6 +317,8 @@ def to_str(v: Any) -> str:
     if t is JSArray:
         if id(v) in _JOINING:  # an array inside itself joins as "", as JavaScript's join does
             return ""
+        if not _JOINING:
+            check_text_size(v, join=True)
         _JOINING.add(id(v))
         try:
             return ",".join("" if x is None else to_str(x) for x in v)
@@ -798,10 +800,60 @@ def _json_int(f: float) -> int:
     return int(Decimal(repr(f)))
 
 
+def _least_text(v: Any, join: bool, memo: dict[int, int], depth: int) -> int:
+    """At least how many characters `v` writes as JSON (or, `join`, as an array's `join`),
+    counting a value each time it is reached: a value holding the same array twice, forty
+    levels deep, writes 2**40 copies of it from a few hundred bytes of heap. Linear in the
+    distinct containers (memo by identity); a cycle adds nothing (it is refused or marked
+    elsewhere) and past depth 500 nothing is counted (`to_plain` refuses that)."""
+    t = type(v)
+    if t is str:
+        return len(v) if join else len(v) + 2
+    if t is JSArray or t is list or t is tuple or t is JSObject or t is dict or t is Result:
+        key = id(v)
+        known = memo.get(key)
+        if known is not None:
+            return known
+        if depth > 500:
+            return 0
+        memo[key] = 0
+        if t is Result:
+            n = 20 + _least_text(v.value if v.ok else v.error, join, memo, depth + 1)
+        elif t is JSObject or t is dict:
+            if join:
+                n = 15  # [object Object]
+            else:
+                n = 1
+                for k, x in v.items():
+                    if type(x) not in FUNCTION_TYPES:
+                        n += len(str(k)) + 4 + _least_text(x, join, memo, depth + 1)
+        else:
+            n = max(len(v) - 1, 0) if join else len(v) + 1
+            for x in v:
+                if x is not None and type(x) is not int and type(x) is not float:
+                    n += _least_text(x, join, memo, depth + 1)
+                elif not join or x is not None:
+                    n += 1
+        memo[key] = n
+        return n
+    return 0 if join and v is None else 1
+
+
+def check_text_size(v: Any, join: bool = False) -> None:
+    """Refuse writing `v` as text (JSON, or an array's join) that would be longer than the
+    string limit, before building any of it."""
+    t = type(v)
+    if t is JSArray or t is JSObject or t is Result or t is list or t is dict:
+        n = _least_text(v, join, {}, 0)
+        if n > SMALL:
+            check_string_length(n)
+
+
 def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
     if type(v) in FUNCTION_TYPES:
         return "undefined"
+    check_text_size(v)
     try:
         plain = to_plain(v)
     except (NestingError, RecursionError):

@@ -66,3 +66,20 @@ def test_json_stringify_of_a_cycle_is_an_error_naming_the_path(work: Path) -> No
         "p.agency:4:",
         "JSON.stringify cannot convert a circular structure: value.list[1].back refers back",
     )
+
+
+@pytest.mark.parametrize(
+    "use",
+    ["print(a)", "print(JSON.stringify(a).length)", 'print("${a}".length)'],
+    ids=["print", "stringify", "interpolation"],
+)
+def test_a_value_sharing_itself_forty_levels_deep_is_refused_before_it_is_written(
+    work: Path, use: str
+) -> None:
+    # A few hundred bytes of heap that write 2**40 copies of `[1]`: refused by its size at
+    # once, not written until memory runs out.
+    (work / "p.agency").write_text(
+        "node main() {\n  let a = [1]\n  for (i in range(40)) {\n    a = [a, a, {l: a}]\n  }\n"
+        f"  {use}\n}}\n"
+    )
+    clean(agency("run", "--no-record", "p.agency"), 1, "p.agency:6:", "a program may build")
