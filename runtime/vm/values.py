@@ -542,6 +542,9 @@ REGEX_TAG = "$regex"
 # cannot hang the process past Ctrl-C, SIGTERM or the time limit.
 _REGEX_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
 _REGEX_CACHE: dict[tuple[str, str], regex.Pattern[str]] = {}
+# JavaScript's `\k<name>` (a named group's text again) is Python's `(?P=name)`; an even run of
+# backslashes before it is escaped backslashes, an odd one escapes the `\k`.
+_NAMED_BACKREF = re.compile(r"(?<!\\)((?:\\\\)*)\\k<([A-Za-z_][A-Za-z0-9_]*)>")
 _REGEX_CACHE_SIZE = 512  # patterns built from data (`s =~ x + i`) must not grow memory forever
 
 
@@ -571,7 +574,10 @@ def compiled_regex(source: str, flags: str) -> regex.Pattern[str]:
             bits |= _REGEX_FLAGS.get(f, 0)
         try:
             found = regex.compile(
-                source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"),
+                _NAMED_BACKREF.sub(
+                    r"\1(?P=\2)",
+                    source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"),
+                ),
                 bits,
             )
         except (regex.error, ValueError, OverflowError, RecursionError) as exc:
