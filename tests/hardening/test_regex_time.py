@@ -4,6 +4,7 @@ running one stops on Ctrl-C or SIGTERM: the engine checks for signals while it m
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -118,3 +119,32 @@ def test_a_long_match_stops_on_a_second_signal(tmp_path: Path, signum: int, code
             proc.kill()
     assert proc.returncode == code, err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("mock", "says"),
+    [
+        ({"urlPattern": "("}, 'fetchMocks[0]: "urlPattern": bad regex'),
+        ({"url": "https://shop.test/a", "bodyPattern": "["}, '"bodyPattern": bad regex'),
+        ({"urlPattern": ["a"]}, '"urlPattern" must be a string'),
+        ({"urlPattern": "(a|a)+$"}, "took longer than the 0.2 s"),
+        ({"url": "*a" * 40 + "*b"}, "no fetchMock matched"),  # at once, or the time limit
+    ],
+    ids=["bad-url-pattern", "bad-body-pattern", "not-a-string", "catastrophic", "star-glob"],
+)
+def test_fetch_mock_patterns_from_a_test_file(
+    work: Path, mock: dict[str, object], says: str
+) -> None:
+    # They were an internal error (re.error) or a hang in the test runner.
+    (work / "f.agency").write_text(
+        'import { fetch } from "std::http"\n\nnode main() {\n'
+        '  return fetch("https://shop.test/' + "a" * 60 + '!") with approve\n}\n'
+    )
+    suite = {
+        "fetchMocks": [{**mock, "return": 1}],
+        "tests": [{"nodeName": "main", "expectedOutput": "1"}],
+    }
+    (work / "f.test.json").write_text(json.dumps(suite))
+    result = agency("test", "f.test.json")
+    assert result.exit_code == 1 and "internal error" not in result.output, result.output
+    assert says in result.output, result.output
