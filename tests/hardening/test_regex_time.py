@@ -148,3 +148,18 @@ def test_fetch_mock_patterns_from_a_test_file(
     result = agency("test", "f.test.json")
     assert result.exit_code == 1 and "internal error" not in result.output, result.output
     assert says in result.output, result.output
+
+
+def test_a_policy_glob_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `{a,b}` twenty times spelled out a million alternatives into one regex (a minute and a
+    # gigabyte); `**a` thirty times backtracked polynomially in the value's length.
+    from runtime.errors import AgencyRuntimeError
+    from runtime.vm.builtins_policy import _policy_glob
+
+    monkeypatch.setenv("AGENCY_REGEX_TIMEOUT", "0.2")
+    started = time.monotonic()
+    with pytest.raises(AgencyRuntimeError, match="more than 10,000 alternatives"):
+        _policy_glob(None, ["{a,b}" * 20, "ab"], {})  # type: ignore[arg-type]
+    assert time.monotonic() - started < 10
+    assert _policy_glob(None, ["{a,b}{c,d}/**", "bd/x/y"], {})  # type: ignore[arg-type]
+    assert not _policy_glob(None, ["**a" * 30 + "**b", "a" * 200], {})  # type: ignore[arg-type]
