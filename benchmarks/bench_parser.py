@@ -7,6 +7,7 @@ import ast
 import time
 
 from runtime.language.syntax import parse
+from runtime.language.syntax.lexer import tokenize
 
 AGENCY = (
     "def helper(a: number, b: string = 'x'): {ok: boolean} {\n"
@@ -48,6 +49,11 @@ def main() -> None:
     ours = best(parse, agency)
     cpython = best(ast.parse, python)
     lines = agency.count("\n")
+    lexing = best(tokenize, agency)
+    tokens = len(tokenize(agency)[0])
+    print(
+        f"agency lexing alone:          {lexing * 1e6 / tokens:.2f} µs a token ({tokens:,} tokens)"
+    )
     print(f"agency parse, {lines} lines:   {ours * 1000:.0f} ms ({lines / ours:,.0f} lines/s)")
     print(f"CPython ast.parse, {python.count(chr(10))} lines: {cpython * 1000:.0f} ms")
     print(

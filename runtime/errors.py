@@ -24,16 +24,21 @@ class Span(Frozen):
     end_col: int
 
     def __init__(self, line: int, col: int, end_line: int, end_col: int) -> None:
-        set_field(self, "line", line)
-        set_field(self, "col", col)
-        set_field(self, "end_line", end_line)
-        set_field(self, "end_col", end_col)
+        # The slots' own setters: a third cheaper than `set_field`, and the lexer makes a span
+        # for every token.
+        _set_line(self, line)
+        _set_col(self, col)
+        _set_end_line(self, end_line)
+        _set_end_col(self, end_col)
 
     def to(self, other: Span) -> Span:
         """The span from the start of this one to the end of `other`."""
         return Span(self.line, self.col, other.end_line, other.end_col)
 
 
+_set_line, _set_col, _set_end_line, _set_end_col = (
+    Span.__dict__[name].__set__ for name in Span.__slots__
+)
 NO_SPAN = Span(0, 0, 0, 0)
 
 

@@ -16,7 +16,7 @@ from runtime.language.files import JSONTooDeep, loads_json, read_text
 from runtime.language.program import load_program
 from runtime.llm.mock import MockModel
 from runtime.runs.runner import RunConfig, decision_from, drive, evaluate_input, new_machine
-from runtime.vm.values import from_plain, stringify
+from runtime.vm.values import compiled_regex, from_plain, stringify
 from runtime.vm.writelog import HALTED, INTERRUPTED
 
 
@@ -355,6 +355,14 @@ def fetch_mocks_of(
             return None, f'{where}: expected an object with one of "url" or "urlPattern"'
         if ("return" in mock) == ("returnFile" in mock):
             return None, f'{where}: set one of "return" or "returnFile"'
+        for field in ("urlPattern", "bodyPattern"):
+            if field in mock:
+                if not isinstance(mock[field], str):
+                    return None, f'{where}: "{field}" must be a string (a regex)'
+                try:
+                    compiled_regex(mock[field], "")
+                except AgencyError as exc:
+                    return None, f'{where}: "{field}": {exc}'
         if "returnFile" in mock:
             try:
                 text = read_text(base / str(mock["returnFile"]), "fetch mock file")

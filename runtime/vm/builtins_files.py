@@ -23,7 +23,7 @@ from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.builtins_fs import SKIPPED_DIRS, base_dir, check_allowed, inside, shown_path
 from runtime.vm.builtins_std import front_matter
 from runtime.vm.effects import content_hash, observe, perform
-from runtime.vm.values import JSArray, JSObject, compiled_regex, to_number, to_str
+from runtime.vm.values import JSArray, JSObject, RegexTime, compiled_regex, to_number, to_str
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -202,9 +202,8 @@ def _file_read_binary(m: Machine, args: list[Any], named: dict[str, Any]) -> Any
 def _file_grep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     """[{file, line, text}] for each line under `dir` that the regex `pattern` matches, at
     most `maxResults`, files in name order (node_modules, .git, dist, build… skipped)."""
-    pattern = compiled_regex(
-        _s(arg(args, named, 0, "pattern", "")), _s(arg(args, named, 2, "flags", ""))
-    )
+    source, flags = _s(arg(args, named, 0, "pattern", "")), _s(arg(args, named, 2, "flags", ""))
+    pattern = compiled_regex(source, flags)
     dir_ = arg(args, named, 1, "dir", ".")
     limit = int(to_number(arg(args, named, 3, "maxResults", 200)))
     base = base_dir(m, dir_, changes=False, what="grep")
@@ -214,23 +213,32 @@ def _file_grep(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
         if not base.is_dir():
             raise AgencyRuntimeError(f"grep: {_s(dir_)} is not a directory")
         out = JSArray()
-        for root, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            for name in sorted(files):
-                full = Path(root) / name
-                try:
-                    text = full.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                rel = full.relative_to(base).as_posix()
-                for i, line in enumerate(text.split("\n")):
-                    if pattern.search(line):
-                        out.append(JSObject({"file": rel, "line": i + 1, "text": line}))
-                        if len(out) >= limit:
-                            return out
+        _grep_tree(base, pattern, (source, flags), limit, out)
         return out
 
     return observe(m, "grep", {"dir": _s(dir_), "pattern": pattern.pattern}, act)
+
+
+def _grep_tree(
+    base: Path, pattern: Any, written: tuple[str, str], limit: int, out: JSArray
+) -> None:
+    """Append to `out` each line under `base` that `pattern` matches, up to `limit` lines."""
+    clock = RegexTime(*written)
+    for root, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            full = Path(root) / name
+            try:
+                text = full.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            rel = full.relative_to(base).as_posix()
+            with clock:
+                for i, line in enumerate(text.split("\n")):
+                    if pattern.search(line, timeout=clock.limit):
+                        out.append(JSObject({"file": rel, "line": i + 1, "text": line}))
+                        if len(out) >= limit:
+                            return
 
 
 @builtin("__skills_scan")

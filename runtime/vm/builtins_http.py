@@ -26,7 +26,15 @@ from runtime.errors import AgencyRuntimeError
 from runtime.language.files import loads_json
 from runtime.vm.builtin_base import arg, builtin
 from runtime.vm.effects import perform
-from runtime.vm.values import JSObject, Result, from_plain, stringify, to_str
+from runtime.vm.values import (
+    JSObject,
+    RegexTime,
+    Result,
+    compiled_regex,
+    from_plain,
+    stringify,
+    to_str,
+)
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -98,9 +106,16 @@ def _subset(want: Any, have: Any) -> bool:
     return bool(want == have and type(want) is type(have))
 
 
+def _search(pattern: str, text: str) -> bool:
+    """Whether a mock's pattern (a regex the test file wrote) matches somewhere in `text`,
+    within the regex time limit (a bad or catastrophic pattern is a runtime error)."""
+    with RegexTime(pattern) as clock:
+        return compiled_regex(pattern, "").search(text, timeout=clock.limit) is not None
+
+
 def _body_matches(mock: dict[str, Any], sent: str) -> bool:
     if "bodyPattern" in mock:
-        return re.search(str(mock["bodyPattern"]), sent) is not None
+        return _search(str(mock["bodyPattern"]), sent)
     want = mock.get("body")
     if want is None:
         return True
@@ -114,10 +129,11 @@ def _body_matches(mock: dict[str, Any], sent: str) -> bool:
 
 def _url_matches(mock: dict[str, Any], url: str) -> bool:
     if "urlPattern" in mock:
-        return re.search(str(mock["urlPattern"]), url) is not None
+        return _search(str(mock["urlPattern"]), url)
     glob = str(mock.get("url", ""))
     pattern = ".*".join(re.escape(part) for part in glob.split("*"))
-    return re.fullmatch(pattern, url) is not None
+    with RegexTime(glob) as clock:  # `*a*a*a…` backtracks as a regex does
+        return compiled_regex(pattern, "").fullmatch(url, timeout=clock.limit) is not None
 
 
 def mocked(mocks: list[Any], method: str, url: str, sent: str) -> Response:

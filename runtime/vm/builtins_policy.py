@@ -8,8 +8,11 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import regex
+
+from runtime.errors import AgencyRuntimeError
 from runtime.vm.builtin_base import builtin
-from runtime.vm.values import JSArray, JSObject, js_eq
+from runtime.vm.values import JSArray, JSObject, RegexTime, js_eq
 
 if TYPE_CHECKING:
     from runtime.vm.machine import Machine
@@ -42,11 +45,21 @@ def _expand(pattern: str) -> list[str]:
             last = i + 1
     parts.append(inner[last:])
     head, tail = pattern[:start], pattern[end + 1 :]
-    return [x for p in parts for x in _expand(head + p + tail)]
+    out: list[str] = []
+    for p in parts:
+        out.extend(_expand(head + p + tail))
+        if len(out) > MAX_ALTERNATIVES:  # `{a,b}` twenty times over is a million globs
+            raise AgencyRuntimeError(
+                f"the glob {pattern!r} spells out more than {MAX_ALTERNATIVES:,} alternatives"
+            )
+    return out
+
+
+MAX_ALTERNATIVES = 10_000
 
 
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def _glob_regex(pattern: str) -> regex.Pattern[str]:
     """A glob as a regex: `**` crosses `/`, `*` and `?` stay inside one path segment."""
     out = []
     for alt in _expand(pattern):
@@ -68,7 +81,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
                 rx += re.escape(alt[i])
                 i += 1
         out.append(rx)
-    return re.compile("(?:" + "|".join(out) + r")\Z")
+    # The time-limited engine: `**a**a**a…b` backtracks polynomially in the value's length.
+    return regex.compile("(?:" + "|".join(out) + r")\Z", regex.VERSION0)
 
 
 @builtin("__policy_glob")
@@ -77,7 +91,8 @@ def _policy_glob(m: Machine, args: list[Any], named: dict[str, Any]) -> bool:
     pattern, value = args[0], args[1]
     if type(pattern) is not str or type(value) is not str:
         return False
-    return _glob_regex(pattern).match(value) is not None
+    with RegexTime(pattern) as clock:
+        return _glob_regex(pattern).match(value, timeout=clock.limit) is not None
 
 
 # -- std::tag ------------------------------------------------------------------------------------

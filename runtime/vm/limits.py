@@ -8,6 +8,10 @@ statement, with a larger limit if the environment says so). Without these a `"x"
 or a doubling `s = s + s` ends the process in swap or in Python's MemoryError.
 
 The checks are cheap: callers test a size against `SMALL` first and call `check_*` only above it.
+
+A regex operation (a test, a match, a replace or split with all its matches) may take
+`regex_timeout()` seconds (5 by default, `AGENCY_REGEX_TIMEOUT`): a catastrophic pattern such as
+`re/(a|a)+$/` on a long input would otherwise backtrack for longer than the age of the universe.
 """
 
 from __future__ import annotations
@@ -22,18 +26,22 @@ __all__ = [
     "DEFAULT_MAX_STRING_LENGTH",
     "MAX_ARRAY_ENV",
     "MAX_STRING_ENV",
+    "REGEX_TIMEOUT_ENV",
     "SMALL",
     "check_array_length",
     "check_string_length",
     "max_array_length",
     "max_string_length",
     "out_of_memory",
+    "regex_timeout",
 ]
 
 MAX_STRING_ENV = "AGENCY_MAX_STRING_LENGTH"
 MAX_ARRAY_ENV = "AGENCY_MAX_ARRAY_LENGTH"
 DEFAULT_MAX_STRING_LENGTH = 1 << 27
 DEFAULT_MAX_ARRAY_LENGTH = 1 << 26
+DEFAULT_REGEX_TIMEOUT = 5.0
+REGEX_TIMEOUT_ENV = "AGENCY_REGEX_TIMEOUT"
 SMALL = 1 << 16  # below this no value is checked (every limit is at least this)
 
 
@@ -58,6 +66,22 @@ def max_string_length() -> int:
 def max_array_length() -> int:
     """The longest array a program may build: `$AGENCY_MAX_ARRAY_LENGTH`, else 64 Mi."""
     return _limit(MAX_ARRAY_ENV, DEFAULT_MAX_ARRAY_LENGTH)
+
+
+def regex_timeout() -> float:
+    """The seconds one regex operation may take: `$AGENCY_REGEX_TIMEOUT`, else 5."""
+    text = os.environ.get(REGEX_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_REGEX_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise AgencyRuntimeError(
+            f"{REGEX_TIMEOUT_ENV}={text!r}: expected a positive number of seconds"
+        )
+    return value
 
 
 def _count(n: Any) -> str:

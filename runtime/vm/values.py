@@ -23,11 +23,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import regex
+
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import loads_json
 from runtime.vm import utf16
-from runtime.vm.limits import SMALL, check_string_length
+from runtime.vm.limits import REGEX_TIMEOUT_ENV, SMALL, check_string_length, regex_timeout
 
 
 class JSArray(list):  # type: ignore[type-arg]
@@ -300,6 +302,9 @@ def format_number(v: int | float) -> str:
     return f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
 
 
+_JOINING: set[int] = set()  # the arrays `to_str` is joining (the machine runs on one thread)
+
+
 def to_str(v: Any) -> str:
     """String conversion as in a JavaScript template or `+` with a string."""
     t = type(v)
@@ -312,7 +317,15 @@ def to_str(v: Any) -> str:
     if t is int or t is float:
         return format_number(v)
     if t is JSArray:
-        return ",".join("" if x is None else to_str(x) for x in v)
+        if id(v) in _JOINING:  # an array inside itself joins as "", as JavaScript's join does
+            return ""
+        if not _JOINING:
+            check_text_size(v, join=True)
+        _JOINING.add(id(v))
+        try:
+            return ",".join("" if x is None else to_str(x) for x in v)
+        finally:
+            _JOINING.discard(id(v))
     if t is JSObject:
         if v.get(REGEX_TAG) is True:
             return f"/{v.get('source')}/{v.get('flags')}"
@@ -333,7 +346,10 @@ def display(v: Any) -> str:
     if is_regex(v):
         return to_str(v)
     if type(v) in (JSArray, JSObject, Result):
-        return stringify(v)
+        try:
+            return stringify(v)
+        except CircularError:
+            return _display_cyclic(v)
     return to_str(v)
 
 
@@ -523,8 +539,15 @@ def js_typeof(a: Any) -> str:
 # plain data, so it is saved in checkpoints like any object -------------------------------------
 
 REGEX_TAG = "$regex"
-_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
-_REGEX_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}
+# A program's patterns run on the `regex` engine (its VERSION0 is `re`'s syntax): unlike `re` it
+# takes a per-call timeout and checks for signals while it matches, so a catastrophic pattern
+# cannot hang the process past Ctrl-C, SIGTERM or the time limit.
+_REGEX_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
+_REGEX_CACHE: dict[tuple[str, str], regex.Pattern[str]] = {}
+# JavaScript's `\k<name>` (a named group's text again) is Python's `(?P=name)`; an even run of
+# backslashes before it is escaped backslashes, an odd one escapes the `\k`.
+_NAMED_BACKREF = re.compile(r"(?<!\\)((?:\\\\)*)\\k<([A-Za-z_][A-Za-z0-9_]*)>")
+_REGEX_CACHE_SIZE = 512  # patterns built from data (`s =~ x + i`) must not grow memory forever
 
 
 def make_regex(source: str, flags: str) -> JSObject:
@@ -540,37 +563,70 @@ def is_regex(v: Any) -> bool:
     return type(v) is JSObject and v.get(REGEX_TAG) is True
 
 
-def compiled_regex(source: str, flags: str) -> re.Pattern[str]:
+def compiled_regex(source: str, flags: str) -> regex.Pattern[str]:
     """The Python pattern for a JavaScript regex (flags i, m, s; g, u and y change nothing
-    here)."""
+    here). Run it inside a `RegexTime`, passing `timeout=clock.limit` to each call."""
     key = (source, flags)
     found = _REGEX_CACHE.get(key)
     if found is None:
-        bits = 0
+        bits = regex.VERSION0
         for f in flags:
             if f not in "gimsuy":
                 raise AgencyRuntimeError(f"unknown regex flag `{f}` in re/{source}/{flags}")
             bits |= _REGEX_FLAGS.get(f, 0)
         try:
-            found = re.compile(
-                source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"),
+            found = regex.compile(
+                _NAMED_BACKREF.sub(
+                    r"\1(?P=\2)",
+                    source.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"),
+                ),
                 bits,
             )
-        except re.error as exc:
+        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
             raise AgencyRuntimeError(f"bad regex re/{source}/{flags}: {exc}") from None
+        if len(_REGEX_CACHE) >= _REGEX_CACHE_SIZE:
+            _REGEX_CACHE.clear()
         _REGEX_CACHE[key] = found
     return found
+
+
+class RegexTime:
+    """The time limit on a program's regex, `limits.regex_timeout()` seconds for each call into
+    the engine (one search, or all the matches of one global `match`, `matchAll` or `replace`):
+    calls pass `timeout=clock.limit`, and a timeout leaves the `with` block as a runtime error
+    naming the pattern and the limit. A limit per call, not per operation, so a `split` of a
+    long string into a million pieces is never cut short by its own loop's time."""
+
+    __slots__ = ("source", "flags", "limit")
+
+    def __init__(self, source: str, flags: str = "") -> None:
+        self.source = source
+        self.flags = flags
+        self.limit = regex_timeout()
+
+    def __enter__(self) -> RegexTime:
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is TimeoutError:
+            raise AgencyRuntimeError(
+                f"the regex re/{self.source}/{self.flags} took longer than the {self.limit:g} s "
+                f"a regex may take (its pattern backtracks too much on this input; set "
+                f"{REGEX_TIMEOUT_ENV} to allow more)"
+            ) from None
 
 
 def regex_test(r: Any, s: Any) -> bool:
     """`s =~ r`: whether the regex `r` (or a pattern string) matches somewhere in `s`."""
     if is_regex(r):
-        pattern = compiled_regex(str(r["source"]), str(r["flags"]))
+        source, flags = str(r["source"]), str(r["flags"])
     elif type(r) is str:
-        pattern = compiled_regex(r, "")
+        source, flags = r, ""
     else:
         raise AgencyRuntimeError(f"`=~` needs a regex on its right, like re/abc/, not {a_type(r)}")
-    return pattern.search(s if type(s) is str else to_str(s)) is not None
+    pattern = compiled_regex(source, flags)
+    with RegexTime(source, flags) as clock:
+        return pattern.search(s if type(s) is str else to_str(s), timeout=clock.limit) is not None
 
 
 def js_in(key: Any, obj: Any) -> bool:
@@ -687,7 +743,7 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
     """A value as plain JSON data (JavaScript JSON.stringify rules): integral numbers as int,
     non-finite numbers as None, Results as {success, value|error}, functions dropped (None)."""
     if _depth > 500:
-        raise AgencyRuntimeError("value is too deeply nested (or cyclic) to convert to JSON")
+        raise NestingError("value is too deeply nested (or cyclic) to convert to JSON")
     t = type(v)
     if v is None or t is bool or t is str:
         return v
@@ -752,11 +808,70 @@ def _json_int(f: float) -> int:
     return int(Decimal(repr(f)))
 
 
+def _least_text(v: Any, join: bool, memo: dict[int, int], depth: int) -> int:
+    """At least how many characters `v` writes as JSON (or, `join`, as an array's `join`),
+    counting a value each time it is reached: a value holding the same array twice, forty
+    levels deep, writes 2**40 copies of it from a few hundred bytes of heap. Linear in the
+    distinct containers (memo by identity); a cycle adds nothing (it is refused or marked
+    elsewhere) and past depth 500 nothing is counted (`to_plain` refuses that)."""
+    t = type(v)
+    if t is str:
+        return len(v) if join else len(v) + 2
+    if t is JSArray or t is list or t is tuple or t is JSObject or t is dict or t is Result:
+        key = id(v)
+        known = memo.get(key)
+        if known is not None:
+            return known
+        if depth > 500:
+            return 0
+        memo[key] = 0
+        if t is Result:
+            n = 20 + _least_text(v.value if v.ok else v.error, join, memo, depth + 1)
+        elif t is JSObject or t is dict:
+            if join:
+                n = 15  # [object Object]
+            else:
+                n = 1
+                for k, x in v.items():
+                    if type(x) not in FUNCTION_TYPES:
+                        n += len(str(k)) + 4 + _least_text(x, join, memo, depth + 1)
+        else:
+            n = max(len(v) - 1, 0) if join else len(v) + 1
+            for x in v:
+                if x is not None and type(x) is not int and type(x) is not float:
+                    n += _least_text(x, join, memo, depth + 1)
+                elif not join or x is not None:
+                    n += 1
+        memo[key] = n
+        return n
+    return 0 if join and v is None else 1
+
+
+def check_text_size(v: Any, join: bool = False) -> None:
+    """Refuse writing `v` as text (JSON, or an array's join) that would be longer than the
+    string limit, before building any of it."""
+    t = type(v)
+    if t is JSArray or t is JSObject or t is Result or t is list or t is dict:
+        n = _least_text(v, join, {}, 0)
+        if n > SMALL:
+            check_string_length(n)
+
+
 def stringify(v: Any, indent: int | str | None = None) -> str:
     """JSON.stringify: no spaces, keys in insertion order, non-ASCII kept."""
     if type(v) in FUNCTION_TYPES:
         return "undefined"
-    plain = to_plain(v)
+    check_text_size(v)
+    try:
+        plain = to_plain(v)
+    except (NestingError, RecursionError):
+        path = cycle_path(v)
+        if path is None:
+            raise
+        raise CircularError(
+            "JSON.stringify cannot convert a circular structure: "
+            f"{'value' + ''.join(path)} refers back to an object that contains it"
+        ) from None
     if type(indent) is int or type(indent) is float:
         indent = " " * int(min(10, max(0, indent))) if indent == indent else ""
     pad = indent[:10] if type(indent) is str else ""
@@ -788,6 +903,8 @@ def _json_text(v: Any, pad: str, at: str) -> str:
         return _json_string(v)
     if t is int or t is float:
         return format_number(v)
+    if t is _Raw:
+        return str(v)
     inner = at + pad
     if t is list:
         items = [_json_text(x, pad, inner) for x in v]
@@ -805,6 +922,98 @@ def _json_text(v: Any, pad: str, at: str) -> str:
     if not pad:
         return "{" + ",".join(pairs) + "}"
     return "{\n" + inner + (",\n" + inner).join(pairs) + "\n" + at + "}"
+
+
+class NestingError(AgencyRuntimeError):
+    """A value too deeply nested, or cyclic, to convert to JSON."""
+
+
+class CircularError(NestingError):
+    """A cyclic value where JSON needs a tree (JavaScript's "Converting circular structure")."""
+
+
+class _Raw(str):
+    """Text `_json_text` writes as it is (a `[Circular *1]` marker)."""
+
+
+def _children(v: Any) -> list[tuple[str, Any]] | None:
+    """The (path step, value) pairs a container holds, as JSON sees them; None for a leaf."""
+    t = type(v)
+    if t is JSArray or t is list:
+        return [(f"[{i}]", x) for i, x in enumerate(v)]
+    if t is JSObject or t is dict:
+        return [
+            (f".{k}" if str(k).isidentifier() else f"[{json.dumps(str(k))}]", x)
+            for k, x in v.items()
+            if type(x) not in FUNCTION_TYPES
+        ]
+    if t is Result:
+        return [(".value", v.value)] if v.ok else [(".error", v.error)]
+    return None
+
+
+def cycle_path(v: Any) -> tuple[str, ...] | None:
+    """The path (`.a[0].self`) of the first reference in `v` back to a container that holds
+    it, or None when `v` has no cycle (however deep or shared). Depth first, without Python
+    recursion; a container explored once is not explored again, so shared parts cost once."""
+    on_path: set[int] = set()
+    done: set[int] = set()
+    stack: list[tuple[Any, tuple[str, ...], bool]] = [(v, (), False)]
+    while stack:
+        node, path, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            done.add(id(node))
+            continue
+        if id(node) in done:
+            continue
+        kids = _children(node)
+        if kids is None:
+            continue
+        if id(node) in on_path:
+            return path
+        on_path.add(id(node))
+        stack.append((node, path, True))
+        for step, x in reversed(kids):
+            stack.append((x, path + (step,), False))
+    return None
+
+
+def _display_cyclic(v: Any) -> str:
+    """How `print` shows a cyclic value: as JSON, with each reference back to a container that
+    holds it written `[Circular *n]` and that container marked `<ref *n>`, as console.log
+    marks them."""
+    targets: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def plain(x: Any, depth: int) -> Any:
+        kids = _children(x)
+        if kids is None:
+            return to_plain(x, depth)
+        if id(x) in on_path:
+            return _Raw(f"[Circular *{targets.setdefault(id(x), len(targets) + 1)}]")
+        if depth > 500:
+            raise NestingError("value is too deeply nested to show")
+        on_path.add(id(x))
+        try:
+            t = type(x)
+            if t is JSArray or t is list:
+                out: Any = [plain(y, depth + 1) for y in x]
+            elif t is Result:
+                out = result_plain(x, plain(x.value if x.ok else x.error, depth + 1))
+            else:
+                keys = js_keys(x) if t is JSObject else list(x)
+                out = {
+                    str(k): plain(y, depth + 1)
+                    for k in keys
+                    if type(y := x[k]) not in FUNCTION_TYPES
+                }
+        finally:
+            on_path.discard(id(x))
+        n = targets.get(id(x))
+        return out if n is None else _Raw(f"<ref *{n}> " + _json_text(out, "", ""))
+
+    return _json_text(plain(v, 0), "", "")
 
 
 def from_plain(v: Any) -> Any:

@@ -226,3 +226,29 @@ def test_lexing_a_large_file() -> None:
     source = 'let x = foo(a, "text ${b} more", 1_000.5) // note\n' * 5000
     tokens, diagnostics = tokenize(source)
     assert len(tokens) > 50_000 and not diagnostics
+
+
+@pytest.mark.parametrize(
+    ("source", "spans"),
+    [
+        # The hot path makes a name's or a mark's span itself and skips the blanks after it.
+        ("a \t b", [("name", "a", 1, 2), ("name", "b", 5, 6)]),
+        ("x+= \f1", [("name", "x", 1, 2), ("+=", "+=", 2, 4), ("number", "1", 6, 7)]),
+        ("re/a b/g", [("regex", "re/a b/g", 1, 9)]),
+        ("re /a/", [("name", "re", 1, 3), ("/", "/", 4, 5), ("name", "a", 5, 6), ("/", "/", 6, 7)]),
+        ("rex/a", [("name", "rex", 1, 4), ("/", "/", 4, 5), ("name", "a", 5, 6)]),
+        (
+            "2h  3ms 4 b",
+            [
+                ("number", "2h", 1, 3),
+                ("number", "3ms", 5, 8),
+                ("number", "4", 9, 10),
+                ("name", "b", 11, 12),
+            ],
+        ),
+    ],
+)
+def test_spans_on_the_hot_path(source: str, spans: list[tuple[str, str, int, int]]) -> None:
+    tokens = lex(source)
+    assert [(t.kind, t.text, t.span.col, t.span.end_col) for t in tokens[:-1]] == spans
+    assert all(t.span.line == t.span.end_line == 1 for t in tokens)

@@ -44,9 +44,11 @@ _NUMBER_RE = re.compile(
     r"|(?:[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?|\.[0-9](?:_?[0-9])*)(?:[eE][+-]?[0-9]+)?"
 )
 _DIGITS = frozenset("0123456789")
+_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 # Unit suffixes of number literals (`500ms`, `2h`, `32mb`): the number they multiply by. Time
 # units give milliseconds; sizes give bytes, 1024-based and in any case (`100KB`).
 _UNIT_RE = re.compile(r"(ms|s|m|h|d|w|[kKmMgG]?[bB])(?![A-Za-z0-9_])")
+_UNIT_START = frozenset("smhdwbkKMgGB")  # a unit's first letter (`""` is in no frozenset)
 _UNIT_SCALE = {
     "ms": 1,
     "s": 1000,
@@ -124,57 +126,70 @@ class Lexer:
         self.line_start = index + 1
 
     def _scan(self, interpolation: bool) -> list[Token]:
-        """Tokens up to the end of input or, inside `${`, up to its closing `}` (consumed)."""
+        """Tokens up to the end of input or, inside `${`, up to its closing `}` (consumed).
+
+        The hot path (a name or a punctuation mark, with the blanks after it) makes its span
+        here, on one line, and skips the blanks in the same turn of the loop: lexing is most
+        of parsing a big file, and a turn of this loop costs as much as a token."""
         src, n = self.src, self.n
         tokens: list[Token] = []
+        append = tokens.append
+        name_match = _NAME_RE.match
+        space_match = _SPACE_RE.match
         doc: str | None = None
         braces = 0
         while True:
             i = self.i
             if i >= n:
-                tokens.append(Token(EOF, "", self._span(self.line, i - self.line_start + 1)))
+                append(Token(EOF, "", self._span(self.line, i - self.line_start + 1)))
                 return tokens
             c = src[i]
             col = i - self.line_start + 1
             if len(tokens) >= MAX_TOKENS:
                 return self._too_many(tokens, col)
             if c in " \t\r\f\v":
-                m = _SPACE_RE.match(src, i)
+                m = space_match(src, i)
                 assert m is not None
                 self.i = m.end()
                 continue
             if c == "\n":
                 if tokens and tokens[-1].kind != NEWLINE:
-                    tokens.append(Token(NEWLINE, "\n", Span(self.line, col, self.line, col + 1)))
+                    append(Token(NEWLINE, "\n", Span(self.line, col, self.line, col + 1)))
                 self.i = i + 1
                 self._newline_at(i)
                 continue
-            if c == "/" and i + 1 < n and src[i + 1] in "/*":
-                text = self._comment()
-                if text is not None:
-                    doc = text
-                continue
             line = self.line
-            if c.isascii() and (c.isalpha() or c == "_"):
-                m = _NAME_RE.match(src, i)
+            if c in _NAME_START:
+                m = name_match(src, i)
                 assert m is not None
-                if m.group() == "re" and src[m.end() : m.end() + 1] == "/":
-                    tokens.append(self._regex(line, col, doc))
+                end = m.end()
+                if end == i + 2 and c == "r" and src[i + 1] == "e" and end < n and src[end] == "/":
+                    append(self._regex(line, col, doc))
                     doc = None
                     continue
-                self.i = m.end()
-                tokens.append(Token(NAME, m.group(), self._span(line, col), None, doc))
-            elif c in _DIGITS or (c == "." and src[i + 1 : i + 2] in _DIGITS):
-                tokens.append(self._number(line, col, doc))
+                text = m.group()
+                append(Token(NAME, text, Span(line, col, line, col + end - i), None, doc))
+                doc = None
+                if end < n and src[end] in " \t\r\f\v":
+                    end = space_match(src, end).end()  # type: ignore[union-attr]
+                self.i = end
+                continue
+            if c == "/" and i + 1 < n and src[i + 1] in "/*":
+                comment = self._comment()
+                if comment is not None:
+                    doc = comment
+                continue
+            if c in _DIGITS or (c == "." and src[i + 1 : i + 2] in _DIGITS):
+                append(self._number(line, col, doc))
             elif c == "$" and src[i + 1 : i + 2] in _DIGITS:
-                tokens.append(self._dollars(line, col, doc))
+                append(self._dollars(line, col, doc))
             elif c in "\"'`":
-                tokens.append(self._string(line, col, doc))
+                append(self._string(line, col, doc))
             elif c == "[" and src[i + 1 : i + 2] == "|":
-                tokens.append(self._code(line, col, doc))
+                append(self._code(line, col, doc))
             else:
                 three = src[i : i + 3]
-                two = src[i : i + 2]
+                two = three[:2]
                 if three in PUNCT3:
                     kind = three
                 elif two in PUNCT2 and not (two == "?." and src[i + 2 : i + 3] in _DIGITS):
@@ -189,14 +204,17 @@ class Lexer:
                         braces += 1
                     elif kind == "}":
                         if braces == 0:
-                            tokens.append(Token(EOF, "}", Span(line, col, line, col + 1)))
+                            append(Token(EOF, "}", Span(line, col, line, col + 1)))
                             self.i = i + 1
                             return tokens
                         braces -= 1
-                self.i = i + len(kind)
+                end = i + len(kind)
                 if kind in CONTINUATION_STARTS and tokens and tokens[-1].kind == NEWLINE:
                     tokens.pop()
-                tokens.append(Token(kind, kind, self._span(line, col), None, doc))
+                append(Token(kind, kind, Span(line, col, line, col + end - i), None, doc))
+                if end < n and src[end] in " \t\r\f\v":
+                    end = space_match(src, end).end()  # type: ignore[union-attr]
+                self.i = end
             doc = None
 
     def _too_many(self, tokens: list[Token], col: int) -> list[Token]:
@@ -282,13 +300,13 @@ class Lexer:
             value = float(digits)  # correctly rounded, `inf` past 1.8e308, whatever its length
         else:
             value = _number_value(int(digits))
-        if digits[:2] not in ("0x", "0X"):
+        if digits[:2] not in ("0x", "0X") and self.src[self.i : self.i + 1] in _UNIT_START:
             unit = _UNIT_RE.match(self.src, self.i)
             if unit is not None:
                 self.i = unit.end()
                 text += unit.group()
                 value = _scaled(value, _UNIT_SCALE[unit.group().lower()])
-        return Token(NUMBER, text, self._span(line, col), value, doc)
+        return Token(NUMBER, text, Span(line, col, line, self.i - self.line_start + 1), value, doc)
 
     def _regex(self, line: int, col: int, doc: str | None) -> Token:
         """`re/pattern/flags`: up to the first `/` that is not escaped or inside `[…]`."""
