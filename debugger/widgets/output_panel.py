@@ -88,6 +88,8 @@ class OutputPanel(ScrollView, can_focus=False):
     def titles(self) -> list[str]:
         """The panel's title, longest first (see `fit_title`)."""
         count = len(self.lines)
+        if not count:
+            return ["output"]  # the panel says "nothing printed yet"
         lines = f"{count} line{'s' if count != 1 else ''}"
         return [f"output · {lines}", f"output · {count}", lines, f"{count}"]
 
