@@ -656,10 +656,25 @@ class Session(Points, Editing):
             # conditions read along the walk: one state moved forward, not a lookup per step
             self._scope_walk = reader(names)
         polls = self._guard_poll_steps()
+        walk = self._scope_walk
+        # A condition alone (no hit count) read along the walk is decided here, without the
+        # calls `_at_breakpoint` makes for the general case: it is asked at every arrival.
+        plain_conditions = {
+            where: (extra, self._condition_reads(where[0], where[1], extra))
+            for where, extra in self.conditions.items()
+            if walk is not None and extra.hit is None and extra.condition is not None
+        }
         try:
             for n, j, where in lines:
+                quick = plain_conditions.get(where) if where is not None else None
                 try:
-                    at = self._at_breakpoint(j, cancelled, where, polls)
+                    if quick is not None and where in self.breakpoints and j not in polls:
+                        held = quick[1].get(j)
+                        if held is None and walk is not None:
+                            held = quick[1][j] = quick[0].holds_in(walk(j))
+                        at = bool(held)
+                    else:
+                        at = self._at_breakpoint(j, cancelled, where, polls)
                 except ScanCancelled:
                     return Move(self.step, "cancelled")
                 if at:
