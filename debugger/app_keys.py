@@ -8,7 +8,9 @@ queue, to the app's bindings. Keys faster than a person types (a paste into the 
 three steps in, and `down e` could open the edit dialog on the variable above. Here a key (or a
 paste) read while an earlier one is still on its way up waits for it; a key is done once every
 queue it bubbles through has had its turn, which a callback posted behind it, queue by queue,
-tells. A key whose widget went away meanwhile (its queue closed, so the callback never runs) is
+tells, pass after pass while a queue on that path still holds something the key set off
+(enter in the command line posts the line typed, then the command: `:goto 7` then `s` ran
+`s` first, typed into the closing command line). A key whose widget went away meanwhile (its queue closed, so the callback never runs) is
 let go after `KEY_PATIENCE` seconds, so the keys behind it are never stuck.
 """
 
@@ -25,6 +27,8 @@ from textual.message_pump import MessagePump
 __all__ = ["KEY_PATIENCE", "OrderedKeys"]
 
 KEY_PATIENCE = 0.5  # seconds a key may take to bubble up before the next one goes anyway
+KEY_DEFERRALS = 8  # times the next key lets the app's queue go first (it may never empty)
+KEY_ROUNDS = 6  # passes up behind a key at most: the later ones follow what it set off
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -43,6 +47,8 @@ class OrderedKeys(_App):
     _key_ticket = 0  # the key on its way up (0: none)
     _key_since = 0.0  # when it set off
     _key_screen: object = None  # the screen it was typed on
+    _key_target: MessagePump | None = None  # the widget it went in at
+    _key_rounds = 0  # passes up from there still to make
     _after_keys: list[Callable[[], object]] | None = None
 
     def keys_waiting(self) -> bool:
@@ -78,6 +84,7 @@ class OrderedKeys(_App):
                 self._key_ticket = time.monotonic_ns() or 1
                 self._key_since = time.monotonic()
                 self._key_screen = self.screen
+                self._key_target, self._key_rounds = target, KEY_ROUNDS
                 self._follow_key(target, self._key_ticket)
         if not self._keys_waiting and self._after_keys:
             callbacks, self._after_keys = self._after_keys, None
@@ -85,9 +92,23 @@ class OrderedKeys(_App):
                 callback()
 
     def _follow_key(self, node: MessagePump, ticket: int) -> None:
-        """Post, behind the key in `node`'s queue, the look at the next queue up; at the app,
-        the key is done."""
+        """Post, behind the key in `node`'s queue, the look at the next queue up; the last
+        look is on the app's own queue, behind the key's bindings."""
         if node is not self and node.call_later(self._key_passed, node, ticket):
+            return
+        self.call_later(self._key_at_app, ticket)
+
+    def _key_at_app(self, ticket: int) -> None:
+        """The key has been through every queue and its bindings have run."""
+        if ticket != self._key_ticket:
+            return
+        target = self._key_target
+        if self._key_rounds > 1 and target is not None and self._path_busy(target):
+            # Again from where it went in: messages the key set off (enter's binding in a text
+            # field posts its text there, which the command line posts on as a command) go up
+            # behind it, and this pass follows them.
+            self._key_rounds -= 1
+            self._follow_key(target, ticket)
             return
         if self.screen is not self._key_screen:
             # The key opened (or closed) a dialog: the keys behind it are for the dialog's
@@ -97,15 +118,29 @@ class OrderedKeys(_App):
         else:
             self.call_later(self._key_done, ticket)
 
+    def _path_busy(self, node: MessagePump | None) -> bool:
+        """Whether a queue from `node` up to the screen still holds messages."""
+        while node is not None and node is not self:
+            if not node._message_queue.empty():
+                return True
+            node = node._parent
+        return False
+
     def _key_passed(self, node: MessagePump, ticket: int) -> None:
         if ticket != self._key_ticket:
             return  # let go already
         self._follow_key(node._parent or self, ticket)
 
-    async def _key_done(self, ticket: int) -> None:
-        if ticket == self._key_ticket:
-            self._key_ticket = 0
-            await self._send_keys()
+    async def _key_done(self, ticket: int, deferred: int = 0) -> None:
+        if ticket != self._key_ticket:
+            return
+        if deferred < KEY_DEFERRALS and not self._message_queue.empty():
+            # What the key set off on the app's own queue (a focus moved back to a panel as
+            # the command line closes) comes first: the next key goes where that leaves focus.
+            self.call_later(self._key_done, ticket, deferred + 1)
+            return
+        self._key_ticket = 0
+        await self._send_keys()
 
     async def _release_overdue_key(self) -> None:
         """Let the next keys go when the key before them has been on its way too long (its
