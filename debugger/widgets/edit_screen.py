@@ -75,7 +75,11 @@ class EditScreen(ModalScreen[str | None]):
             yield Label(self.hint, classes="hint")
 
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        field = self.query_one(Input)
+        field.focus()
+        # Typing replaces the value (as in a spreadsheet cell; an arrow key keeps it to edit):
+        # `e` then `7` made `17` of a 1. Not on each focus: a refused text stays as typed.
+        field.select_all()
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
