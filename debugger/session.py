@@ -657,22 +657,29 @@ class Session(Points, Editing):
             self._scope_walk = reader(names)
         polls = self._guard_poll_steps()
         walk = self._scope_walk
-        # A condition alone (no hit count) read along the walk is decided here, without the
+        # A condition alone (no hit count) read along a walk is decided here, without the
         # calls `_at_breakpoint` makes for the general case: it is asked at every arrival.
         plain_conditions = {
             where: (extra, self._condition_reads(where[0], where[1], extra))
             for where, extra in self.conditions.items()
-            if walk is not None and extra.hit is None and extra.condition is not None
+            if reader is not None and extra.hit is None and extra.condition is not None
         }
+        if walk is None and plain_conditions and reader is not None:
+            # backwards: each stretch of arrivals is read forward first, then gone through
+            lines = self._read_ahead(lines, plain_conditions, polls, reader(names))
         try:
             for n, j, where in lines:
                 quick = plain_conditions.get(where) if where is not None else None
+                held = quick[1].get(j) if quick is not None else None
                 try:
                     if quick is not None and where in self.breakpoints and j not in polls:
-                        held = quick[1].get(j)
                         if held is None and walk is not None:
                             held = quick[1][j] = quick[0].holds_in(walk(j))
-                        at = bool(held)
+                        at = (
+                            bool(held)
+                            if held is not None
+                            else self._at_breakpoint(j, cancelled, where, polls)
+                        )
                     else:
                         at = self._at_breakpoint(j, cancelled, where, polls)
                 except ScanCancelled:
@@ -687,6 +694,38 @@ class Session(Points, Editing):
         finally:
             self._scope_walk = None
         return None
+
+    def _read_ahead(
+        self,
+        lines: Iterator[tuple[int, int, tuple[str, int] | None]],
+        conditions: dict[tuple[str, int], tuple[LineBreak, dict[int, bool]]],
+        polls: frozenset[int],
+        read: Callable[[int], dict[str, Any]],
+    ) -> Iterator[tuple[int, int, tuple[str, int] | None]]:
+        """`lines` as they come, each stretch of SCAN_REPORT_EVERY of them read first in
+        ascending order (a walk backwards gets the forward walk's speed, a stretch at a time):
+        the conditions alone there are decided into their reads."""
+        stretch: list[tuple[int, int, tuple[str, int] | None]] = []
+        for item in lines:
+            stretch.append(item)
+            if len(stretch) >= SCAN_REPORT_EVERY:
+                self._decide(stretch, conditions, polls, read)
+                yield from stretch
+                stretch = []
+        self._decide(stretch, conditions, polls, read)
+        yield from stretch
+
+    def _decide(
+        self,
+        stretch: list[tuple[int, int, tuple[str, int] | None]],
+        conditions: dict[tuple[str, int], tuple[LineBreak, dict[int, bool]]],
+        polls: frozenset[int],
+        read: Callable[[int], dict[str, Any]],
+    ) -> None:
+        for _n, j, where in sorted(stretch, key=lambda item: item[1]):
+            quick = conditions.get(where) if where is not None else None
+            if quick is not None and j not in quick[1] and j not in polls:
+                quick[1][j] = quick[0].holds_in(read(j))
 
     def _located(self) -> bool:
         """Whether the timeline lists its step locations (a marker's location id indexes it)."""

@@ -126,3 +126,24 @@ def test_a_compiled_condition_reads_as_the_tree_walk_does() -> None:
             except Exception as exc:  # noqa: BLE001
                 got = (type(exc), str(exc))
             assert got == want, (text, scope)
+
+
+def test_reverse_continue_reads_stretches_forward_and_stops_where_it_should() -> None:
+    for indexed in (False, True):
+        s = loop_session()
+        if indexed:
+            s.build_index(None, None)
+        s.break_spec("6 if i % 700 == 699 && total > 0")
+        s.goto(s.last)
+        stops = []
+        while True:
+            move = s.reverse_continue(None, None)
+            if not move.reason.startswith("breakpoint"):
+                break
+            stops.append(move.step)
+        assert [s.timeline.names_at(j, {"i"}).frames[-1].locals["i"] for j in stops] == [
+            2799,
+            2099,
+            1399,
+            699,
+        ]
