@@ -88,7 +88,9 @@ def main() -> None:
         for name, tree in trees:
             got = round_in(tree, args.iterations, args.at)
             results[name].append(got)
-            print(f"round {r + 1} {name}: " + ", ".join(f"{k} {v:.2f} s CPU" for k, v in got.items()))
+            print(
+                f"round {r + 1} {name}: " + ", ".join(f"{k} {v:.2f} s CPU" for k, v in got.items())
+            )
     print(f"\n# c to `:break 6 if i == {args.at}`, {args.iterations}-iteration loop (median)")
     medians = {
         name: {k: statistics.median(g[k] for g in rounds) for k in ("plain", "indexed")}
