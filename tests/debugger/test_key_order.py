@@ -111,3 +111,24 @@ async def test_keys_after_enter_in_the_command_line_follow_its_command(dice: Ses
         assert app.session.step == 3
         assert isinstance(app.screen, EditScreen)
         assert app.screen.query_one(Input).value == "42"
+
+
+async def test_a_run_that_opens_below_the_fold_shows_its_statement() -> None:
+    # The session arrives from the opener's worker, after the first layout: the pane's lines
+    # were set and the scroll to line 10 stopped at the bottom of the view before them, so
+    # an 80x24 window showed lines 1-8 (no current line) until the first move.
+    from debugger.widgets.source_view import SourceView
+    from tests.debugger.conftest import PROGRAMS, make_session
+
+    app = DebuggerApp(opener=lambda progress: make_session(PROGRAMS / "below.agency"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await settle(pilot)
+            if app.session is not None:
+                break
+        await settle(pilot)
+        view = app.query_one(SourceView)
+        top = view.scroll_offset.y
+        height = view.scrollable_content_region.height
+        assert view.current_line == 10
+        assert top < view.current_line <= top + height
