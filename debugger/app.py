@@ -33,6 +33,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from debugger.app_commands import Commands
 from debugger.app_editing import EditingKeys
+from debugger.app_keys import OrderedKeys
 from debugger.commands import COMMANDS
 from debugger.errors import internal_error_line
 from debugger.session import END_OF_RUN, Move, Session, SessionError
@@ -84,7 +85,7 @@ PRIORITY_ACTIONS = frozenset(
 )
 
 
-class DebuggerApp(Commands, EditingKeys, App[None]):
+class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
     """`agency debugger`: scrub through a recorded run, inspect it, change the past."""
 
     class RunLooked(Message):
@@ -269,6 +270,7 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
         self.llm.border_title = "LLM call"
         self.variables.focus()
         self.set_interval(0.1, self._show_progress)
+        self.set_interval(0.1, self._release_overdue_key)
         self.screen.screen_layout_refresh_signal.subscribe(self, self._lift_toasts)
         self._listen_for_sigterm()
         # The program's input() cannot read the terminal while the app owns it: it asks here.
@@ -444,6 +446,9 @@ class DebuggerApp(Commands, EditingKeys, App[None]):
 
     def _render_now(self) -> None:
         self._render_pending = False
+        if self.keys_waiting():
+            self.after_keys(self._refresh_view)  # more keys of a burst: draw after them
+            return
         s = self.session
         if s is None:
             return

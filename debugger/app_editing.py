@@ -9,6 +9,7 @@ show it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
@@ -27,6 +28,8 @@ from debugger.widgets.messages_panel import MessagesPanel
 from runtime.runs.stopping import Stopper
 
 __all__ = ["AppForEditing", "EditingKeys"]
+
+STAGED_VARIABLE = re.compile(r"(locals|args|globals)\.([A-Za-z_$][\w$]*)")  # what edits say
 
 
 class AppForEditing(AppCore, Protocol):
@@ -79,12 +82,13 @@ class EditingKeys(_App):
         self._ask(
             s.variable_prompt(ref.kind, ref.label, ref.value),
             lambda text: s.edit_variable(ref.kind, ref.name, parse_literal(text), path=ref.path),
+            s.already_read(ref.kind, ref.name) or "",
         )
 
-    def _ask(self, prompt: EditPrompt, stage: Callable[[str], str]) -> None:
+    def _ask(self, prompt: EditPrompt, stage: Callable[[str], str], warning: str = "") -> None:
         """Open the edit dialog; `stage(text)` stages what is typed (returns what it staged)."""
         self._edit_stage = stage
-        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint))
+        self.push_screen(EditScreen(prompt.title, prompt.text, prompt.hint, warning))
 
     def on_edit_screen_submitted(self, message: EditScreen.Submitted) -> None:
         """Stage the dialog's text; a refused value keeps the dialog open with the reason."""
@@ -108,6 +112,10 @@ class EditingKeys(_App):
             self._fail(exc)
             return
         self._staged_note(where)
+        staged = STAGED_VARIABLE.match(where)
+        warning = self._live.already_read(*staged.groups()) if staged else None
+        if warning:  # the dialog says it as it opens; a `:set` says it here
+            self.notify(warning, severity="warning", timeout=8)
 
     def _staged_note(self, where: str) -> None:
         assert self.session is not None

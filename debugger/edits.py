@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import copy
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,6 +286,39 @@ class Editing(_Session):
         staged = self._staged()
         getattr(staged, kind)[name] = _set_path(whole, path, value)
         return f"{kind}.{where}"
+
+    def already_read(self, kind: str, name: str) -> str | None:
+        """A warning when the statement under way in the frame an edit of `name` goes to (every
+        frame, for a global) has begun and mentions `name`: it may have read the old value
+        already, which it then keeps (a restore resumes it part-way), and the edit shows from
+        the next read. None when no such statement is under way (at a statement's first step
+        nothing of it has run yet)."""
+        state = self.state()
+        frames = state.frames
+        if not frames:
+            return None
+        top = len(frames) - 1
+        which = range(top + 1) if kind == "globals" else [self.frame_index()]
+        loc = state.location
+        lines = self.source_text(loc.file if loc is not None else None).splitlines()
+        mention = re.compile(rf"(?<![\w$.]){re.escape(name)}(?![\w$])")
+        for i in reversed(which):
+            frame = frames[i]
+            if frame.kind in USER_HIDDEN_KINDS:
+                continue
+            if i == top:
+                if loc is None or self.timeline.kind_at(self.step) in ("step", "end"):
+                    continue  # about to start: it has read nothing yet
+                first, last = loc.line, loc.end_line
+            else:
+                first = last = frame.line  # a caller waits inside its statement's call
+            text = "\n".join(lines[max(first - 1, 0) : last])
+            if mention.search(text):
+                return (
+                    f"line {first} ({frame.scope}) is part-way through and may have read "
+                    f"{name} already: it keeps that value, the edit shows from the next read"
+                )
+        return None
 
     def _declared_with_type(self, kind: str, name: str) -> bool | None:
         """Was `name` (of `kind`, in the selected frame) declared with a type? None when its

@@ -7,7 +7,7 @@ changes is `debugger.watches`; comparing is `debugger.diff`.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from debugger.diff import DiffLine, diff_branches, diff_states
@@ -50,6 +50,8 @@ class Points(_Session):
     breakpoints: set[tuple[str, int]]
     conditions: dict[tuple[str, int], LineBreak]
     _condition_cache: dict[tuple[Any, ...], dict[int, bool]]  # see `_condition_reads`
+    _scope_walk: Callable[[int], dict[str, Any]] | None = None  # set by a scan forward
+    _reads_memo: tuple[LineBreak, tuple[Any, int, int], dict[int, bool]] | None = None
     event_breaks: list[EventBreak]
     watches: list[Watch]
 
@@ -149,16 +151,18 @@ class Points(_Session):
         lo, hi = bisect.bisect_left(hits, self.first), bisect.bisect_right(hits, self.last)
         return hits[lo:hi]
 
-    def _hit_candidates(self, steps: range) -> list[int]:
-        """The steps of `steps` (in its order) at a line that has a breakpoint."""
+    def _hit_candidates(self, steps: range) -> dict[int, tuple[str, int]]:
+        """The steps of `steps` (in its order) at a line that has a breakpoint, each with its
+        (file, line)."""
         if not steps:
-            return []
+            return {}
         lo, hi = min(steps[0], steps[-1]), max(steps[0], steps[-1])
-        found: set[int] = set()
+        found: dict[int, tuple[str, int]] = {}
         for file, line in self.breakpoints:
             hits = self._hits(file, line)
-            found.update(hits[bisect.bisect_left(hits, lo) : bisect.bisect_right(hits, hi)])
-        return sorted(found, reverse=steps.step < 0)
+            for step in hits[bisect.bisect_left(hits, lo) : bisect.bisect_right(hits, hi)]:
+                found[step] = (file, line)
+        return {step: found[step] for step in sorted(found, reverse=steps.step < 0)}
 
     def breakpoint_marks(
         self, scan_limit: int = 50_000, budget: int = 2048
@@ -196,6 +200,10 @@ class Points(_Session):
     def _condition_reads(self, file: str, line: int, extra: LineBreak) -> dict[int, bool]:
         """What a conditional breakpoint's condition was at the steps it was read (by `c`,
         `C` or the marks), for this branch; kept until the run grows or the branch changes."""
+        memo = self._reads_memo
+        now = (self.timeline, self.branch, self.length)
+        if memo is not None and memo[0] is extra and memo[1] == now:
+            return memo[2]  # a scan asks step after step
         run = getattr(self.timeline, "run_id", None)
         key = (run, self.branch, self.length, file, line, extra.describe())
         reads = self._condition_cache.get(key)
@@ -204,13 +212,17 @@ class Points(_Session):
                 k: v for k, v in self._condition_cache.items() if k[:3] == key[:3]
             }
             reads = self._condition_cache[key]
+        self._reads_memo = (extra, now, reads)
         return reads
 
     def _condition_holds(self, file: str, line: int, extra: LineBreak, step: int) -> bool:
         """Whether the breakpoint's condition holds at `step` (read once per step)."""
         reads = self._condition_reads(file, line, extra)
         held = reads.get(step)
-        if held is None:
+        if held is None and self._scope_walk is not None:
+            # a scan forward's reader (its names cover every condition's)
+            reads[step] = held = extra.holds_in(self._scope_walk(step))
+        elif held is None:
             reads[step] = held = extra.holds(
                 self._narrow_state(step, extra.condition.names if extra.condition else ())
             )

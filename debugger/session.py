@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -519,20 +519,32 @@ class Session(Points, Editing):
                 return step
         return start
 
-    def _at_breakpoint(self, step: int, cancelled: Cancelled | None = None) -> bool:
-        loc = self.timeline.location_at(step)
-        if loc is None or (loc.file, loc.line) not in self.breakpoints:
+    def _at_breakpoint(
+        self,
+        step: int,
+        cancelled: Cancelled | None = None,
+        where: tuple[str, int] | None = None,
+        polls: frozenset[int] | None = None,
+    ) -> bool:
+        """Whether `c` or `C` stops at `step` for a line breakpoint; `where` is the step's
+        (file, line) and `polls` the run's `_guard_poll_steps()` when the caller has them."""
+        if where is None:
+            loc = self.timeline.location_at(step)
+            if loc is None:
+                return False
+            where = (loc.file, loc.line)
+        if where not in self.breakpoints:
             return False
-        if step in self._guard_poll_steps():
+        if step in (polls if polls is not None else self._guard_poll_steps()):
             return False  # the statement runs from its start after the check: it stops there
-        extra = self.conditions.get((loc.file, loc.line))
+        extra = self.conditions.get(where)
         if extra is None:
             return True
         if extra.hit is not None:
-            hits = self._hits(loc.file, loc.line, cancelled)
+            hits = self._hits(where[0], where[1], cancelled)
             if bisect.bisect_right(hits, step) != extra.hit:
                 return False
-        return self._condition_holds(loc.file, loc.line, extra, step)
+        return self._condition_holds(where[0], where[1], extra, step)
 
     def _hits(self, file: str, line: int, cancelled: Cancelled | None = None) -> list[int]:
         """The steps of this branch at `file:line`, in order (one pass, cached; raises
@@ -629,21 +641,120 @@ class Session(Points, Editing):
         if not self.breakpoints:
             return None
         order: Sequence[int] = steps
+        lines: Iterator[tuple[int, int, tuple[str, int] | None]]
         if self._timeline_index() is not None:
-            order = self._hit_candidates(steps)  # the write index knows each line's steps
-        for n, j in enumerate(order):
-            try:
-                at = self._at_breakpoint(j, cancelled)
-            except ScanCancelled:
-                return Move(self.step, "cancelled")
-            if at:
-                return self.goto(j, f"breakpoint at line {self._line(j)}")
-            if n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
-                if progress is not None:
-                    progress(n, len(order))
-                if cancelled is not None and cancelled():
+            found = self._hit_candidates(steps)  # the write index knows each line's steps
+            order = list(found)
+            lines = ((n, j, where) for n, (j, where) in enumerate(found.items()))
+        elif steps.step > 0 and hasattr(self.timeline, "markers_from") and self._located():
+            lines = self._arrivals(steps)  # a walk forward reads each batch's markers once
+        else:
+            lines = ((n, j, None) for n, j in enumerate(order))
+        names = {n for c in self.conditions.values() if c.condition for n in c.condition.names}
+        reader = getattr(self.timeline, "scope_reader", None)
+        if names and reader is not None and steps.step > 0:
+            # conditions read along the walk: one state moved forward, not a lookup per step
+            self._scope_walk = reader(names)
+        polls = self._guard_poll_steps()
+        walk = self._scope_walk
+        # A condition alone (no hit count) read along a walk is decided here, without the
+        # calls `_at_breakpoint` makes for the general case: it is asked at every arrival.
+        plain_conditions = {
+            where: (extra, self._condition_reads(where[0], where[1], extra))
+            for where, extra in self.conditions.items()
+            if reader is not None and extra.hit is None and extra.condition is not None
+        }
+        if walk is None and plain_conditions and reader is not None:
+            # backwards: each stretch of arrivals is read forward first, then gone through
+            lines = self._read_ahead(lines, plain_conditions, polls, reader(names))
+        try:
+            for n, j, where in lines:
+                quick = plain_conditions.get(where) if where is not None else None
+                held = quick[1].get(j) if quick is not None else None
+                try:
+                    if quick is not None and where in self.breakpoints and j not in polls:
+                        if held is None and walk is not None:
+                            held = quick[1][j] = quick[0].holds_in(walk(j))
+                        at = (
+                            bool(held)
+                            if held is not None
+                            else self._at_breakpoint(j, cancelled, where, polls)
+                        )
+                    else:
+                        at = self._at_breakpoint(j, cancelled, where, polls)
+                except ScanCancelled:
                     return Move(self.step, "cancelled")
+                if at:
+                    return self.goto(j, f"breakpoint at line {self._line(j)}")
+                if n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
+                    if progress is not None:
+                        progress(n, len(order))
+                    if cancelled is not None and cancelled():
+                        return Move(self.step, "cancelled")
+        finally:
+            self._scope_walk = None
         return None
+
+    def _read_ahead(
+        self,
+        lines: Iterator[tuple[int, int, tuple[str, int] | None]],
+        conditions: dict[tuple[str, int], tuple[LineBreak, dict[int, bool]]],
+        polls: frozenset[int],
+        read: Callable[[int], dict[str, Any]],
+    ) -> Iterator[tuple[int, int, tuple[str, int] | None]]:
+        """`lines` as they come, each stretch of SCAN_REPORT_EVERY of them read first in
+        ascending order (a walk backwards gets the forward walk's speed, a stretch at a time):
+        the conditions alone there are decided into their reads."""
+        stretch: list[tuple[int, int, tuple[str, int] | None]] = []
+        for item in lines:
+            stretch.append(item)
+            if len(stretch) >= SCAN_REPORT_EVERY:
+                self._decide(stretch, conditions, polls, read)
+                yield from stretch
+                stretch = []
+        self._decide(stretch, conditions, polls, read)
+        yield from stretch
+
+    def _decide(
+        self,
+        stretch: list[tuple[int, int, tuple[str, int] | None]],
+        conditions: dict[tuple[str, int], tuple[LineBreak, dict[int, bool]]],
+        polls: frozenset[int],
+        read: Callable[[int], dict[str, Any]],
+    ) -> None:
+        for _n, j, where in sorted(stretch, key=lambda item: item[1]):
+            quick = conditions.get(where) if where is not None else None
+            if quick is not None and j not in quick[1] and j not in polls:
+                quick[1][j] = quick[0].holds_in(read(j))
+
+    def _located(self) -> bool:
+        """Whether the timeline lists its step locations (a marker's location id indexes it)."""
+        return isinstance(getattr(self.timeline, "locations", None), list | tuple)
+
+    def _arrivals(self, steps: range) -> Iterator[tuple[int, int, tuple[str, int] | None]]:
+        """(n, step, (file, line)) for the steps of `steps` (ascending) at a line with a
+        breakpoint, n counting every step walked (for progress and Esc), from the step
+        markers read batch by batch; every SCAN_REPORT_EVERY steps a (n, step, ("", 0)) that
+        matches no breakpoint, so progress and Esc are looked at on a stretch with no stop."""
+        if not steps:
+            return
+        locations: Sequence[Location] = getattr(self.timeline, "locations", ())
+        at_break = {
+            i: (loc.file, loc.line)
+            for i, loc in enumerate(locations)
+            if (loc.file, loc.line) in self.breakpoints
+        }
+        last = steps[-1]
+        markers: Iterator[int] = self.timeline.markers_from(steps[0])  # type: ignore[attr-defined]
+        for n, marker in enumerate(markers):
+            j = steps[0] + n
+            if j > last:
+                return
+            where = at_break.get(marker >> 3)
+            if where is not None:
+                yield n, j, where
+            elif n % SCAN_REPORT_EVERY == SCAN_REPORT_EVERY - 1:
+                yield n, j, ("", 0)  # no breakpoint there: only progress and Esc
 
     def _line(self, step: int) -> int:
         loc = self.timeline.location_at(step)

@@ -47,10 +47,14 @@ class LineBreak:
     def holds(self, state: Any) -> bool:
         """Whether the condition holds at `state` (in its innermost frame). A name not in scope
         there is false; any other error is reported, as a wrong condition should be."""
+        return self.holds_in(scope_of(state))
+
+    def holds_in(self, scope: dict[str, Any]) -> bool:
+        """Whether the condition holds over `scope` (the names visible at a step)."""
         if self.condition is None:
             return True
         try:
-            value = self.condition.evaluate(scope_of(state))
+            value = self.condition.evaluate(scope)
         except NotInScope:
             return False
         return value not in (None, False, 0, "")

@@ -1,7 +1,8 @@
 """Provides `EditScreen`: a small dialog to type a new value for a variable, a message or an
 LLM answer. Enter posts `EditScreen.Submitted` with the text; the app parses and stages it and
 then either closes the dialog or calls `refuse(reason)`, which keeps the dialog open with the
-text as typed and the reason under it. Escape dismisses it (None)."""
+text as typed and the reason under it. Escape dismisses it (None). A `warning` (the statement under way has read the value already)
+is said under the field."""
 
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ class EditScreen(ModalScreen[str | None]):
         color: $text-muted;
         width: 1fr;
     }
+    EditScreen #edit-warning {
+        color: $text-warning;
+        width: 1fr;
+    }
     EditScreen #edit-error {
         color: $text-error;
         width: 1fr;
@@ -53,21 +58,28 @@ class EditScreen(ModalScreen[str | None]):
             self.dialog = dialog
             self.text = text
 
-    def __init__(self, title: str, value: str, hint: str) -> None:
+    def __init__(self, title: str, value: str, hint: str, warning: str = "") -> None:
         super().__init__()
         self.title_text = title
         self.value = value
         self.hint = hint
+        self.warning = warning  # said under the field from the start (an edit that may not tell)
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.title_text, id="edit-title")
             yield Input(self.value, id="edit-value", select_on_focus=False)
             yield Label("", id="edit-error")
+            if self.warning:
+                yield Label(self.warning, id="edit-warning", markup=False)
             yield Label(self.hint, classes="hint")
 
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        field = self.query_one(Input)
+        field.focus()
+        # Typing replaces the value (as in a spreadsheet cell; an arrow key keeps it to edit):
+        # `e` then `7` made `17` of a 1. Not on each focus: a refused text stays as typed.
+        field.select_all()
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

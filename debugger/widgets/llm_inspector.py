@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from debugger.formatting import describe_value
+from debugger.widgets.fitted_title import fit_title
 
 ROLE_STYLE = {
     "system": "$text-secondary",
@@ -69,6 +70,7 @@ class LLMInspector(VerticalScroll, can_focus=True):
         super().__init__(id=id, classes=classes)
         self._body = Static(describe_call(None, 0))
         self._shown: tuple[int, bool, str | None] | None = None
+        self._at: int | None = None  # the step of the call shown
 
     def compose(self) -> ComposeResult:
         yield self._body
@@ -85,4 +87,14 @@ class LLMInspector(VerticalScroll, can_focus=True):
                 f"\n✎ staged answer: {describe_value(edited, 200)}", "bold $text-success"
             )
         self._body.update(body)
-        self.border_title = "LLM call" + (f" · step {at}" if at is not None else "")
+        self._at = at
+        fit_title(self, self.titles())
+
+    def titles(self) -> list[str]:
+        """The panel's title, longest first (see `fit_title`)."""
+        if self._at is None:
+            return ["LLM call", "LLM"]
+        return [f"LLM call · step {self._at}", f"LLM · step {self._at}", f"step {self._at}"]
+
+    def on_resize(self) -> None:
+        fit_title(self, self.titles())

@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from debugger.widgets.fitted_title import fit_title
 from runtime.record.views import Message
 
 ROLE_STYLE = {
@@ -29,6 +30,8 @@ class MessagesPanel(OptionList):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._shape: tuple[object, ...] = ()
+        self._thread = ""
+        self._count = 0
         self.messages: tuple[Message, ...] = ()
 
     @property
@@ -36,12 +39,26 @@ class MessagesPanel(OptionList):
         """Index of the highlighted message in the thread."""
         return self.highlighted if self.messages else None
 
+    def titles(self) -> list[str]:
+        """The panel's title, longest first: the count stays longest, as it says whether there
+        is anything to scroll to."""
+        n, thread = self._count, self._thread
+        return [
+            f"messages · thread {thread} · {n}",
+            f"messages · {n} · thread {thread}",
+            f"messages · {n}",
+            f"msgs · {n}",
+            f"{n}",
+        ]
+
+    def on_resize(self) -> None:
+        fit_title(self, self.titles())
+
     def show(self, thread: str, messages: Sequence[Message], edited: dict[int, str]) -> None:
         messages = tuple(messages)
         shape = (thread, len(messages), messages[-1] if messages else None, tuple(edited.items()))
-        title = f"messages · thread {thread} · {len(messages)}"
-        if self.border_title != title:
-            self.border_title = title
+        self._thread, self._count = thread, len(messages)
+        fit_title(self, self.titles())
         if shape == self._shape:
             return
         self._shape = shape

@@ -19,6 +19,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from debugger.widgets.fitted_title import fit_title
+
 
 def _cells(line: str) -> int:
     """Cells `line` takes: its length when ASCII (most output; rich's count is ~5x slower)."""
@@ -79,12 +81,20 @@ class OutputPanel(ScrollView, can_focus=False):
                 self._width = max(self._width, _cells(line))
         self._printed = n
         self._last = output[-1] if n else None
-        count = len(self.lines)
-        self.border_title = f"output · {count} line{'s' if count != 1 else ''}"
+        fit_title(self, self.titles())
         self._lay_out()
         self._to_end()
 
+    def titles(self) -> list[str]:
+        """The panel's title, longest first (see `fit_title`)."""
+        count = len(self.lines)
+        if not count:
+            return ["output"]  # the panel says "nothing printed yet"
+        lines = f"{count} line{'s' if count != 1 else ''}"
+        return [f"output · {lines}", f"output · {count}", lines, f"{count}"]
+
     def on_resize(self) -> None:
+        fit_title(self, self.titles())
         at_end = self.scroll_offset.y >= self.max_scroll_y
         self._lay_out()
         if at_end:

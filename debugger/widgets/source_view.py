@@ -80,6 +80,7 @@ class SourceView(ScrollView, can_focus=False):
         self._source_lines: list[Content] = []
         self._cache: dict[tuple[int, int, int, int, int], Strip] = {}
         self._shown_line = 0
+        self._refollow = False  # a follow waits for the next layout (`_follow`)
 
     # -- data in ----------------------------------------------------------------------------------
 
@@ -123,8 +124,24 @@ class SourceView(ScrollView, can_focus=False):
         if height <= 0:
             return
         if y < top + 1 or y >= top + height - 1:
-            self.scroll_to(y=max(y - height // 3, 0), animate=False, immediate=True)
+            wanted = min(max(y - height // 3, 0), max(len(self._source_lines) - height, 0))
+            self.scroll_to(y=wanted, animate=False, immediate=True)
+            if self.scroll_offset.y < wanted and not self._refollow:
+                # The lines were set since the last layout (a run that opens at a statement
+                # below the fold): the scroll stopped at the old bottom. Again once laid out.
+                self._refollow = True
+                self.call_after_refresh(self._follow_again)
         self.scroll_to(x=self._code_x(loc), animate=False, immediate=True)
+
+    def _follow_again(self) -> None:
+        self._refollow = False
+        if self.location is not None:
+            top = self.scroll_offset.y
+            height = self.scrollable_content_region.height or self.size.height
+            if not top + 1 <= self.location.line - 1 < top + height - 1:
+                self._refollow = True  # once only: a view that cannot scroll there stays
+                self._follow(self.location)
+                self._refollow = False
 
     def _code_x(self, loc: Location) -> int:
         """How far the code is scrolled across so that `loc`'s statement shows: 0 when it

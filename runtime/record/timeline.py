@@ -11,7 +11,7 @@ import bisect
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Self
 
 from runtime.record.format import (
@@ -274,6 +274,61 @@ class Timeline:
         with self._reading_record(step):
             raw = self._build_state(self._check(step))
             return raw.view(step, self.branch, None, only=names)
+
+    def scope_reader(self, names: Collection[str]) -> Callable[[int], dict[str, Any]]:
+        """A reader of what an expression over `names` sees at a step: those of them visible
+        there (the globals, then the innermost frame's arguments and locals, which shadow
+        them; as `names_at(step, names)` shows them), as plain values. Made for a walk
+        forward: asked for steps in ascending order, it moves one state on by the writes
+        between them, sliced from the batch in hand, with no view built (a conditional
+        breakpoint read at 150,000 steps of a loop took 80 µs a step through `names_at`). Any
+        other order is served too, from `names_at`."""
+        only = frozenset(names)
+        held: list[Any] = [None, -1, ()]  # the batch in hand, its last step here, its resets
+
+        def visible(raw: RawState) -> dict[str, Any]:
+            plain = raw.plain
+            scope = {k: plain(raw.globals[k]) for k in only if k in raw.globals}
+            for k in only:
+                if k in raw.shared and k not in scope:
+                    scope[k] = plain(raw.shared[k])
+            if raw.frames:
+                _scope, _kind, params, locals_, _line, _col = raw.frames[-1]
+                for k in only:
+                    if k in params:
+                        scope[k] = plain(locals_.get(k))
+                    elif k in locals_:
+                        scope[k] = plain(locals_[k])
+            return scope
+
+        def read(step: int) -> dict[str, Any]:
+            raw, batch = self._cursor, held[0]
+            if (
+                raw is not None
+                and batch is not None
+                and raw.step < step <= held[1]
+                and raw.step >= batch.first
+                and not (held[2] and any(raw.step < r <= step for r in held[2]))
+                and (self._marks_resets or self._keyframe_step(step) <= raw.step)
+            ):
+                try:
+                    marks, first = batch.marks, batch.first
+                    raw.apply(batch.entries[marks[raw.step - first] + 1 : marks[step - first]])
+                    raw.step = step
+                    return visible(raw)
+                except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+                    self._cursor = None  # said as `names_at` says it, from a fresh state
+            view = self.names_at(step, only)
+            with self._reading_record(step):
+                batch = self._batch(step)
+                held[:] = [batch, min(batch.last, self._segment_end(step)), batch.resets()]
+            scope = dict(view.globals)
+            if view.frames:
+                scope.update(view.frames[-1].args)
+                scope.update(view.frames[-1].locals)
+            return scope
+
+        return read
 
     def plain_state_at(self, step: int) -> dict[str, Any]:
         """The state at `step` as plain values, exactly as recorded (no view conversion):
