@@ -17,6 +17,7 @@ from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import arg
 from runtime.vm.frames import Decision, TailCall
 from runtime.vm.limits import SMALL, check_array_length, check_string_length
+from runtime.vm.number_text import NUMBER_TEXT
 from runtime.vm.termcolor import is_color
 from runtime.vm.utf16 import BMP_BELOW
 from runtime.vm.values import (
@@ -120,18 +121,9 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         if fn2 is not None:
             return fn2(obj, args)
     elif t is int or t is float:
-        if name == "toFixed":
-            from decimal import ROUND_HALF_UP, Decimal
-
-            digits = integer(args[0]) if args else 0
-            if not 0 <= digits <= 100:  # as JavaScript's RangeError
-                raise AgencyRuntimeError(
-                    f"toFixed() digits must be between 0 and 100, got {to_str(args[0])}"
-                )
-            if obj != obj or abs(obj) >= 1e21:  # JavaScript: NaN, Infinity, 1e+21
-                return format_number(obj)
-            q = Decimal(1).scaleb(-digits)
-            return str(Decimal(obj).quantize(q, rounding=ROUND_HALF_UP))
+        text = NUMBER_TEXT.get(name)
+        if text is not None:
+            return text(obj, args)
         if name == "toString":
             if args and args[0] is not None and integer(args[0]) != 10:
                 return _radix(obj, integer(args[0]))

@@ -142,8 +142,8 @@ def builtin_calls() -> Iterator[tuple[str, Callable[[Machine], Any]]]:
 RECEIVERS: list[tuple[str, Callable[[], Any], list[str]]] = [
     ("string", lambda: "abc", [*value_methods.STRING_METHODS, "toString"]),
     ("array", lambda: JSArray([3, 1, 2]), [*value_methods.ARRAY_METHODS]),
-    ("number", lambda: 1.5, ["toFixed", "toString"]),
-    ("huge number", lambda: 10**5000, ["toFixed", "toString"]),
+    ("number", lambda: 1.5, ["toFixed", "toPrecision", "toExponential", "toString"]),
+    ("huge number", lambda: 10**5000, ["toFixed", "toPrecision", "toExponential", "toString"]),
     ("object", lambda: JSObject({"a": 1}), ["hasOwnProperty", "toString"]),
     ("JSON", lambda: FuncRef("JSON"), [*builtins_data.NAMESPACES["JSON"]]),
     ("Math", lambda: FuncRef("Math"), [*builtins_data.NAMESPACES["Math"]]),
