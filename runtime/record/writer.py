@@ -404,13 +404,20 @@ _MULTIROW: dict[tuple[str, int], str | None] = {}
 
 def multirow(sql: str, n: int) -> str | None:
     """`sql`, an `INSERT … VALUES (?, …)` of one row, as one of `n` rows (its clauses after
-    the values, such as ON CONFLICT, kept); None for a statement of another shape."""
+    the values, such as ON CONFLICT, kept); None for a statement of another shape or with a
+    parameter outside the values."""
     key = (sql, n)
     if key not in _MULTIROW:
         head, sep, rest = sql.partition(" VALUES (")
         row, close, tail = rest.partition(")")
         one = f"({row})"
-        shaped = sep and close and head.lstrip().upper().startswith("INSERT") and "(" not in row
+        shaped = (
+            sep
+            and close
+            and head.lstrip().upper().startswith("INSERT")
+            and "(" not in row
+            and "?" not in head + tail  # every parameter is a row's
+        )
         _MULTIROW[key] = f"{head} VALUES {', '.join([one] * n)}{tail}" if shaped else None
     return _MULTIROW[key]
 

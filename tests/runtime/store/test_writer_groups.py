@@ -64,6 +64,7 @@ def test_multirow_repeats_the_values_and_keeps_what_follows_them() -> None:
     )
     assert multirow("INSERT INTO t (a) VALUES (json(?))", 2) is None  # not plain placeholders
     assert multirow("UPDATE t SET a = ? WHERE b = ?", 2) is None
+    assert multirow("INSERT INTO t (a) VALUES (?) ON CONFLICT (a) DO UPDATE SET b = ?", 2) is None
     assert multirow("INSERT INTO t (a) SELECT a FROM u", 2) is None
 
 
