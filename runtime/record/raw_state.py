@@ -103,74 +103,88 @@ class RawState:
         self.step = step
         self.heap_version = 0  # raised by every change to a list or object (`ViewCache`)
 
-    def apply(self, writes: tuple[Any, ...] | list[Any]) -> None:  # noqa: C901 - one dispatch on write kind
+    def apply(self, writes: tuple[Any, ...] | list[Any], steps: int = 0) -> int | None:  # noqa: C901 - one dispatch on write kind
+        """Apply `writes`, all of them, or with `steps` a batch's entries from its start up to
+        its `steps`th step marker, which it returns: the state at its `steps`th step, its
+        markers found on the way rather than first (`DecodedBatch.marks`: a pass as long as
+        the replay)."""
         frames = self.frames
         heap = self.heap
         items = iter(writes)
-        for w in items:
-            t = type(w)
-            if t is str:  # a local of the innermost frame: its name, then its value
-                v = next(items)
-                if w[:2] != "__" and frames:
-                    frames[-1][3][w] = v
-                continue
-            if t is int:  # a step marker
-                continue
-            code = w[0]
-            if code == R_LOCAL:
-                name = w[2]
-                if name[:2] != "__":
-                    frames[w[1]][3][name] = w[3]
-            elif code == R_GLOBAL:
-                self.globals[w[1]] = w[2]
-            elif code == R_CONTENTS:
-                c = w[2]
-                heap[w[1]] = list(c) if type(c) is list else dict(c)
-                self.heap_version += 1
-            elif code == R_SETKEY:
-                self.heap_version += 1
-                c = heap.get(w[1])
-                if type(c) is list:
-                    i = w[2]
-                    if i < len(c):
-                        c[i] = w[3]
-                    else:
-                        c.extend([None] * (i - len(c)))
-                        c.append(w[3])
-                elif c is not None:
-                    c[w[2]] = w[3]
-            elif code == R_DELKEY:
-                self.heap_version += 1
-                c = heap.get(w[1])
-                if c is not None:
-                    c.pop(w[2], None)
-            elif code == R_SPLICE:
-                self.heap_version += 1
-                c = heap.get(w[1])
-                if c is not None:
-                    c[w[2] : w[2] + w[3]] = w[4]
-            elif code == R_PUSH_FRAME:
-                if frames:
-                    frames[-1][4], frames[-1][5] = w[5], w[6]
-                frames.append([w[1], w[2], w[3], dict(w[4]), w[5], w[6]])
-            elif code == R_POP_FRAME:
-                if frames:
-                    frames.pop()
-            elif code == R_OUTPUT:
-                self.output.append(w[1])
-            elif code == R_MESSAGE:
-                self.threads.setdefault(w[1], []).append(w[2])
-            elif code == R_THREAD:
-                self.threads[w[1]] = list(w[2])
-            elif code == R_ACTIVE:
-                self.active = w[1]
-            elif code == R_USAGE:
-                self.usage = [w[1], w[2], w[3]]
-            elif code == R_SHARED:
-                if not w[1].startswith("mutable:"):
-                    self.shared[w[1]] = w[2]
-            elif code == R_STATUS:
-                self.status, self.result, self.error = w[1], w[2], w[3]
+        try:
+            for w in items:
+                t = type(w)
+                if t is str:  # a local of the innermost frame: its name, then its value
+                    v = next(items)
+                    if w[:2] != "__" and frames:
+                        frames[-1][3][w] = v
+                    continue
+                if t is int:  # a step marker
+                    if steps:
+                        steps -= 1
+                        if not steps:
+                            return w  # type: ignore[no-any-return]
+                    continue
+                code = w[0]
+                if code == R_LOCAL:
+                    name = w[2]
+                    if name[:2] != "__":
+                        frames[w[1]][3][name] = w[3]
+                elif code == R_GLOBAL:
+                    self.globals[w[1]] = w[2]
+                elif code == R_CONTENTS:
+                    c = w[2]
+                    heap[w[1]] = list(c) if type(c) is list else dict(c)
+                    self.heap_version += 1
+                elif code == R_SETKEY:
+                    self.heap_version += 1
+                    c = heap.get(w[1])
+                    if type(c) is list:
+                        i = w[2]
+                        if i < len(c):
+                            c[i] = w[3]
+                        else:
+                            c.extend([None] * (i - len(c)))
+                            c.append(w[3])
+                    elif c is not None:
+                        c[w[2]] = w[3]
+                elif code == R_DELKEY:
+                    self.heap_version += 1
+                    c = heap.get(w[1])
+                    if c is not None:
+                        c.pop(w[2], None)
+                elif code == R_SPLICE:
+                    self.heap_version += 1
+                    c = heap.get(w[1])
+                    if c is not None:
+                        c[w[2] : w[2] + w[3]] = w[4]
+                elif code == R_PUSH_FRAME:
+                    if frames:
+                        frames[-1][4], frames[-1][5] = w[5], w[6]
+                    frames.append([w[1], w[2], w[3], dict(w[4]), w[5], w[6]])
+                elif code == R_POP_FRAME:
+                    if frames:
+                        frames.pop()
+                elif code == R_OUTPUT:
+                    self.output.append(w[1])
+                elif code == R_MESSAGE:
+                    self.threads.setdefault(w[1], []).append(w[2])
+                elif code == R_THREAD:
+                    self.threads[w[1]] = list(w[2])
+                elif code == R_ACTIVE:
+                    self.active = w[1]
+                elif code == R_USAGE:
+                    self.usage = [w[1], w[2], w[3]]
+                elif code == R_SHARED:
+                    if not w[1].startswith("mutable:"):
+                        self.shared[w[1]] = w[2]
+                elif code == R_STATUS:
+                    self.status, self.result, self.error = w[1], w[2], w[3]
+        except StopIteration:  # a name without its value (`next(items)`)
+            raise BlobError("damaged step batch: a local write without its value") from None
+        if steps:
+            raise BlobError("damaged step batch: fewer steps than its row in the store says")
+        return None
 
     def reachable(self, v: Any) -> set[int]:
         """The ids of every list and object reachable from encoded value `v`."""
@@ -406,27 +420,53 @@ class SharedParts:
 class DecodedBatch:
     """A decoded batch: its entries as stored (step markers, writes, and a write to a local of
     the innermost frame as two entries, its name and its value, which `RawState.apply` takes as
-    they are) and where each step's marker sits, found in one pass; depths on demand."""
+    they are); where each step's marker sits (`marks`) and depths on demand.
+
+    With `last`, the last step its row in the store gives, the markers are found only when
+    asked for: a random read replays a batch from its start, finding them as it goes
+    (`RawState.apply(entries, steps)`), and a separate pass to find them first cost as much
+    as the replay. They are checked against `last` when found."""
 
     __slots__ = (
         "first",
         "last",
         "entries",
-        "marks",
+        "pairs",
+        "_marks",
+        "known",
         "depths",
         "depth_before",
         "depth_after",
         "reset_steps",
     )
 
-    def __init__(self, blob: bytes) -> None:
+    def __init__(self, blob: bytes, last: int | None = None) -> None:
         first, self.depth_before, self.depth_after, entries, pairs = batch_entries(blob)
         self.first: int = first
         self.entries: list[Any] = entries
-        self.marks: list[int] = _marks(entries, pairs)
-        self.last: int = first + len(self.marks) - 1
+        self.pairs = pairs
+        self._marks: list[int] | None = None
+        self.known: dict[int, int] = {}  # step -> marker, as replays found them (`found`)
+        if last is None or last < first:
+            self._marks = _marks(entries, pairs)
+            last = first + len(self._marks) - 1
+        self.last: int = last
         self.depths: list[int] | None = None
         self.reset_steps: list[int] | None = None
+
+    @property
+    def marks(self) -> list[int]:
+        """Where each step's marker is in `entries`, in step order."""
+        marks = self._marks
+        if marks is None:
+            marks = _marks(self.entries, self.pairs)
+            if self.first + len(marks) - 1 != self.last:
+                raise BlobError(
+                    f"damaged step batch: {len(marks)} steps where its row in the store "
+                    f"says {self.last - self.first + 1}"
+                )
+            self._marks = marks
+        return marks
 
     def record(self, step: int) -> tuple[Any, ...]:
         """(location id, kind code, writes as `R_*` tuples, depth) of `step`."""
@@ -438,8 +478,18 @@ class DecodedBatch:
         writes = expand_locals(before, self.entries[start:end])
         return (marker >> 3, marker & 7, tuple(writes), self.depth(i))
 
+    def found(self, step: int, marker: int | None) -> None:
+        """Note the marker of `step` a replay found (`RawState.apply(entries, steps)`), for
+        `marker` to give without finding every marker of the batch."""
+        if marker is not None and self._marks is None:
+            self.known[step] = marker
+
     def marker(self, step: int) -> int:
         """The marker of `step`: its location id << 3 | its kind code."""
+        if self._marks is None:
+            found = self.known.get(step)
+            if found is not None:
+                return found
         return int(self.entries[self.marks[step - self.first]])
 
     def resets(self) -> list[int]:

@@ -191,7 +191,7 @@ class Timeline:
         raise IndexError(f"step {step} is not recorded (the timeline has {len(self)} steps)")
 
     def _keep_batch(self, stored: Batch) -> DecodedBatch:
-        batch = DecodedBatch(stored.blob)
+        batch = DecodedBatch(stored.blob, stored.last_step)
         self._batches[(stored.branch, stored.first_step)] = batch
         if len(self._batches) > 256:
             self._batches.popitem(last=False)
@@ -372,7 +372,7 @@ class Timeline:
             near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
             if near and self._marks_resets and not replaced:
                 if not self._fork_between(cur.step, step):
-                    cur.apply(self._writes(cur.step + 1, step))
+                    self._replay(cur, cur.step + 1, step)
                     cur.step = step
                     return cur
         kf = self._span_kfs.get(kf_step)
@@ -387,23 +387,20 @@ class Timeline:
         return raw
 
     def _replay(self, raw: RawState, a: int, b: int) -> None:
-        """Apply the writes of steps `a..b` to `raw`."""
-        raw.apply(self._writes(a, b))
-
-    def _writes(self, a: int, b: int) -> list[Any]:
-        """The entries of steps `a..b` as stored, in order, a batch's run of steps at a time
-        (their step markers and local writes as names and values included: `RawState.apply`)."""
-        out: list[Any] = []
+        """Apply the writes of steps `a..b` to `raw`, a batch's run of steps at a time; from a
+        batch's first step, its entries as they are, up to the marker that ends the run."""
         s = a
         while s <= b:
             batch = self._batch(s)
             hi = min(b, batch.last, self._segment_end(s))  # a parent's batch may go on past
             # the fork step: those steps are not this lineage's
             i = s - batch.first
-            start = batch.marks[i - 1] + 1 if i else 0
-            out.extend(batch.entries[start : batch.marks[hi - batch.first]])  # as stored
+            if i:
+                marks = batch.marks
+                raw.apply(batch.entries[marks[i - 1] + 1 : marks[hi - batch.first]])
+            else:
+                batch.found(hi, raw.apply(batch.entries, hi - s + 1))
             s = hi + 1
-        return out
 
     def _reset_between(self, a: int, b: int) -> bool:
         """Whether a step in `a..b` replaced the state (an R_RESET among its writes)."""
@@ -564,7 +561,7 @@ class Timeline:
         if kf is None:
             return raw
         before = RawState(self._keyframe_state(kf), kf.step)  # the shared cursor stays as it is
-        before.apply(self._writes(kf.step + 1, step))
+        self._replay(before, kf.step + 1, step)
         before.step = step
         return before
 
@@ -606,7 +603,7 @@ class Timeline:
                     continue
                 new = RawState(self._keyframe_state(new_kf), new_kf.step)
                 old = RawState(self._keyframe_state(old_kf), old_kf.step)
-                old.apply(self._writes(old_kf.step + 1, start - 1))
+                self._replay(old, old_kf.step + 1, start - 1)
             except (IndexError, StoreError):
                 continue
             _link(idx, new, i + 1, old, i)

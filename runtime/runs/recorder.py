@@ -51,7 +51,7 @@ from runtime.vm.values import (
 )
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
-MIN_KEYFRAME_GAP = 2048  # bytes of deltas, at least, between two keyframes
+MIN_KEYFRAME_GAP = 4096  # bytes of deltas, at least, between two keyframes
 # Time between full keyframes, in times what one cost. Wall time (`perf_counter`, 0.1 µs a
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
 FULL_KEYFRAME_BUDGET = 10

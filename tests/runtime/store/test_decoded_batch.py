@@ -89,3 +89,34 @@ def test_a_batch_of_the_older_form_reads_as_before() -> None:
     raw = RawState(_state(2), 2)
     raw.apply(batch.entries)
     assert raw.frames[1][3] == {"a": 16} and len(raw.frames) == 2
+
+
+def test_a_replay_from_the_start_finds_the_markers_as_it_goes() -> None:
+    # A random read replays a batch from its first step without a pass to find its markers
+    # first: `apply(entries, n)` stops at the nth marker and returns it, and the state is the
+    # one the sliced form gives.
+    blob = encode_record((10, 2, 2, ENTRIES, BATCH_LOCALS))
+    marked = DecodedBatch(blob)
+    for n in range(1, 6):
+        lazy = DecodedBatch(blob, 14)
+        counted, sliced = RawState(_state(2), 9), RawState(_state(2), 9)
+        marker = counted.apply(lazy.entries, n)
+        sliced.apply(marked.entries[: marked.marks[n - 1]])
+        assert counted.frames == sliced.frames
+        assert marker == marked.marker(9 + n)
+        lazy.found(9 + n, marker)
+        assert lazy.marker(9 + n) == marker
+        assert lazy.known  # found without the pass over the whole batch
+        assert lazy.marks == marked.marks  # and found in full when asked
+
+
+def test_a_row_that_does_not_match_its_batch_is_damage() -> None:
+    blob = encode_record((10, 2, 2, ENTRIES, BATCH_LOCALS))
+    with pytest.raises(BlobError, match="fewer steps than its row"):
+        RawState(_state(2), 9).apply(DecodedBatch(blob, 20).entries, 11)
+    with pytest.raises(BlobError, match="5 steps where its row in the store says 11"):
+        DecodedBatch(blob, 20).marks  # noqa: B018 - the property checks
+    # A name without its value, met by a replay rather than by the pass over the markers.
+    short = encode_record((1, 1, 1, [8, "x"], BATCH_LOCALS))
+    with pytest.raises(BlobError, match="without its value"):
+        RawState(_state(1), 0).apply(DecodedBatch(short, 1).entries, 2)
