@@ -504,7 +504,8 @@ class DecodedBatch:
                 if t is int:
                     step += 1
                 elif t is str:
-                    next(items)  # its value
+                    if next(items, _MISSING) is _MISSING:  # its value
+                        raise BlobError("damaged step batch: a local write without its value")
                 elif e[0] == R_RESET:
                     steps.append(step)
             self.reset_steps = steps
@@ -521,7 +522,8 @@ class DecodedBatch:
                 if t is int:
                     depths.append(depth)
                 elif t is str:
-                    next(items)  # its value
+                    if next(items, _MISSING) is _MISSING:  # its value
+                        raise BlobError("damaged step batch: a local write without its value")
                 elif e[0] == R_PUSH_FRAME:
                     depth += 1
                 elif e[0] == R_POP_FRAME:

@@ -350,6 +350,13 @@ class Timeline:
             return self._build_state(step)
 
     def _build_state(self, step: int) -> RawState:
+        try:
+            return self._moved_to(step)
+        except BaseException:
+            self._cursor = None  # a replay cut short by damage leaves it half moved
+            raise
+
+    def _moved_to(self, step: int) -> RawState:
         cur = self._cursor
         if cur is not None and cur.step == step:
             return cur  # asked again (a narrow read, then a write lookup at the same step)

@@ -100,3 +100,51 @@ def test_gc_held_restores_the_collector() -> None:
     with pytest.raises(ValueError), gc_held():
         raise ValueError
     assert gc.isenabled()
+
+
+def test_a_read_cut_short_by_a_damaged_batch_leaves_no_half_moved_state() -> None:
+    # Reads walk one state forward batch by batch; a batch that turns out damaged half-way
+    # (its row promises more steps than it holds) is an error, and the next read starts
+    # afresh rather than from a state that took half of the damaged batch's writes.
+    from runtime.record.format import BATCH_LOCALS, batch_entries, encode_record
+    from runtime.record.memory_store import MemoryStore
+    from runtime.record.raw_state import DecodedBatch
+    from runtime.record.timeline import DamagedRecord
+
+    source = """node main() {
+  let i = 0
+  while (i < 3000) {
+    i = i + 1
+  }
+  return i
+}
+"""
+
+    def i_at(tl: Timeline, k: int) -> object:
+        view = tl.names_at(k, ["i"])
+        return view.frames[-1].locals.get("i") if view.frames else None
+
+    store = MemoryStore()
+    rec = record_program(compile_source(source, "loop.agency"), RunConfig(), store)
+    clean = Timeline.open(store, rec.run_id)
+    want = [i_at(clean, k) for k in range(len(clean))]
+    branch = store._runs[rec.run_id].branches[0]  # noqa: SLF001
+    batches, keyframes = branch.batches, set(branch.kf_steps)
+    # A batch read by replaying it: a keyframe just before it, none at its end.
+    at = next(
+        n
+        for n in range(len(batches) // 2, len(batches))
+        if batches[n][0] - 1 in keyframes and batches[n][1] not in keyframes
+    )
+    first, last, blob = batches[at]
+    head_first, before, after, entries, _pairs = batch_entries(blob)
+    marks = DecodedBatch(blob).marks
+    cut = entries[: marks[len(marks) // 2] + 1]  # whole steps: only their count is wrong
+    batches[at] = (first, last, encode_record((head_first, before, after, cut, BATCH_LOCALS)))
+
+    tl = Timeline.open(store, rec.run_id)
+    assert i_at(tl, first - 1) == want[first - 1]  # the timeline's state stands before it
+    with pytest.raises(DamagedRecord):
+        tl.state_at(last)
+    for k in (first - 1, first - 2, first - 5):
+        assert i_at(tl, k) == want[k]

@@ -120,3 +120,8 @@ def test_a_row_that_does_not_match_its_batch_is_damage() -> None:
     short = encode_record((1, 1, 1, [8, "x"], BATCH_LOCALS))
     with pytest.raises(BlobError, match="without its value"):
         RawState(_state(1), 0).apply(DecodedBatch(short, 1).entries, 2)
+    # … and by the other passes that read a batch before its markers are found.
+    with pytest.raises(BlobError, match="without its value"):
+        DecodedBatch(short, 1).resets()
+    with pytest.raises(BlobError, match="without its value"):
+        DecodedBatch(short, 1).depth(0)
