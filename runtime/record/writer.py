@@ -150,7 +150,11 @@ class Writer:
         self._clock = clock
         self._dialect = dialect
         self._reconnect = reconnect
-        self._cond = threading.Condition(threading.Lock())
+        # An RLock, not a Lock: a Condition takes a Lock back in Python code, where a signal
+        # handler that raises (a second Ctrl-C) leaves `wait` without it, and the `with`
+        # around it then releases it from under the thread that holds it; an RLock is taken
+        # back in C, past any handler (tests/runtime/store/test_writer_signals.py).
+        self._cond = threading.Condition(threading.RLock())
         self._queue: list[Op] = []
         self._queued_bytes = 0
         self._first_at = 0.0

@@ -1,0 +1,78 @@
+"""A Ctrl-C or SIGTERM whose handler raises (the second one: "stop now") while the main thread
+waits on the writer must never leave the writer's lock broken.
+
+Python runs a signal handler in the main thread wherever it stands, and `Condition.wait` on a
+`Lock` takes it back in Python code: a handler that raised there left the wait without the lock,
+and the `with` around it then released the lock another thread held. Two threads then ran the
+writer's critical sections at once: a write went into the group being committed after that
+group's sequence number was taken, so its commit was never counted and the next `flush()` waited
+for ever (seen as a resumed run that hung after two Ctrl-Cs, its last answer stored). The
+writer's condition is on an `RLock`, which `Condition.wait` takes back in C, past any handler."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from runtime.record.sqlite_store import SQLITE
+from runtime.record.writer import Op, Writer
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(signal, "pthread_kill"), reason="needs POSIX signals to a thread"
+)
+
+
+def test_a_raising_handler_during_a_wait_leaves_the_lock_whole() -> None:
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    writer = Writer(conn, "memory", lambda: datetime.now(UTC), SQLITE)
+    main = threading.get_ident()
+    release, started = threading.Event(), threading.Event()
+    broken: list[BaseException] = []
+
+    def slow(conn: Any) -> None:
+        started.set()
+        release.wait(10)  # the commit the main thread waits for
+
+    def hold_the_lock() -> None:
+        # Wake the waiting main thread while holding the lock, so that it blocks taking it
+        # back, and signal it then: its handler raises.
+        started.wait(10)  # the writer commits: a thread waiting on its lock is the main one
+        deadline = time.monotonic() + 10
+        while not writer._cond._waiters and time.monotonic() < deadline:  # type: ignore[attr-defined]  # noqa: SLF001
+            time.sleep(0.01)  # until the main thread waits
+        with writer._cond:  # noqa: SLF001 - the lock under test
+            writer._cond.notify_all()  # noqa: SLF001
+            time.sleep(0.1)
+            signal.pthread_kill(main, signal.SIGINT)
+            time.sleep(0.2)
+            try:
+                writer._cond.notify_all()  # noqa: SLF001 - fails if the lock is not held
+            except RuntimeError as exc:
+                broken.append(exc)
+        release.set()
+
+    def stop_now(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGINT, stop_now)
+    try:
+        seq = writer.submit(Op(None, fn=slow), urgent=True)
+        holder = threading.Thread(target=hold_the_lock)
+        holder.start()
+        with pytest.raises(KeyboardInterrupt):
+            writer.wait(seq)
+        holder.join(10)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert not broken, broken
+    # The writer goes on counting: what is queued next is committed and waited for.
+    for _ in range(50):
+        writer.wait(writer.submit(Op(None, fn=lambda conn: None)))
+    assert writer.committed == writer.enqueued
+    writer.stop()
