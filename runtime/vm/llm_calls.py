@@ -8,13 +8,22 @@ request and answer, which the recorder stores on its step (stepping back never c
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.syntax.ast import TFunc
-from runtime.llm.base import DEADLINE, MISSING, Completion, DeadlinePassed, ToolSpec
+from runtime.llm.base import (
+    DEADLINE,
+    MISSING,
+    TRANSPORT,
+    CallTransport,
+    Completion,
+    DeadlinePassed,
+    ToolSpec,
+)
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.vm.boundary import well_formed
@@ -100,7 +109,51 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "promptAt": prompt_at,
             "validationRetries": _count(opts.get("validationRetries")),
             "validationAttempt": 0,
+            "transport": _transport_options(opts),
         }
+    )
+
+
+def _transport_options(opts: JSObject) -> JSObject:
+    """The call's `retries`, `timeout` (ms) and `backoff: {initial, factor, max}` (ms) options,
+    as given (the provider's own apply to what is absent)."""
+    out = JSObject()
+    for key in ("retries", "timeout"):
+        n = _number(opts.get(key))
+        if n is not None:
+            out[key] = n
+    backoff = opts.get("backoff")
+    if type(backoff) is JSObject:
+        for key in ("initial", "factor", "max"):
+            n = _number(backoff.get(key))
+            if n is not None:
+                out[key] = n
+    return out
+
+
+def _number(v: Any) -> float | None:
+    """A non-negative finite number option, else None (absent or unusable: the default)."""
+    if v is None:
+        return None
+    n = to_number(v)
+    return float(n) if n == n and 0 <= n < float("inf") else None
+
+
+def call_transport(req: JSObject) -> CallTransport:
+    """The HTTP transport settings of a request (`retries`, `timeout`, `backoff`) in seconds."""
+    t = req.get("transport")
+    given: dict[str, Any] = dict(t.items()) if type(t) is JSObject else {}
+
+    def seconds(key: str) -> float | None:
+        return None if given.get(key) is None else given[key] / 1000
+
+    retries = given.get("retries")
+    return CallTransport(
+        retries=None if retries is None else int(retries),
+        timeout=seconds("timeout"),
+        initial=seconds("initial"),
+        factor=given.get("factor"),
+        max=seconds("max"),
     )
 
 
@@ -219,6 +272,8 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
     params = to_plain(req.get("params") or JSObject())
     started = time.perf_counter()
     limit = DEADLINE.set(deadline)
+    transport = call_transport(req)
+    hooks = TRANSPORT.set(transport)
     try:
         model = model_for(m, params.get("model"))
         completion = model.complete(messages, tools, schema, params)
@@ -226,9 +281,34 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
         name = str(getattr(model, "model", ""))
         completion = Completion(text="", model=name, provider=exc.provider, cancelled=True)
     except AgencyError as exc:
-        raise AgencyRuntimeError(str(exc)) from None
+        if not transport.events:
+            raise AgencyRuntimeError(str(exc)) from None
+        # the retries ran out: the prelude runs their callbacks, then fails with this
+        return JSObject({"failed": str(exc), "events": from_plain(transport.events)})
     finally:
         DEADLINE.reset(limit)
+        TRANSPORT.reset(hooks)
+    if transport.events and not completion.transport_events:
+        completion = dataclasses.replace(completion, transport_events=tuple(transport.events))
+    answer = _answer(m, req, rnd, completion, started, thread, messages, tools, schema, params)
+    if completion.transport_events:
+        answer["events"] = from_plain(list(completion.transport_events))
+    return answer
+
+
+def _answer(
+    m: Machine,
+    req: JSObject,
+    rnd: int,
+    completion: Any,
+    started: float,
+    thread: str,
+    messages: list[Any],
+    tools: list[ToolSpec],
+    schema: Any,
+    params: dict[str, Any],
+) -> JSObject:
+    """The prelude's view of a model's answer (recorded as an "llm" event on the way)."""
     if completion.cancelled:
         return _cancelled(m, req, rnd, completion, messages, tools, schema, params)
     latency = completion.latency_ms or (time.perf_counter() - started) * 1000
