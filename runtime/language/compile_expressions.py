@@ -118,7 +118,7 @@ class ExpressionCompiler(CodeEmitter):
         elif isinstance(e, A.ObjectLit):
             self.object_lit(e)
         elif isinstance(e, A.Conditional):
-            self.expr(e.cond)
+            self.condition(e.cond)
             jf = self.emit(JUMP_IF_FALSE, None)
             self.expr(e.then)
             end = self.emit(JUMP, None)
@@ -426,9 +426,32 @@ class ExpressionCompiler(CodeEmitter):
             else:
                 self.renames[name] = outer
 
-    def is_expr(self, e: A.Is) -> None:
+    def condition(self, cond: A.Expr) -> None:
+        """The condition of an `if`, a `while` or an `if … then … else`: a whole `x is P`
+        there may bind P's names."""
+        if type(cond) is A.Is:
+            self.is_expr(cond, binds=True)
+        else:
+            self.expr(cond)
+
+    def is_expr(self, e: A.Is, binds: bool = False) -> None:
         """`x is P`: true or false; on a match the pattern's names are assigned (so
-        `if (r is success(v)) { … v … }` and `while (…)` see them)."""
+        `if (r is success(v)) { … v … }` and `while (…)` see them). Only the whole condition
+        of an `if`, a `while` or an `if … then … else` (`binds`) may bind names, as in the
+        reference: anywhere else (`const ok = x is {a}`, `!(x is [h, ...t])`,
+        `c && x is success(v)`) a binder has no scope to bind into and is an error."""
+        if not binds:
+            names: set[str] = set()
+            pattern_names(e.pattern, names)
+            if names:
+                shown = ", ".join(f"`{n}`" for n in sorted(names))
+                self.error(
+                    f"the pattern binds {shown}, but an `is` here is only a true/false test "
+                    "with nowhere to bind: names are bound only by an `is` that is the whole "
+                    "`if`/`while` condition or by a match arm; match the field with `_` "
+                    "(`{policy: _}`) or leave it out",
+                    e.span,
+                )
         self.expr(e.value)
         mismatch = self.match_pattern(e.pattern, e.span)
         self.emit(CONST, True)
