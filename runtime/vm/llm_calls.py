@@ -554,7 +554,7 @@ def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
     name = to_str(tc.get("name"))
     names = list(req.get("tools") or [])
     if name not in names:
-        return f"error: there is no tool named {name}"
+        return f"Error: No handler found for tool call {name}"
     fn = _tool_values(req)[names.index(name)]
     bound = fn.bound if type(fn) is BoundFunction else {}
     code = m.functions[(fn.base if type(fn) is BoundFunction else fn).name]
@@ -565,10 +565,54 @@ def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
     return TailCall(fn if type(fn) is BoundFunction else fn.name, [], named)
 
 
+# After a tool fails the model is told whether it may call it again (the reference's tiers): a
+# failure after a destructive operation began removes the tool at once, any tool is removed
+# after MAX_TOOL_FAILURES failures, an `idempotent` one says retrying is safe.
+MAX_TOOL_FAILURES = 5
+REMOVED_DESTRUCTIVE = (
+    "The call failed after starting a destructive operation. This tool can no longer be called "
+    "in this conversation. Verify state manually."
+)
+REMOVED_TOO_MANY = "This tool has failed too many times and can no longer be called."
+RETRY_IDEMPOTENT = "This tool is idempotent: calling it again is safe."
+RETRY_NEUTRAL = "The call failed. You may call this tool again."
+
+
+def _failed_tool(m: Machine, req: JSObject, name: str, out: Result) -> str:
+    """The tool message for a failed call, removing the tool from the request when it may not
+    be called again."""
+    counts = req.get("toolFailures")
+    counts = JSObject(counts) if type(counts) is JSObject else JSObject()
+    counts[name] = int(counts.get(name) or 0) + 1
+    m.set_key(req, "toolFailures", counts)
+    fn = _tool_named(req, name)
+    base = fn.base if type(fn) is BoundFunction else fn
+    code = m.functions.get(base.name) if type(base) is FuncRef else None
+    if out.destructive:
+        suffix = REMOVED_DESTRUCTIVE
+    elif counts[name] >= MAX_TOOL_FAILURES:
+        suffix = REMOVED_TOO_MANY
+    else:
+        idempotent = code is not None and "idempotent" in code.modifiers
+        return f"Error: {to_str(out.error)}. {RETRY_IDEMPOTENT if idempotent else RETRY_NEUTRAL}"
+    names = list(req.get("tools") or [])
+    if name in names:
+        i = names.index(name)
+        fns = list(_tool_values(req))
+        m.set_key(req, "tools", JSArray(names[:i] + names[i + 1 :]))
+        m.set_key(req, "tool_fns", JSArray(fns[:i] + fns[i + 1 :]))
+    return f"Error: {to_str(out.error)}. {suffix}"
+
+
+def _tool_named(req: JSObject, name: str) -> Any:
+    names = list(req.get("tools") or [])
+    return _tool_values(req)[names.index(name)] if name in names else None
+
+
 def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
     content = out if type(out) is str else stringify(out)
     if type(out) is Result and not out.ok:
-        content = f"error: {to_str(out.error)}"
+        content = _failed_tool(m, req, to_str(tc.get("name")), out)
     content += harvest(m, req, to_str(tc.get("name")))  # what the tool attached to its reply
     m.append_message(
         to_str(req["thread"]),
