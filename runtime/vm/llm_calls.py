@@ -108,10 +108,30 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "round": 0,
             "promptAt": prompt_at,
             "validationRetries": _count(opts.get("validationRetries")),
+            "maxToolResultChars": _tool_result_cap(opts.get("maxToolResultChars")),
             "validationAttempt": 0,
             "transport": _transport_options(opts),
         }
     )
+
+
+DEFAULT_TOOL_RESULT_CAP = 100_000  # characters of one tool result the model sees (the reference's)
+
+
+def _tool_result_cap(v: Any) -> int:
+    """`maxToolResultChars`: how much of a tool result the model is sent; 0 (or less) sends all."""
+    if v is None:
+        return DEFAULT_TOOL_RESULT_CAP
+    n = to_number(v)
+    return int(n) if n == n and 0 < n < float("inf") else 0
+
+
+def _capped(text: str, cap: int) -> str:
+    """A tool result as the model sees it: past `cap` characters it is cut, with a note saying
+    so (the program still gets the whole value)."""
+    if cap <= 0 or len(text) <= cap:
+        return text
+    return f"{text[:cap]}\n\n[tool result truncated: showing {cap} of {len(text)} chars]"
 
 
 def _transport_options(opts: JSObject) -> JSObject:
@@ -594,14 +614,20 @@ def _failed_tool(m: Machine, req: JSObject, name: str, out: Result) -> str:
         suffix = REMOVED_TOO_MANY
     else:
         idempotent = code is not None and "idempotent" in code.modifiers
-        return f"Error: {to_str(out.error)}. {RETRY_IDEMPOTENT if idempotent else RETRY_NEUTRAL}"
+        retry = RETRY_IDEMPOTENT if idempotent else RETRY_NEUTRAL
+        return f"Error: {_capped(to_str(out.error), _cap_of(req))}. {retry}"
     names = list(req.get("tools") or [])
     if name in names:
         i = names.index(name)
         fns = list(_tool_values(req))
         m.set_key(req, "tools", JSArray(names[:i] + names[i + 1 :]))
         m.set_key(req, "tool_fns", JSArray(fns[:i] + fns[i + 1 :]))
-    return f"Error: {to_str(out.error)}. {suffix}"
+    return f"Error: {_capped(to_str(out.error), _cap_of(req))}. {suffix}"
+
+
+def _cap_of(req: JSObject) -> int:
+    cap = req.get("maxToolResultChars")
+    return cap if type(cap) is int else DEFAULT_TOOL_RESULT_CAP
 
 
 def _tool_named(req: JSObject, name: str) -> Any:
@@ -610,7 +636,7 @@ def _tool_named(req: JSObject, name: str) -> Any:
 
 
 def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
-    content = out if type(out) is str else stringify(out)
+    content = _capped(out if type(out) is str else stringify(out), _cap_of(req))
     if type(out) is Result and not out.ok:
         content = _failed_tool(m, req, to_str(tc.get("name")), out)
     content += harvest(m, req, to_str(tc.get("name")))  # what the tool attached to its reply
