@@ -274,6 +274,23 @@ class ExpressionCompiler(CodeEmitter):
                 self.patch(j)
             return
         self.expr(callee)
+        if (
+            type(type_hint) is A.TBang
+            and type(callee) is A.Name
+            and callee.id == "__validate"
+            and len(e.args) == 2
+        ):
+            # `const x: T! = f(…)` (and `return f(…)` in a def returning `T!`): the value that is
+            # validated is expected to be a T, so `llm` asks for T's structured output and a
+            # left-out `Schema` parameter of `f` is given schema(T), as without the `!`
+            value = e.args[0].value
+            if type(value) is A.Call:
+                self.call(value, type_hint.inner, schema_only)
+            else:
+                self.expr(value)
+            self.expr(e.args[1].value)
+            self.emit(CALL, 2)
+            return
         extra: list[tuple[str, Any]] = []
         if type_hint is not None and type(callee) is A.Name and callee.id not in self.locals:
             injected = self.schema_arguments(callee.id, e.args, type_hint, e.span)
@@ -293,9 +310,10 @@ class ExpressionCompiler(CodeEmitter):
     def schema_arguments(
         self, name: str, args: tuple[A.Arg, ...], hint: A.TypeExpr, span: A.Span
     ) -> tuple[A.Arg, ...]:
-        """The arguments a call of def `name` leaves out that are `Schema` parameters without a
-        default: each is given `schema(T)` of the type the call's value is expected to have
-        (`const x: T = f(…)`, or the return type of the def it is returned from)."""
+        """The arguments a call of def `name` leaves out that are `Schema` parameters: each is
+        given `schema(T)` of the type the call's value is expected to have (`const x: T = f(…)`,
+        or the return type of the def it is returned from). That hint wins over the parameter's
+        default, which applies only where there is no hint."""
         params = self.unit.signatures.get(name)
         if not params or any(a.spread for a in args):
             return ()
@@ -305,7 +323,7 @@ class ExpressionCompiler(CodeEmitter):
         for i, p in enumerate(params):
             t = p.type
             is_schema = (type(t) is A.TName or type(t) is A.TGeneric) and t.name == "Schema"
-            if is_schema and p.default is None and not p.rest and i >= positional:
+            if is_schema and not p.rest and i >= positional:
                 if p.name not in named:
                     out.append(A.Arg(validation.schema_value(hint, span), p.name, False, span))
         return tuple(out)
