@@ -121,6 +121,8 @@ class ProgramCompiler:
                 )
             self.function_names.add(d.name)
         self.signatures = {d.name: d.params for d in decls}
+        for d in decls:
+            self._check_schema_params(d, decl_file.get(id(d), self.program.path))
         for d in prelude_decls:
             self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
         for d in decls:
@@ -184,6 +186,25 @@ class ProgramCompiler:
         fc.consts = constants(d.body)
         _body_with_defaults(fc, d.params, d.body)
         return code
+
+    def _check_schema_params(self, d: A.FuncDecl, file: str) -> None:
+        """At most one `Schema<…>` parameter per def, as the reference: a call has one expected
+        type to fill a left-out one from."""
+        schemas = [
+            p
+            for p in d.params
+            if (type(p.type) is A.TName or type(p.type) is A.TGeneric) and p.type.name == "Schema"
+        ]
+        if len(schemas) > 1:
+            first, second = schemas[0].name, schemas[1].name
+            self.diagnostics.append(
+                Diagnostic(
+                    f"Function '{d.name}' declares more than one Schema parameter ('{first}' and "
+                    f"'{second}'). At most one Schema parameter is allowed.",
+                    schemas[1].span,
+                    file,
+                )
+            )
 
     def _check_reserved(self, names: set[str], span: A.Span, file: str) -> None:
         if self.program.path == "<input>":
