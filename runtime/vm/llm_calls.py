@@ -26,11 +26,12 @@ from runtime.llm.base import (
 )
 from runtime.llm.registry import route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
+from runtime.message_text import readable_content
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
 from runtime.vm.guard_feedback import take_feedback
-from runtime.vm.reply_attachments import harvest
+from runtime.vm.reply_attachments import harvest, message_content
 from runtime.vm.values import (
     BoundFunction,
     JSArray,
@@ -92,8 +93,12 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
     for note in take_feedback(m):  # a guard approval's message goes before this prompt
         m.append_message(thread, {"role": "user", "content": note})
     prompt_at = len(m.threads.get(thread, []))
-    text = well_formed(to_str(prompt))
-    m.append_message(thread, {"role": "user", "content": text})
+    content = message_content(m, prompt, "llm")  # text, or text and attachments
+    if type(content) is str:
+        content = text = well_formed(content)
+    else:
+        text = well_formed(readable_content(content, stringify))
+    m.append_message(thread, {"role": "user", "content": content})
     return JSObject(
         {
             "thread": thread,
