@@ -444,9 +444,21 @@ class ExpressionCompiler(CodeEmitter):
             else:
                 self.renames[name] = outer
 
-    def condition(self, cond: A.Expr) -> None:
+    def condition(self, cond: A.Expr, statement: bool = False) -> None:
         """The condition of an `if`, a `while` or an `if … then … else`: a whole `x is P`
-        there may bind P's names."""
+        there may bind P's names. An `if`/`while` (`statement`) condition that is certainly a
+        Result (a call of `success`/`failure`, or of a def declared to return a Result) is an
+        error, as the reference's type checker makes it (AG2002): an object is always true."""
+        if statement and type(cond) is A.Call and type(cond.callee) is A.Name:
+            name = cond.callee.id
+            result_call = name in ("success", "failure") and name not in self.unit.function_names
+            if name not in self.locals and (result_call or name in self.unit.result_defs):
+                self.error(
+                    f"Type 'Result' is not assignable to type 'boolean' (condition): `{name}(…)` "
+                    "gives a Result, which is always true here; test it with "
+                    f"`isSuccess({name}(…))` or `{name}(…) is success(v)`",
+                    cond.span,
+                )
         if type(cond) is A.Is:
             self.is_expr(cond, binds=True)
         else:

@@ -62,6 +62,7 @@ class ProgramCompiler:
         self.type_defaults: dict[str, tuple[A.TypeExpr | None, ...]] = {}
         # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
         self.signatures: dict[str, tuple[A.Param, ...]] = {}
+        self.result_defs: set[str] = set()
         self.handlers = 0
         self.blocks = 0
 
@@ -121,6 +122,15 @@ class ProgramCompiler:
                 )
             self.function_names.add(d.name)
         self.signatures = {d.name: d.params for d in decls}
+        # The program's own defs declared to return a Result (std modules are left out): one
+        # called as an `if`/`while` condition is always true, which the reference refuses.
+        self.result_defs = {
+            d.name
+            for d in decls
+            if not _bundled(decl_file.get(id(d), ""))
+            and (type(d.return_type) is A.TName or type(d.return_type) is A.TGeneric)
+            and d.return_type.name == "Result"
+        }
         for d in decls:
             self._check_schema_params(d, decl_file.get(id(d), self.program.path))
         for d in prelude_decls:
