@@ -5,6 +5,7 @@ into a `CompiledProgram`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,22 @@ class ProgramCompiler:
         _body_with_defaults(fc, d.params, d.body)
         return code
 
+    def type_check_silenced(self, file: str, line: int, code: str) -> bool:
+        """Whether the program silences type-check error `code` on `line` of `file`, as the
+        reference reads its comments: `// @tc-nocheck` silences the whole file, `// @tc-ignore`
+        (or `// @tc-ignore AG2002, …`) on its own line the next line. Only the program's own
+        file is read; other files' errors are never silenced."""
+        if file != self.program.path:
+            return False
+        lines = self.source.splitlines()
+        if any(_TC_NOCHECK.match(text) for text in lines):
+            return True
+        above = _TC_IGNORE.match(lines[line - 2]) if 2 <= line <= len(lines) + 1 else None
+        if above is None:
+            return False
+        codes = re.findall(r"AG\d{4}", above.group(1))
+        return not codes or code in codes
+
     def _check_schema_params(self, d: A.FuncDecl, file: str) -> None:
         """At most one `Schema<…>` parameter per def, as the reference: a call has one expected
         type to fill a left-out one from."""
@@ -343,6 +360,10 @@ def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:
 
 
 _STD_DIR = Path(__file__).with_name("std").resolve()
+
+
+_TC_NOCHECK = re.compile(r"^\s*//\s*@tc-nocheck\b")
+_TC_IGNORE = re.compile(r"^\s*//\s*@tc-ignore\b(.*)$")
 
 
 def _bundled(path: str) -> bool:
