@@ -24,7 +24,7 @@ from runtime.llm.base import (
     DeadlinePassed,
     ToolSpec,
 )
-from runtime.llm.registry import route_model
+from runtime.llm.registry import KNOWN_PROVIDERS, route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
 from runtime.message_text import readable_content
 from runtime.vm.boundary import well_formed
@@ -88,6 +88,13 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
     for key in ("model", "temperature", "maxTokens"):
         if opts.get(key) is not None:
             params[key] = opts[key]
+    provider = opts.get("provider")
+    model = params.get("model")
+    if type(provider) is str and type(model) is str and "/" not in model:
+        # `{model: "claude-…", provider: "anthropic"}` names the model `anthropic/claude-…`
+        # (a provider this runtime does not know leaves the model name as it is)
+        if provider.strip().lower() in KNOWN_PROVIDERS:
+            params["model"] = f"{provider.strip().lower()}/{model}"
     extra = opts.get("messages")
     thread = m.active_thread()
     for note in take_feedback(m):  # a guard approval's message goes before this prompt
