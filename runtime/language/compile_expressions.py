@@ -118,7 +118,7 @@ class ExpressionCompiler(CodeEmitter):
         elif isinstance(e, A.ObjectLit):
             self.object_lit(e)
         elif isinstance(e, A.Conditional):
-            self.expr(e.cond)
+            self.condition(e.cond)
             jf = self.emit(JUMP_IF_FALSE, None)
             self.expr(e.then)
             end = self.emit(JUMP, None)
@@ -274,6 +274,23 @@ class ExpressionCompiler(CodeEmitter):
                 self.patch(j)
             return
         self.expr(callee)
+        if (
+            type(type_hint) is A.TBang
+            and type(callee) is A.Name
+            and callee.id == "__validate"
+            and len(e.args) == 2
+        ):
+            # `const x: T! = f(…)` (and `return f(…)` in a def returning `T!`): the value that is
+            # validated is expected to be a T, so `llm` asks for T's structured output and a
+            # left-out `Schema` parameter of `f` is given schema(T), as without the `!`
+            value = e.args[0].value
+            if type(value) is A.Call:
+                self.call(value, type_hint.inner, schema_only)
+            else:
+                self.expr(value)
+            self.expr(e.args[1].value)
+            self.emit(CALL, 2)
+            return
         extra: list[tuple[str, Any]] = []
         if type_hint is not None and type(callee) is A.Name and callee.id not in self.locals:
             injected = self.schema_arguments(callee.id, e.args, type_hint, e.span)
@@ -293,9 +310,10 @@ class ExpressionCompiler(CodeEmitter):
     def schema_arguments(
         self, name: str, args: tuple[A.Arg, ...], hint: A.TypeExpr, span: A.Span
     ) -> tuple[A.Arg, ...]:
-        """The arguments a call of def `name` leaves out that are `Schema` parameters without a
-        default: each is given `schema(T)` of the type the call's value is expected to have
-        (`const x: T = f(…)`, or the return type of the def it is returned from)."""
+        """The arguments a call of def `name` leaves out that are `Schema` parameters: each is
+        given `schema(T)` of the type the call's value is expected to have (`const x: T = f(…)`,
+        or the return type of the def it is returned from). That hint wins over the parameter's
+        default, which applies only where there is no hint."""
         params = self.unit.signatures.get(name)
         if not params or any(a.spread for a in args):
             return ()
@@ -305,7 +323,7 @@ class ExpressionCompiler(CodeEmitter):
         for i, p in enumerate(params):
             t = p.type
             is_schema = (type(t) is A.TName or type(t) is A.TGeneric) and t.name == "Schema"
-            if is_schema and p.default is None and not p.rest and i >= positional:
+            if is_schema and not p.rest and i >= positional:
                 if p.name not in named:
                     out.append(A.Arg(validation.schema_value(hint, span), p.name, False, span))
         return tuple(out)
@@ -426,9 +444,48 @@ class ExpressionCompiler(CodeEmitter):
             else:
                 self.renames[name] = outer
 
-    def is_expr(self, e: A.Is) -> None:
+    def condition(self, cond: A.Expr, statement: bool = False) -> None:
+        """The condition of an `if`, a `while` or an `if … then … else`: a whole `x is P`
+        there may bind P's names. An `if`/`while` (`statement`) condition that is certainly a
+        Result (a call of `success`/`failure`, or of a def declared to return a Result) is an
+        error, as the reference's type checker makes it (AG2002): an object is always true."""
+        if statement and type(cond) is A.Call and type(cond.callee) is A.Name:
+            name = cond.callee.id
+            result_call = name in ("success", "failure") and name not in self.unit.function_names
+            if (
+                name not in self.locals
+                and (result_call or name in self.unit.result_defs)
+                and not self.unit.type_check_silenced(self.code.file, cond.span.line, "AG2002")
+            ):
+                self.error(
+                    f"Type 'Result' is not assignable to type 'boolean' (condition): `{name}(…)` "
+                    "gives a Result, which is always true here; test it with "
+                    f"`isSuccess({name}(…))` or `{name}(…) is success(v)`",
+                    cond.span,
+                )
+        if type(cond) is A.Is:
+            self.is_expr(cond, binds=True)
+        else:
+            self.expr(cond)
+
+    def is_expr(self, e: A.Is, binds: bool = False) -> None:
         """`x is P`: true or false; on a match the pattern's names are assigned (so
-        `if (r is success(v)) { … v … }` and `while (…)` see them)."""
+        `if (r is success(v)) { … v … }` and `while (…)` see them). Only the whole condition
+        of an `if`, a `while` or an `if … then … else` (`binds`) may bind names, as in the
+        reference: anywhere else (`const ok = x is {a}`, `!(x is [h, ...t])`,
+        `c && x is success(v)`) a binder has no scope to bind into and is an error."""
+        if not binds:
+            names: set[str] = set()
+            pattern_names(e.pattern, names)
+            if names:
+                shown = ", ".join(f"`{n}`" for n in sorted(names))
+                self.error(
+                    f"the pattern binds {shown}, but an `is` here is only a true/false test "
+                    "with nowhere to bind: names are bound only by an `is` that is the whole "
+                    "`if`/`while` condition or by a match arm; match the field with `_` "
+                    "(`{policy: _}`) or leave it out",
+                    e.span,
+                )
         self.expr(e.value)
         mismatch = self.match_pattern(e.pattern, e.span)
         self.emit(CONST, True)

@@ -203,7 +203,7 @@ class FunctionCompiler(MatchCompiler):
 
     def if_stmt(self, s: A.If, path: str) -> None:
         self.step(self.header_span(s, s.cond), path)
-        self.expr(s.cond)
+        self.condition(s.cond, statement=True)
         jf = self.emit(JUMP_IF_FALSE, None)
         self.block(s.then, path + ".then")
         if s.orelse is None:
@@ -227,7 +227,7 @@ class FunctionCompiler(MatchCompiler):
     def while_stmt(self, s: A.While, path: str) -> None:
         top = self.here()
         self.step(self.header_span(s, s.cond), path)
-        self.expr(s.cond)
+        self.condition(s.cond, statement=True)
         jf = self.emit(JUMP_IF_FALSE, None)
         loop = self.loop_body(s.body, path + ".body", top)
         self.emit(JUMP, top)

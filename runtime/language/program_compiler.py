@@ -5,6 +5,7 @@ into a `CompiledProgram`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ class ProgramCompiler:
         self.type_defaults: dict[str, tuple[A.TypeExpr | None, ...]] = {}
         # Each def's parameters, for what a call leaves out (a `Schema` parameter, injected).
         self.signatures: dict[str, tuple[A.Param, ...]] = {}
+        self.result_defs: set[str] = set()
         self.handlers = 0
         self.blocks = 0
 
@@ -121,6 +123,17 @@ class ProgramCompiler:
                 )
             self.function_names.add(d.name)
         self.signatures = {d.name: d.params for d in decls}
+        # The program's own defs declared to return a Result (std modules are left out): one
+        # called as an `if`/`while` condition is always true, which the reference refuses.
+        self.result_defs = {
+            d.name
+            for d in decls
+            if not _bundled(decl_file.get(id(d), ""))
+            and (type(d.return_type) is A.TName or type(d.return_type) is A.TGeneric)
+            and d.return_type.name == "Result"
+        }
+        for d in decls:
+            self._check_schema_params(d, decl_file.get(id(d), self.program.path))
         for d in prelude_decls:
             self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
         for d in decls:
@@ -184,6 +197,41 @@ class ProgramCompiler:
         fc.consts = constants(d.body)
         _body_with_defaults(fc, d.params, d.body)
         return code
+
+    def type_check_silenced(self, file: str, line: int, code: str) -> bool:
+        """Whether the program silences type-check error `code` on `line` of `file`, as the
+        reference reads its comments: `// @tc-nocheck` silences the whole file, `// @tc-ignore`
+        (or `// @tc-ignore AG2002, …`) on its own line the next line. Only the program's own
+        file is read; other files' errors are never silenced."""
+        if file != self.program.path:
+            return False
+        lines = self.source.splitlines()
+        if any(_TC_NOCHECK.match(text) for text in lines):
+            return True
+        above = _TC_IGNORE.match(lines[line - 2]) if 2 <= line <= len(lines) + 1 else None
+        if above is None:
+            return False
+        codes = re.findall(r"AG\d{4}", above.group(1))
+        return not codes or code in codes
+
+    def _check_schema_params(self, d: A.FuncDecl, file: str) -> None:
+        """At most one `Schema<…>` parameter per def, as the reference: a call has one expected
+        type to fill a left-out one from."""
+        schemas = [
+            p
+            for p in d.params
+            if (type(p.type) is A.TName or type(p.type) is A.TGeneric) and p.type.name == "Schema"
+        ]
+        if len(schemas) > 1:
+            first, second = schemas[0].name, schemas[1].name
+            self.diagnostics.append(
+                Diagnostic(
+                    f"Function '{d.name}' declares more than one Schema parameter ('{first}' and "
+                    f"'{second}'). At most one Schema parameter is allowed.",
+                    schemas[1].span,
+                    file,
+                )
+            )
 
     def _check_reserved(self, names: set[str], span: A.Span, file: str) -> None:
         if self.program.path == "<input>":
@@ -312,6 +360,10 @@ def _body_with_defaults(fc: FunctionCompiler, params: Any, body: Any) -> None:
 
 
 _STD_DIR = Path(__file__).with_name("std").resolve()
+
+
+_TC_NOCHECK = re.compile(r"^\s*//\s*@tc-nocheck\b")
+_TC_IGNORE = re.compile(r"^\s*//\s*@tc-ignore\b(.*)$")
 
 
 def _bundled(path: str) -> bool:

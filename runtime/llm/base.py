@@ -32,6 +32,31 @@ Message = dict[str, Any]
 DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("DEADLINE", default=None)
 
 
+@dataclass(slots=True)
+class CallTransport:
+    """One `llm()` call's own transport options and what its HTTP retries did.
+
+    `retries`, `timeout` (seconds per attempt; 0 for none) and the backoff (`initial` and `max`
+    in seconds, `factor`) override the provider's when set, as the `retries`, `timeout` and
+    `backoff` options of `llm()` ask. `events` collects, in order, each attempt that timed out
+    (`{"hook": "onLLMTimeout", "data": {limitMs, attempt}}`) and each retry about to wait
+    (`{"hook": "onLLMRetry", "data": {attempt, maxRetries, delayMs, reason, detail}}`), for the
+    program's callbacks."""
+
+    retries: int | None = None
+    timeout: float | None = None
+    initial: float | None = None
+    factor: float | None = None
+    max: float | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+# The transport options and event list of the llm() call in progress (None outside one).
+TRANSPORT: contextvars.ContextVar[CallTransport | None] = contextvars.ContextVar(
+    "TRANSPORT", default=None
+)
+
+
 class DeadlinePassed(LLMError):
     """The request in progress was given up at its DEADLINE (a remote provider's request is
     cut short there); the interpreter treats it as a cancelled answer."""
@@ -111,6 +136,9 @@ class Completion:
     latency_ms: float = 0.0
     raw: dict[str, Any] | None = None  # provider response body; secrets never included
     cancelled: bool = False  # stopped at its DEADLINE: no answer (the request is made again)
+    # the timeouts and retries before this answer (`CallTransport.events`), kept so a replay
+    # runs the same onLLMTimeout / onLLMRetry callbacks
+    transport_events: tuple[dict[str, Any], ...] = ()
 
     def message(self) -> Message:
         """The assistant message to append to the thread for this answer."""
@@ -138,6 +166,8 @@ class Completion:
             out["value"] = self.value
         if self.cancelled:
             out["cancelled"] = True
+        if self.transport_events:
+            out["transport_events"] = list(self.transport_events)
         return out
 
     @classmethod
@@ -161,6 +191,9 @@ class Completion:
             latency_ms=float(data.get("latency_ms", 0.0)),
             raw=data.get("raw"),
             cancelled=bool(data.get("cancelled", False)),
+            transport_events=tuple(
+                e for e in data.get("transport_events") or () if isinstance(e, dict)
+            ),
         )
 
 

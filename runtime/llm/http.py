@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from runtime.llm.base import DEADLINE, DeadlinePassed, LLMError, redact, redact_json
+from runtime.llm.base import (
+    DEADLINE,
+    TRANSPORT,
+    CallTransport,
+    DeadlinePassed,
+    LLMError,
+    redact,
+    redact_json,
+)
 
 if TYPE_CHECKING:  # httpx costs ~150 ms to import; only remote models pay for it.
     import httpx
@@ -140,35 +148,50 @@ class JsonEndpoint:
 
         url = self.base_url + path
         client = self._http()
-        attempts = self.retry.max_retries + 1
+        call = TRANSPORT.get() or CallTransport()
+        max_retries = self.retry.max_retries if call.retries is None else max(0, call.retries)
+        timeout: float | None = self.timeout if call.timeout is None else call.timeout or None
+        attempts = max_retries + 1
         last = ""
         last_status: int | None = None
         timed_out = False
         deadline = DEADLINE.get()  # a time guard's budget ends then: give up there
         for attempt in range(attempts):
             retry_after: float | None = None
-            limit = self.timeout
+            limit = timeout
+            cut_short = False  # the guard's deadline, not the call's timeout, bounds this try
             if deadline is not None:
-                limit = min(limit, deadline - time.monotonic())
-                if limit <= 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise self._given_up()
+                cut_short = timeout is None or left < timeout
+                limit = left if cut_short else timeout
             try:
                 response = client.post(url, json=body, timeout=limit)
             except httpx.TimeoutException:
-                if deadline is not None and limit < self.timeout:
+                if cut_short:
                     raise self._given_up() from None
                 timed_out = True
                 last_status = None
-                last = f"no answer within {self.timeout:g}s (timeout)"
+                reason = "timeout"
+                last = f"no answer within {timeout or 0:g}s (timeout)"
+                limit_ms = round((timeout or 0) * 1000)
+                call.events.append(
+                    {"hook": "onLLMTimeout", "data": {"limitMs": limit_ms, "attempt": attempt}}
+                )
             except httpx.TransportError as exc:
                 timed_out = False
                 last_status = None
+                reason = "connectionLost"
+                if isinstance(exc, httpx.RemoteProtocolError):
+                    reason = "streamInterrupted"
                 last = f"cannot connect to {self.host} ({self.clean(_reason(exc))})"
             else:
                 status = response.status_code
                 if status in _RETRYABLE or status >= 500:
                     timed_out = False
                     last_status = status
+                    reason = _retry_reason(status)
                     detail = self._detail(response)
                     last = f"{status} {_phrase(response)}" + (f": {detail}" if detail else "")
                     retry_after = _retry_after(response.headers.get("retry-after"))
@@ -177,22 +200,34 @@ class JsonEndpoint:
                 else:
                     return self._json(response)
             if attempt + 1 < attempts:
-                wait = self.retry.delay(attempt, retry_after)
+                wait = self._delay(call, attempt, retry_after)
                 log.info(
                     "%s: %s; retry %d of %d in %.2fs",
                     self.provider,
                     last,
                     attempt + 1,
-                    self.retry.max_retries,
+                    max_retries,
                     wait,
                 )
                 if deadline is not None and time.monotonic() + wait >= deadline:
                     raise self._given_up()
+                call.events.append(
+                    {
+                        "hook": "onLLMRetry",
+                        "data": {
+                            "attempt": attempt + 1,
+                            "maxRetries": max_retries,
+                            "delayMs": round(wait * 1000),
+                            "reason": reason,
+                            "detail": last[:500],
+                        },
+                    }
+                )
                 self.retry.sleep(wait)
         tries = f"{attempts} attempt{'' if attempts == 1 else 's'}"
         if timed_out:
             message = (
-                f"{self.provider}: timeout: {self.host} gave no answer within {self.timeout:g}s "
+                f"{self.provider}: timeout: {self.host} gave no answer within {timeout or 0:g}s "
                 f"({tries}); try again, or raise the timeout with AGENCY_LLM_TIMEOUT=SECONDS"
             )
         elif last_status is None:
@@ -211,6 +246,18 @@ class JsonEndpoint:
                 "may be down, try again later"
             )
         raise LLMError(message, provider=self.provider, status=last_status, detail=last)
+
+    def _delay(self, call: CallTransport, attempt: int, retry_after: float | None) -> float:
+        """Seconds before retry `attempt + 1`: the call's own backoff when it gives one (as the
+        reference: `initial * factor ** attempt`, a `Retry-After` instead when the server sent
+        one, at most `max`), else the provider's policy."""
+        if call.initial is None and call.factor is None and call.max is None:
+            return self.retry.delay(attempt, retry_after)
+        initial = 0.5 if call.initial is None else call.initial
+        factor = 2.0 if call.factor is None else call.factor
+        most = 10.0 if call.max is None else call.max
+        wanted = retry_after if retry_after is not None else initial * factor**attempt
+        return max(0.0, min(wanted, most))
 
     def _json(self, response: httpx.Response) -> dict[str, Any]:
         try:
@@ -270,6 +317,17 @@ class JsonEndpoint:
         else:
             message = f"{self.provider}: {self.host} refused the request ({status}){said}"
         return LLMError(message, provider=self.provider, status=status, detail=detail)
+
+
+def _retry_reason(status: int) -> str:
+    """The `reason` onLLMRetry callbacks get for a status worth another try."""
+    if status == 429:
+        return "rateLimit"
+    if status == 529:
+        return "overloaded"
+    if status == 408:
+        return "timeout"
+    return "serverError"
 
 
 def _phrase(response: httpx.Response) -> str:

@@ -23,6 +23,7 @@ from runtime.vm.values import (
     int_to_double,
     js_keys,
     js_pow,
+    num,
     parse_json,
     stringify,
     to_number,
@@ -41,7 +42,13 @@ if TYPE_CHECKING:
 @builtin("range")
 def _range(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
     """`range(n)`, `range(start, end)` (also by name: `range(start: 1, end: 4)`), and a step
-    third. As the reference's `end = -1` default, an end of -1 counts from 0 to start."""
+    third. As the reference's `end = -1` default, an end of -1 counts from 0 to start.
+
+    As the reference's `Array.from({length: end - start}, (_, i) => i + start)`, the length is
+    `end - start` truncated (none when negative or NaN) and a fractional start is kept:
+    `range(0.5, 3)` is `[0.5, 1.5]`. The step is this runtime's addition (the reference has
+    none): `start + i * step` while short of `end`; a fractional step works, a zero one is an
+    error, and so is one that would build more elements than an array may hold."""
     values = list(args)
     for i, key in enumerate(("start", "end", "step")):
         if key in named:
@@ -49,15 +56,32 @@ def _range(m: Machine, args: list[Any], named: dict[str, Any]) -> JSArray:
             values[i] = named[key]
     if len(values) == 2 and values[1] is not None and to_number(values[1]) == -1:
         values = values[:1]
-    nums = [integer(a) for a in values]
-    if not nums:
+    if not values:
         raise AgencyRuntimeError("range() needs at least one argument")
-    if len(nums) >= 3 and nums[2] == 0:
+    nums = [to_number(a) for a in values[:3]]
+    start, end = (0, nums[0]) if len(nums) == 1 else (nums[0], nums[1])
+    step = nums[2] if len(nums) >= 3 else 1
+    if step == 0:
         raise AgencyRuntimeError("range(): the step cannot be 0")
-    span = range(nums[0]) if len(nums) == 1 else range(*nums[:3])
-    if len(span) > SMALL:
-        check_array_length(len(span))
-    return JSArray(span)
+    if step != step:
+        raise AgencyRuntimeError("range(): the step is not a number (NaN)")
+    span = (end - start) / step
+    if span != span or span <= 0:
+        return JSArray()
+    count = math.ceil(span) if len(nums) >= 3 else math.floor(span) if span < math.inf else 0
+    if span == math.inf or count > SMALL:
+        try:
+            check_array_length(count if span < math.inf else span)
+        except AgencyRuntimeError as e:
+            raise AgencyRuntimeError(f"range(): {e}") from None
+    if _whole(start) and _whole(step):
+        first, by = int(start), int(step)
+        return JSArray(range(first, first + count * by, by))
+    return JSArray(num(float(start + i * step)) for i in range(count))
+
+
+def _whole(n: Any) -> bool:
+    return type(n) is int or (n == n and n not in (math.inf, -math.inf) and n == int(n))
 
 
 def integer(v: Any) -> int:

@@ -23,6 +23,7 @@ from runtime.vm.builtins_threads import messages_of
 from runtime.vm.effects import observe
 from runtime.vm.frames import ExitSignal
 from runtime.vm.llm_calls import LLM_DEFAULTS, MODEL_USAGE
+from runtime.vm.reply_attachments import message_content
 from runtime.vm.values import JSArray, JSObject, stringify, to_number, to_plain, to_str
 from runtime.vm.writelog import W_SHARED
 
@@ -405,6 +406,11 @@ def _thread_append(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
     content = arg(args, named, 1, "content", "")
     if role not in ("user", "system", "assistant"):
         raise AgencyRuntimeError(f"a message role must be user, system or assistant, not {role}")
+    if role == "user" and type(content) is JSArray:  # text and attachments
+        m.append_message(
+            m.active_thread(), {"role": role, "content": message_content(m, content, "userMessage")}
+        )
+        return None
     m.append_message(m.active_thread(), {"role": role, "content": _s(content)})
     return None
 

@@ -8,20 +8,30 @@ request and answer, which the recorder stores on its step (stepping back never c
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyError, AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.syntax.ast import TFunc
-from runtime.llm.base import DEADLINE, MISSING, Completion, DeadlinePassed, ToolSpec
-from runtime.llm.registry import route_model
+from runtime.llm.base import (
+    DEADLINE,
+    MISSING,
+    TRANSPORT,
+    CallTransport,
+    Completion,
+    DeadlinePassed,
+    ToolSpec,
+)
+from runtime.llm.registry import KNOWN_PROVIDERS, route_model
 from runtime.llm.schema import parse_structured, structured_value, type_to_schema
+from runtime.message_text import readable_content
 from runtime.vm.boundary import well_formed
 from runtime.vm.builtins_fork import branch_spend
 from runtime.vm.frames import TailCall
 from runtime.vm.guard_feedback import take_feedback
-from runtime.vm.reply_attachments import harvest
+from runtime.vm.reply_attachments import harvest, message_content
 from runtime.vm.values import (
     BoundFunction,
     JSArray,
@@ -78,13 +88,24 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
     for key in ("model", "temperature", "maxTokens"):
         if opts.get(key) is not None:
             params[key] = opts[key]
+    provider = opts.get("provider")
+    model = params.get("model")
+    if type(provider) is str and type(model) is str and "/" not in model:
+        # `{model: "claude-…", provider: "anthropic"}` names the model `anthropic/claude-…`
+        # (a provider this runtime does not know leaves the model name as it is)
+        if provider.strip().lower() in KNOWN_PROVIDERS:
+            params["model"] = f"{provider.strip().lower()}/{model}"
     extra = opts.get("messages")
     thread = m.active_thread()
     for note in take_feedback(m):  # a guard approval's message goes before this prompt
         m.append_message(thread, {"role": "user", "content": note})
     prompt_at = len(m.threads.get(thread, []))
-    text = well_formed(to_str(prompt))
-    m.append_message(thread, {"role": "user", "content": text})
+    content = message_content(m, prompt, "llm")  # text, or text and attachments
+    if type(content) is str:
+        content = text = well_formed(content)
+    else:
+        text = well_formed(readable_content(content, stringify))
+    m.append_message(thread, {"role": "user", "content": content})
     return JSObject(
         {
             "thread": thread,
@@ -99,8 +120,72 @@ def open_request(m: Machine, args: list[Any]) -> JSObject:
             "round": 0,
             "promptAt": prompt_at,
             "validationRetries": _count(opts.get("validationRetries")),
+            "maxToolResultChars": _tool_result_cap(opts.get("maxToolResultChars")),
             "validationAttempt": 0,
+            "transport": _transport_options(opts),
         }
+    )
+
+
+DEFAULT_TOOL_RESULT_CAP = 100_000  # characters of one tool result the model sees (the reference's)
+
+
+def _tool_result_cap(v: Any) -> int:
+    """`maxToolResultChars`: how much of a tool result the model is sent; 0 (or less) sends all."""
+    if v is None:
+        return DEFAULT_TOOL_RESULT_CAP
+    n = to_number(v)
+    return int(n) if n == n and 0 < n < float("inf") else 0
+
+
+def _capped(text: str, cap: int) -> str:
+    """A tool result as the model sees it: past `cap` characters it is cut, with a note saying
+    so (the program still gets the whole value)."""
+    if cap <= 0 or len(text) <= cap:
+        return text
+    return f"{text[:cap]}\n\n[tool result truncated: showing {cap} of {len(text)} chars]"
+
+
+def _transport_options(opts: JSObject) -> JSObject:
+    """The call's `retries`, `timeout` (ms) and `backoff: {initial, factor, max}` (ms) options,
+    as given (the provider's own apply to what is absent)."""
+    out = JSObject()
+    for key in ("retries", "timeout"):
+        n = _number(opts.get(key))
+        if n is not None:
+            out[key] = n
+    backoff = opts.get("backoff")
+    if type(backoff) is JSObject:
+        for key in ("initial", "factor", "max"):
+            n = _number(backoff.get(key))
+            if n is not None:
+                out[key] = n
+    return out
+
+
+def _number(v: Any) -> float | None:
+    """A non-negative finite number option, else None (absent or unusable: the default)."""
+    if v is None:
+        return None
+    n = to_number(v)
+    return float(n) if n == n and 0 <= n < float("inf") else None
+
+
+def call_transport(req: JSObject) -> CallTransport:
+    """The HTTP transport settings of a request (`retries`, `timeout`, `backoff`) in seconds."""
+    t = req.get("transport")
+    given: dict[str, Any] = dict(t.items()) if type(t) is JSObject else {}
+
+    def seconds(key: str) -> float | None:
+        return None if given.get(key) is None else given[key] / 1000
+
+    retries = given.get("retries")
+    return CallTransport(
+        retries=None if retries is None else int(retries),
+        timeout=seconds("timeout"),
+        initial=seconds("initial"),
+        factor=given.get("factor"),
+        max=seconds("max"),
     )
 
 
@@ -219,6 +304,8 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
     params = to_plain(req.get("params") or JSObject())
     started = time.perf_counter()
     limit = DEADLINE.set(deadline)
+    transport = call_transport(req)
+    hooks = TRANSPORT.set(transport)
     try:
         model = model_for(m, params.get("model"))
         completion = model.complete(messages, tools, schema, params)
@@ -226,9 +313,34 @@ def call_model(m: Machine, req: JSObject, deadline: float | None = None) -> JSOb
         name = str(getattr(model, "model", ""))
         completion = Completion(text="", model=name, provider=exc.provider, cancelled=True)
     except AgencyError as exc:
-        raise AgencyRuntimeError(str(exc)) from None
+        if not transport.events:
+            raise AgencyRuntimeError(str(exc)) from None
+        # the retries ran out: the prelude runs their callbacks, then fails with this
+        return JSObject({"failed": str(exc), "events": from_plain(transport.events)})
     finally:
         DEADLINE.reset(limit)
+        TRANSPORT.reset(hooks)
+    if transport.events and not completion.transport_events:
+        completion = dataclasses.replace(completion, transport_events=tuple(transport.events))
+    answer = _answer(m, req, rnd, completion, started, thread, messages, tools, schema, params)
+    if completion.transport_events:
+        answer["events"] = from_plain(list(completion.transport_events))
+    return answer
+
+
+def _answer(
+    m: Machine,
+    req: JSObject,
+    rnd: int,
+    completion: Any,
+    started: float,
+    thread: str,
+    messages: list[Any],
+    tools: list[ToolSpec],
+    schema: Any,
+    params: dict[str, Any],
+) -> JSObject:
+    """The prelude's view of a model's answer (recorded as an "llm" event on the way)."""
     if completion.cancelled:
         return _cancelled(m, req, rnd, completion, messages, tools, schema, params)
     latency = completion.latency_ms or (time.perf_counter() - started) * 1000
@@ -474,7 +586,7 @@ def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
     name = to_str(tc.get("name"))
     names = list(req.get("tools") or [])
     if name not in names:
-        return f"error: there is no tool named {name}"
+        return f"Error: No handler found for tool call {name}"
     fn = _tool_values(req)[names.index(name)]
     bound = fn.bound if type(fn) is BoundFunction else {}
     code = m.functions[(fn.base if type(fn) is BoundFunction else fn).name]
@@ -485,10 +597,60 @@ def call_tool(m: Machine, req: JSObject, tc: JSObject) -> Any:
     return TailCall(fn if type(fn) is BoundFunction else fn.name, [], named)
 
 
+# After a tool fails the model is told whether it may call it again (the reference's tiers): a
+# failure after a destructive operation began removes the tool at once, any tool is removed
+# after MAX_TOOL_FAILURES failures, an `idempotent` one says retrying is safe.
+MAX_TOOL_FAILURES = 5
+REMOVED_DESTRUCTIVE = (
+    "The call failed after starting a destructive operation. This tool can no longer be called "
+    "in this conversation. Verify state manually."
+)
+REMOVED_TOO_MANY = "This tool has failed too many times and can no longer be called."
+RETRY_IDEMPOTENT = "This tool is idempotent: calling it again is safe."
+RETRY_NEUTRAL = "The call failed. You may call this tool again."
+
+
+def _failed_tool(m: Machine, req: JSObject, name: str, out: Result) -> str:
+    """The tool message for a failed call, removing the tool from the request when it may not
+    be called again."""
+    counts = req.get("toolFailures")
+    counts = JSObject(counts) if type(counts) is JSObject else JSObject()
+    counts[name] = int(counts.get(name) or 0) + 1
+    m.set_key(req, "toolFailures", counts)
+    fn = _tool_named(req, name)
+    base = fn.base if type(fn) is BoundFunction else fn
+    code = m.functions.get(base.name) if type(base) is FuncRef else None
+    if out.destructive:
+        suffix = REMOVED_DESTRUCTIVE
+    elif counts[name] >= MAX_TOOL_FAILURES:
+        suffix = REMOVED_TOO_MANY
+    else:
+        idempotent = code is not None and "idempotent" in code.modifiers
+        retry = RETRY_IDEMPOTENT if idempotent else RETRY_NEUTRAL
+        return f"Error: {_capped(to_str(out.error), _cap_of(req))}. {retry}"
+    names = list(req.get("tools") or [])
+    if name in names:
+        i = names.index(name)
+        fns = list(_tool_values(req))
+        m.set_key(req, "tools", JSArray(names[:i] + names[i + 1 :]))
+        m.set_key(req, "tool_fns", JSArray(fns[:i] + fns[i + 1 :]))
+    return f"Error: {_capped(to_str(out.error), _cap_of(req))}. {suffix}"
+
+
+def _cap_of(req: JSObject) -> int:
+    cap = req.get("maxToolResultChars")
+    return cap if type(cap) is int else DEFAULT_TOOL_RESULT_CAP
+
+
+def _tool_named(req: JSObject, name: str) -> Any:
+    names = list(req.get("tools") or [])
+    return _tool_values(req)[names.index(name)] if name in names else None
+
+
 def tool_result(m: Machine, req: JSObject, tc: JSObject, out: Any) -> None:
-    content = out if type(out) is str else stringify(out)
+    content = _capped(out if type(out) is str else stringify(out), _cap_of(req))
     if type(out) is Result and not out.ok:
-        content = f"error: {to_str(out.error)}"
+        content = _failed_tool(m, req, to_str(tc.get("name")), out)
     content += harvest(m, req, to_str(tc.get("name")))  # what the tool attached to its reply
     m.append_message(
         to_str(req["thread"]),

@@ -40,8 +40,8 @@ from runtime.vm.operations import (
     build_object,
     destructure,
     get_index,
-    int_arg,
     match_pattern,
+    range_bounds,
     slice_value,
     spread_items,
 )
@@ -538,7 +538,7 @@ class Machine(CallingMachine):
                     elif op == 34:  # RANGE_INIT slot
                         end = pop()
                         start = pop()
-                        s, e = int_arg(start, "range"), int_arg(end, "range")
+                        s, e = range_bounds(start, end)
                         L[arg] = s
                         L[arg + "e"] = e
                     elif op == 35:  # UPDATE_LOCAL (name, delta)

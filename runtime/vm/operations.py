@@ -26,6 +26,7 @@ from runtime.vm.values import (
     Result,
     a_type,
     js_eq,
+    num,
     to_number,
     to_str,
 )
@@ -157,11 +158,22 @@ def array_index(key: Any) -> int | None:
     return None
 
 
-def int_arg(v: Any, what: str) -> int:
-    n = to_number(v)
-    if n != n or n in (math.inf, -math.inf):
-        raise AgencyRuntimeError(f"{what}: expected a number, got {to_str(v)}")
-    return int(n)
+def range_bounds(start: Any, end: Any) -> tuple[int | float, int | float]:
+    """The first value and the bound of a `for (i in range(…))` loop, counting up by 1, as the
+    `range` builtin builds it: an end of -1 means `range(start)`, and the count is `end - start`
+    truncated (none when negative or NaN), so `range(0.5, 3)` runs 0.5 and 1.5."""
+    s, e = to_number(start), to_number(end)
+    if e == -1:
+        s, e = 0, s
+    if type(s) is int and type(e) is int:
+        return s, e
+    span = e - s
+    if span != span or span <= 0:
+        return 0, 0
+    if span == math.inf:
+        raise AgencyRuntimeError("range: cannot loop over infinitely many numbers")
+    first = num(float(s)) if s == s else 0
+    return first, first + math.floor(span)
 
 
 def get_index(obj: Any, key: Any) -> Any:

@@ -241,6 +241,27 @@ def _round_end(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
     return None
 
 
+def message_content(m: Machine, value: Any, what: str) -> Any:
+    """A user message's content from what a program passes `llm()` or `userMessage()`: text,
+    or an array mixing text and `image()`/`file()`/`audio()` attachments, which becomes a
+    list of parts (`{type: "text", text}` and the attachments, a local file read in)."""
+    if type(value) is not JSArray:
+        return to_str(value)
+    parts: list[Any] = []
+    for item in value:
+        if type(item) is JSObject and item.get("type") in ("image", "file", "audio"):
+            if type(item.get("source")) is not JSObject:
+                raise AgencyRuntimeError(f"{what}: an attachment needs a source")
+            got = _inline(m, item)
+            if "skip" in got:
+                shown = to_str(item["source"].get("path"))
+                raise AgencyRuntimeError(f"{what}: cannot attach {shown}: {got['skip']}")
+            parts.append(to_plain(got["part"]))
+        else:
+            parts.append({"type": "text", "text": to_str(item)})
+    return parts
+
+
 def content_text(content: Any) -> str:
     """A message's content as a program reads it (attachments as a placeholder)."""
     return readable_content(content, stringify)

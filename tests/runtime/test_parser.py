@@ -69,6 +69,7 @@ from runtime.language.syntax.ast import (
     While,
     WithAction,
 )
+from runtime.language.syntax.reader import BLOCK_NOT_A_VALUE
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -830,6 +831,15 @@ def test_parse_expression_and_arguments() -> None:
             [("expected `>` to close the effect list opened at 1:16, got `{`", 1, 22)],
         ),
         ("for x over xs {}", [("expected `in` after the loop variable, got `over`", 1, 7)]),
+        # an arrow function is a block argument, not a value (as in the reference)
+        (
+            "x = ((n) => n * 2)(4)",
+            [("expected `)` to close `(` opened at 1:5, got `=>`" + BLOCK_NOT_A_VALUE, 1, 10)],
+        ),
+        (
+            "const f = (n) => n * 2",
+            [("expected a new line or `;` before `=>`" + BLOCK_NOT_A_VALUE, 1, 15)],
+        ),
         (
             "match (x) { 1 => 2 3 => 4 }",
             [("expected a new line or `,` between match arms, got number `3`", 1, 20)],

@@ -57,6 +57,7 @@ from runtime.language.syntax.reader import (
     _CLOSERS,
     _RECURSION_LIMIT,
     _STATEMENT_ENDS,
+    BLOCK_NOT_A_VALUE,
     T,
     _Abandon,
     _assignable,
@@ -223,7 +224,8 @@ class Parser(DeclarationParser):
                     tok.span,
                 )
             elif tok.kind not in ("}", EOF):
-                self.fail(f"expected a new line or `;` before {describe(tok)}", tok.span)
+                hint = BLOCK_NOT_A_VALUE if tok.kind == "=>" else ""
+                self.fail(f"expected a new line or `;` before {describe(tok)}{hint}", tok.span)
         self.depth -= 1
         return stmt
 

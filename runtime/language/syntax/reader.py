@@ -32,6 +32,14 @@ _RECURSION_LIMIT = 4000
 
 T = TypeVar("T")
 
+# Appended to a parse error at `=>` outside an argument: as in the reference, an arrow function
+# is a block, which only a call takes (`map(xs, (n) => n * 2)`); it is not a value.
+BLOCK_NOT_A_VALUE = (
+    "; an arrow function is a block, which Agency takes only as an argument of a call "
+    "(`map(xs, (n) => n * 2)`), not as a value to store or call: for a reusable function "
+    "declare a `def`"
+)
+
 # Binding powers, lowest first.
 _PIPE = 10
 _CATCH = 20
@@ -280,7 +288,8 @@ class TokenReader:
             return self.advance()
         where = f"{opener.span.line}:{opener.span.col}"
         self.fail(
-            f"expected `{close}` to close `{opener.kind}` opened at {where}, got {describe(tok)}",
+            f"expected `{close}` to close `{opener.kind}` opened at {where}, got {describe(tok)}"
+            + (BLOCK_NOT_A_VALUE if tok.kind == "=>" else ""),
             tok.span,
         )
 

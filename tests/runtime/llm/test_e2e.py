@@ -548,3 +548,25 @@ def test_server_keeps_failing_cli(tmp_path: Path) -> None:
         run = store.list_runs()[0]
         assert run.status == "failed" and "kept failing" in (run.error or "")
         assert store.llm_calls(run.id) == []
+
+
+def test_the_provider_option_places_a_bare_model_name(clean_env: pytest.MonkeyPatch) -> None:
+    # `{model: "…", provider: "anthropic"}` as the guide writes it: the model is anthropic's
+    source = """node main() {
+  const a = llm("first", {model: "my-claude", provider: "anthropic"})
+  const b = llm("second")
+  return [a, b]
+}
+"""
+    store = MemoryStore()
+    with (
+        FakeServer(Reply(200, openai_answer("B"))) as oa,
+        FakeServer(Reply(200, anthropic_answer(anthropic_text("A")))) as an,
+    ):
+        clean_env.setenv("ANTHROPIC_BASE_URL", an.url)
+        rec = record(source, store, model_spec="openai/test-model", base_url=oa.url + "/v1")
+        close_models(rec)
+        assert rec.machine.status == HALTED, rec.machine.error
+        assert to_plain(rec.machine.result) == ["A", "B"]
+        assert [r.body["model"] for r in an.requests] == ["my-claude"]
+        assert [r.body["model"] for r in oa.requests] == ["test-model"]
