@@ -80,7 +80,7 @@ def get_member(obj: Any, name: str) -> Any:
             return False if not obj.ok else None
         return None
     if obj is None:
-        raise AgencyRuntimeError(f"cannot read property `{name}` of null")
+        raise AgencyRuntimeError(f"Cannot read properties of null (reading '{name}')")
     if t is FuncRef or t is BoundFunction:
         if is_color(obj):
             return termcolor.member(obj, name)
@@ -148,7 +148,7 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         if name == "toString":
             return to_str(obj)
     elif obj is None:
-        raise AgencyRuntimeError(f"cannot call method `{name}` of null")
+        raise AgencyRuntimeError(f"Cannot read properties of null (reading '{name}')")
     if t is not JSObject and name == "toString":
         return to_str(obj)
     if t is Result:
