@@ -64,6 +64,40 @@ FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's
 HOOKED_NODE = "__hooked_node"  # the prelude function that runs onNodeStart, then the node
 AGENT_ENDED = "__agent_ended"  # the prelude function that runs onAgentEnd, then gives the result
 _FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE, AGENT_ENDED)
+# The functions every program has (std::index) that the reference writes in Agency, so its
+# `onFunctionStart` / `onFunctionEnd` callbacks fire for them as for the program's own defs:
+# here they are builtins (with the reference's parameter names, for the event's `args`) or
+# prelude defs. They fire when the program calls them, not when the prelude does.
+STD_INDEX_BUILTINS: dict[str, tuple[str, ...]] = {
+    "print": ("...messages",),
+    "printJSON": ("obj", "highlight"),
+    "input": ("prompt",),
+    "sleep": ("ms",),
+    "range": ("start", "end"),
+}
+STD_INDEX_PRELUDE = frozenset(
+    (
+        "saveDraft read write readBinary writeBinary map mapWithIndex filter exclude find "
+        "findIndex reduce flatMap flatten every some count sortBy unique groupBy"
+    ).split()
+)
+
+
+def builtin_call_args(name: str, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """A hooked builtin call's arguments by the reference's parameter names."""
+    out = JSObject()
+    params = STD_INDEX_BUILTINS[name]
+    for i, param in enumerate(params):
+        if param.startswith("..."):
+            out[param[3:]] = JSArray(args[i:])
+        elif i < len(args):
+            out[param] = args[i]
+    for key, value in named.items():
+        if key in params:
+            out[key] = value
+    return out
+
+
 # A child's events kept for its parent per segment at most; more are dropped (forwarding only
 # observes, as the reference drops an oversize message), so a busy child cannot fill memory.
 OUTBOX_MAX = 100_000
