@@ -218,6 +218,7 @@ STD_HOST_NAMES = frozenset(
         "__date_start_of_week",
         "__date_today",
         "__fs_apply_edits",
+        "__fs_apply_patch",
         "__llm_set_defaults",
         "__fs_copy",
         "__fs_exists",
