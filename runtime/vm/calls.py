@@ -34,6 +34,7 @@ from runtime.vm.methods import (
     FUNCTION_METHODS,
     PREAPPROVE,
     bind_call,
+    error_preview,
     function_method,
 )
 from runtime.vm.operations import (
@@ -127,6 +128,11 @@ class CallingMachine(MachineState):
                 return self._invoke_bound(frame, callee, args, named, spec, pc)
             if type(callee) is Closure:
                 return self._invoke(frame, callee, args, named, spec, pc)
+            if type(callee) is Result and not callee.ok:  # the reference's words
+                raise AgencyRuntimeError(
+                    f"Cannot call a failure value produced by '{callee.origin or '(unknown)'}' "
+                    f"({error_preview(callee.error)}). Check the Result before calling it."
+                )
             raise AgencyRuntimeError(f"{callee_text(callee)} is not a function")
         return self._invoke(frame, callee.name, args, named, spec, pc)
 

@@ -30,6 +30,7 @@ from runtime.vm.values import (
     format_number,
     is_regex,
     js_eq,
+    stringify,
     to_number,
     to_str,
     type_name,
@@ -107,6 +108,13 @@ def get_member(obj: Any, name: str) -> Any:
     return None
 
 
+def error_preview(error: Any) -> str:
+    """A failure's error as the reference quotes it in a message: text as it is, anything else
+    as JSON, cut at 200 characters."""
+    text = error if type(error) is str else stringify(error)
+    return text[:200] + "..." if len(text) > 200 else text
+
+
 def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
     """`obj.name` when `args` is None, else `obj.name(*args)`."""
     if args is None:
@@ -151,14 +159,14 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         raise AgencyRuntimeError(f"Cannot read properties of null (reading '{name}')")
     if t is not JSObject and name == "toString":
         return to_str(obj)
-    if t is Result:
+    if t is Result:  # the reference's words (its failure-propagation checks)
         if obj.ok:
             raise AgencyRuntimeError(
-                f"cannot call `.{name}()` on a Result; unwrap it first: `r.value.{name}()`"
+                f"called '.{name}()' on a success Result. Did you mean .value.{name}(...)?"
             )
-        origin = f" returned by `{obj.origin}`" if obj.origin else ""
         raise AgencyRuntimeError(
-            f"cannot call `.{name}()` on a failure{origin}: {to_str(obj.error)}"
+            f"called '.{name}()' on a failure produced by '{obj.origin or '(unknown)'}' "
+            f"({error_preview(obj.error)}). Check the Result before using it."
         )
     raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
 
