@@ -158,6 +158,7 @@ BUILTIN_NAMES = frozenset(
         "input",
         "__install_slow_input",
         "__run_callback",
+        "__callback_failed",
         "__save_draft",
         "__run_handler",
         "__throw",

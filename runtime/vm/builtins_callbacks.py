@@ -32,6 +32,7 @@ child's run.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
@@ -168,6 +169,17 @@ def _run_callback(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if type(fn) is FuncRef:
         return TailCall(fn.name, [data])
     return TailCall(fn, [data])
+
+
+@builtin("__callback_failed")
+def _callback_failed(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A callback's body failed: say so on stderr (the run goes on, as in the reference)."""
+    message = to_str(args[0]) if args else ""
+    m.event("error", f"callback error: {message}", {"handled": True})
+    if not m.world.quiet:
+        sys.stderr.write(f"[agency] callback error: {message}\n")
+        sys.stderr.flush()
+    return None
 
 
 @builtin("__call_spread")
