@@ -68,7 +68,8 @@ _FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE, AGENT_ENDED)
 # The functions every program has (std::index) that the reference writes in Agency, so its
 # `onFunctionStart` / `onFunctionEnd` callbacks fire for them as for the program's own defs:
 # here they are builtins (with the reference's parameter names, for the event's `args`) or
-# prelude defs. They fire when the program calls them, not when the prelude does.
+# prelude defs (which the prelude never calls itself: every call of one is the program's, directly
+# or as a function value, `map(xs, print)`).
 STD_INDEX_BUILTINS: dict[str, tuple[str, ...]] = {
     "print": ("...messages",),
     "printJSON": ("obj", "highlight"),

@@ -178,7 +178,6 @@ class CallingMachine(MachineState):
         if (
             ACTIVE_HOOKS in self.globals
             and name in STD_INDEX_BUILTINS
-            and frame.code.kind != "prelude"
             and self._hook(name, builtin_call_args(name, args, named), None, args, named)
         ):
             return True
@@ -494,14 +493,10 @@ class CallingMachine(MachineState):
         """A def call while `onFunctionStart` or `onFunctionEnd` callbacks are registered (or a
         parent program listens): call the prelude's `__hooked_call`, which runs them around the
         def (runtime/vm/builtins_callbacks.py). A prelude def that stands for one of std::index's
-        functions counts as a def when the program calls it."""
+        functions counts as a def (the prelude never calls them itself)."""
         if code.name.startswith("__") or frame.code.name == HOOKED_CALL:
             return False
-        if code.kind != "def" and not (
-            code.kind == "prelude"
-            and code.name in STD_INDEX_PRELUDE
-            and frame.code.kind != "prelude"
-        ):
+        if code.kind != "def" and not (code.kind == "prelude" and code.name in STD_INDEX_PRELUDE):
             return False
         return self._hook(code.name, None, code, args, named)
 
