@@ -33,6 +33,7 @@ from runtime.vm import (  # noqa: F401  (they register)
     builtins_lang,
     builtins_layout,
     builtins_markdown,
+    builtins_patch,
     builtins_policy,
     builtins_safebash,
     builtins_shell,

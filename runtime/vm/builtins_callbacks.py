@@ -32,6 +32,7 @@ child's run.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
@@ -64,6 +65,41 @@ FIRE_CALLBACKS = "__fire_callbacks"  # the prelude function that runs an event's
 HOOKED_NODE = "__hooked_node"  # the prelude function that runs onNodeStart, then the node
 AGENT_ENDED = "__agent_ended"  # the prelude function that runs onAgentEnd, then gives the result
 _FIRING_FRAMES = (HOOKED_CALL, FIRE_CALLBACKS, HOOKED_NODE, AGENT_ENDED)
+# The functions every program has (std::index) that the reference writes in Agency, so its
+# `onFunctionStart` / `onFunctionEnd` callbacks fire for them as for the program's own defs:
+# here they are builtins (with the reference's parameter names, for the event's `args`) or
+# prelude defs (which the prelude never calls itself: every call of one is the program's, directly
+# or as a function value, `map(xs, print)`).
+STD_INDEX_BUILTINS: dict[str, tuple[str, ...]] = {
+    "print": ("...messages",),
+    "printJSON": ("obj", "highlight"),
+    "input": ("prompt",),
+    "sleep": ("ms",),
+    "range": ("start", "end"),
+}
+STD_INDEX_PRELUDE = frozenset(
+    (
+        "saveDraft read write readBinary writeBinary map mapWithIndex filter exclude find "
+        "findIndex reduce flatMap flatten every some count sortBy unique groupBy"
+    ).split()
+)
+
+
+def builtin_call_args(name: str, args: list[Any], named: dict[str, Any]) -> JSObject:
+    """A hooked builtin call's arguments by the reference's parameter names."""
+    out = JSObject()
+    params = STD_INDEX_BUILTINS[name]
+    for i, param in enumerate(params):
+        if param.startswith("..."):
+            out[param[3:]] = JSArray(args[i:])
+        elif i < len(args):
+            out[param] = args[i]
+    for key, value in named.items():
+        if key in params:
+            out[key] = value
+    return out
+
+
 # A child's events kept for its parent per segment at most; more are dropped (forwarding only
 # observes, as the reference drops an oversize message), so a busy child cannot fill memory.
 OUTBOX_MAX = 100_000
@@ -134,6 +170,17 @@ def _run_callback(m: Machine, args: list[Any], named: dict[str, Any]) -> Any:
     if type(fn) is FuncRef:
         return TailCall(fn.name, [data])
     return TailCall(fn, [data])
+
+
+@builtin("__callback_failed")
+def _callback_failed(m: Machine, args: list[Any], named: dict[str, Any]) -> None:
+    """A callback's body failed: say so on stderr (the run goes on, as in the reference)."""
+    message = to_str(args[0]) if args else ""
+    m.event("error", f"callback error: {message}", {"handled": True})
+    if not m.world.quiet:
+        sys.stderr.write(f"[agency] callback error: {message}\n")
+        sys.stderr.flush()
+    return None
 
 
 @builtin("__call_spread")

@@ -18,24 +18,44 @@ if TYPE_CHECKING:
     from runtime.vm.machine import Machine
 
 
+def _unescaped(text: str) -> list[tuple[int, str]]:
+    """The characters of a glob that are not escaped by a backslash (`\\{` is a literal `{`),
+    with their positions."""
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        out.append((i, text[i]))
+        i += 1
+    return out
+
+
 def _expand(pattern: str) -> list[str]:
-    """`{a,b}` alternatives spelled out (nested braces too): "x{1,2}" → ["x1", "x2"]."""
-    start = pattern.find("{")
+    """`{a,b}` alternatives spelled out (nested braces too): "x{1,2}" → ["x1", "x2"]. A
+    backslash escapes a brace or comma (as the reference's builtin policies escape a directory
+    name they scope rules to)."""
+    chars = _unescaped(pattern)
+    start = next((i for i, c in chars if c == "{"), -1)
     if start < 0:
         return [pattern]
     depth = 0
-    for end in range(start, len(pattern)):
-        c = pattern[end]
+    end = -1
+    for i, c in chars:
+        if i < start:
+            continue
         if c == "{":
             depth += 1
         elif c == "}":
             depth -= 1
             if depth == 0:
+                end = i
                 break
-    else:
+    if end < 0:
         return [pattern]  # an unclosed brace is literal
     inner, parts, depth, last = pattern[start + 1 : end], [], 0, 0
-    for i, c in enumerate(inner):
+    for i, c in _unescaped(inner):
         if c == "{":
             depth += 1
         elif c == "}":
@@ -65,7 +85,10 @@ def _glob_regex(pattern: str) -> regex.Pattern[str]:
     for alt in _expand(pattern):
         i, rx = 0, ""
         while i < len(alt):
-            if alt.startswith("/**", i) and i + 3 == len(alt):
+            if alt[i] == "\\" and i + 1 < len(alt):  # an escaped character is itself
+                rx += re.escape(alt[i + 1])
+                i += 2
+            elif alt.startswith("/**", i) and i + 3 == len(alt):
                 rx += "(?:/.*)?"  # "dir/**" also matches "dir" itself
                 i += 3
             elif alt.startswith("**", i):

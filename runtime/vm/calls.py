@@ -13,7 +13,10 @@ from runtime.vm.builtins_callbacks import ACTIVE as ACTIVE_HOOKS
 from runtime.vm.builtins_callbacks import (
     HOOKED_CALL,
     HOOKED_NODE,
+    STD_INDEX_BUILTINS,
+    STD_INDEX_PRELUDE,
     active_callbacks,
+    builtin_call_args,
     forward,
     listening,
 )
@@ -31,6 +34,7 @@ from runtime.vm.methods import (
     FUNCTION_METHODS,
     PREAPPROVE,
     bind_call,
+    error_preview,
     function_method,
 )
 from runtime.vm.operations import (
@@ -124,6 +128,11 @@ class CallingMachine(MachineState):
                 return self._invoke_bound(frame, callee, args, named, spec, pc)
             if type(callee) is Closure:
                 return self._invoke(frame, callee, args, named, spec, pc)
+            if type(callee) is Result and not callee.ok:  # the reference's words
+                raise AgencyRuntimeError(
+                    f"Cannot call a failure value produced by '{callee.origin or '(unknown)'}' "
+                    f"({error_preview(callee.error)}). Check the Result before calling it."
+                )
             raise AgencyRuntimeError(f"{callee_text(callee)} is not a function")
         return self._invoke(frame, callee.name, args, named, spec, pc)
 
@@ -166,6 +175,12 @@ class CallingMachine(MachineState):
         fn = self.builtins.get(name)
         if fn is None:
             raise AgencyRuntimeError(f"`{name}` is not defined")
+        if (
+            ACTIVE_HOOKS in self.globals
+            and name in STD_INDEX_BUILTINS
+            and self._hook(name, builtin_call_args(name, args, named), None, args, named)
+        ):
+            return True
         try:
             if "&" in named:  # a trailing block: a builtin takes it as its last argument
                 result = self._call_builtin(
@@ -477,28 +492,46 @@ class CallingMachine(MachineState):
     def _hooked(self, frame: Frame, code: Code, args: list[Any], named: dict[str, Any]) -> bool:
         """A def call while `onFunctionStart` or `onFunctionEnd` callbacks are registered (or a
         parent program listens): call the prelude's `__hooked_call`, which runs them around the
-        def (runtime/vm/builtins_callbacks.py)."""
-        if code.kind != "def" or code.name.startswith("__") or frame.code.name == HOOKED_CALL:
+        def (runtime/vm/builtins_callbacks.py). A prelude def that stands for one of std::index's
+        functions counts as a def (the prelude never calls them itself)."""
+        if code.name.startswith("__") or frame.code.name == HOOKED_CALL:
+            return False
+        if code.kind != "def" and not (code.kind == "prelude" and code.name in STD_INDEX_PRELUDE):
+            return False
+        return self._hook(code.name, None, code, args, named)
+
+    def _hook(
+        self,
+        name: str,
+        given: JSObject | None,
+        code: Code | None,
+        args: list[Any],
+        named: dict[str, Any],
+    ) -> bool:
+        """Call `name` through `__hooked_call` when anyone listens; `given` is the event's
+        `args` (else they are bound to `code`'s parameters)."""
+        if self.frames[-1].code.name == HOOKED_CALL:
             return False
         me = cast("Machine", self)
         fns = active_callbacks(me, "onFunctionStart")
         forwarding = "onFunctionStart" in self.forward
         if not fns and not forwarding and not listening(me, "onFunctionEnd"):
             return False
-        values = self.bind_args(code, args, named)
+        if given is None:
+            assert code is not None
+            values = self.bind_args(code, args, named)
+            given = JSObject({k: v for k, v in values.items() if not k.startswith("__")})
         data = JSObject(
             {
-                "functionName": code.name,
-                "args": JSObject({k: v for k, v in values.items() if not k.startswith("__")}),
-                "moduleId": code.file,
+                "functionName": name,
+                "args": given,
+                "moduleId": code.file if code is not None and code.kind == "def" else "std::index",
             }
         )
         if forwarding:
             forward(me, "onFunctionStart", data)
         hooked = self.functions[HOOKED_CALL]
-        self._push_frame(
-            hooked, [fns, data, FuncRef(code.name), JSArray(args), JSObject(named)], {}
-        )
+        self._push_frame(hooked, [fns, data, FuncRef(name), JSArray(args), JSObject(named)], {})
         return True
 
     def _unwind(self, depth: int, value: Any) -> None:

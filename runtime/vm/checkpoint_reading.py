@@ -11,7 +11,7 @@ from runtime.errors import CheckpointFormatError
 from runtime.language import bytecode
 from runtime.language.files import CHECKPOINT_MAX_DEPTH, JSONTooDeep, loads_json, read_text
 from runtime.language.stack_depths import callee_local, frame_shapes, static_callee, unfused
-from runtime.vm.builtins_callbacks import HOOKED_CALL
+from runtime.vm.builtins_callbacks import HOOKED_CALL, STD_INDEX_BUILTINS, STD_INDEX_PRELUDE
 from runtime.vm.frames import Frame
 from runtime.vm.state import Decoder
 from runtime.vm.values import JSObject, to_plain, to_str
@@ -186,7 +186,8 @@ def _check_callee(
 ) -> None:
     """A frame waiting on a call whose callee the code names (`f(…)`), or takes from a local
     variable holding a function value (`g(…)`), has that function's frame above it (or, for a
-    def, the prelude's `__hooked_call` running its callbacks first); a builtin that returns
+    def or one of std::index's functions, the prelude's `__hooked_call` running its callbacks
+    first); a builtin that returns
     without a frame has none. So a pc moved to another call's return point, whose stack
     happens to have the same depth, is refused too. `reassigned`: the variables a block may
     assign in the frame that made it, whose value the call may have changed meanwhile."""
@@ -202,8 +203,12 @@ def _check_callee(
     callee = program.functions.get(name)
     if callee is None and (name.startswith("__") or name in _TAIL_CALLING):
         return
-    if callee is not None and callee.kind == "def" and above["scope"] == HOOKED_CALL:
-        return
+    if above["scope"] == HOOKED_CALL and (
+        (callee is not None and callee.kind == "def")
+        or name in STD_INDEX_BUILTINS
+        or name in STD_INDEX_PRELUDE
+    ):
+        return  # (std::index's functions fire onFunctionStart as defs do)
     raise CheckpointFormatError(
         f"{where}: at `position.pc` {pc} it waits on a call to `{name}`, but the frame above "
         f"it runs `{above['scope']}`"

@@ -129,3 +129,12 @@ class Decision:
 
     def __repr__(self) -> str:
         return f"{self.action}({self.value!r})"
+
+    def js_object(self) -> dict[str, Any]:
+        """What JSON.stringify and print show: the reference's `{type, value}` (a missing value
+        is left out, as JavaScript leaves out undefined)."""
+        return (
+            {"type": self.action}
+            if self.value is None
+            else {"type": self.action, "value": self.value}
+        )

@@ -395,7 +395,7 @@ class MachineState:
                 obj.append(value)
                 return
         elif obj is None:
-            raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of null")
+            raise AgencyRuntimeError(f"Cannot set properties of null (setting '{to_str(key)}')")
         else:
             raise AgencyRuntimeError(f"cannot set property {to_str(key)!r} of {a_type(obj)}")
         if self.wlog is not None:

@@ -30,6 +30,7 @@ from runtime.vm.values import (
     format_number,
     is_regex,
     js_eq,
+    stringify,
     to_number,
     to_str,
     type_name,
@@ -80,7 +81,7 @@ def get_member(obj: Any, name: str) -> Any:
             return False if not obj.ok else None
         return None
     if obj is None:
-        raise AgencyRuntimeError(f"cannot read property `{name}` of null")
+        raise AgencyRuntimeError(f"Cannot read properties of null (reading '{name}')")
     if t is FuncRef or t is BoundFunction:
         if is_color(obj):
             return termcolor.member(obj, name)
@@ -105,6 +106,13 @@ def get_member(obj: Any, name: str) -> Any:
         if name == "value":
             return obj.value
     return None
+
+
+def error_preview(error: Any) -> str:
+    """A failure's error as the reference quotes it in a message: text as it is, anything else
+    as JSON, cut at 200 characters."""
+    text = error if type(error) is str else stringify(error)
+    return text[:200] + "..." if len(text) > 200 else text
 
 
 def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
@@ -148,17 +156,17 @@ def call_method(m: Machine, obj: Any, name: str, args: list[Any] | None) -> Any:
         if name == "toString":
             return to_str(obj)
     elif obj is None:
-        raise AgencyRuntimeError(f"cannot call method `{name}` of null")
+        raise AgencyRuntimeError(f"Cannot read properties of null (reading '{name}')")
     if t is not JSObject and name == "toString":
         return to_str(obj)
-    if t is Result:
+    if t is Result:  # the reference's words (its failure-propagation checks)
         if obj.ok:
             raise AgencyRuntimeError(
-                f"cannot call `.{name}()` on a Result; unwrap it first: `r.value.{name}()`"
+                f"called '.{name}()' on a success Result. Did you mean .value.{name}(...)?"
             )
-        origin = f" returned by `{obj.origin}`" if obj.origin else ""
         raise AgencyRuntimeError(
-            f"cannot call `.{name}()` on a failure{origin}: {to_str(obj.error)}"
+            f"called '.{name}()' on a failure produced by '{obj.origin or '(unknown)'}' "
+            f"({error_preview(obj.error)}). Check the Result before using it."
         )
     raise AgencyRuntimeError(f"{a_type(obj)} has no method `{name}`")
 

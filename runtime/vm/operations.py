@@ -200,7 +200,7 @@ def get_index(obj: Any, key: Any) -> Any:
             return utf16.unit_at(obj, i) if i < utf16.length(obj) else None
         return utf16.length(obj) if key == "length" else None
     if obj is None:
-        raise AgencyRuntimeError(f"cannot read index {to_str(key)} of null")
+        raise AgencyRuntimeError(f"Cannot read properties of null (reading '{to_str(key)}')")
 
     return get_member(obj, to_str(key))
 

@@ -258,6 +258,8 @@ def type_name(v: Any) -> str:
         return "Map"
     if t is JSDate:
         return "Date"
+    if hasattr(v, "js_object"):  # an object to the program (a handler's decision)
+        return "object"
     return t.__name__
 
 
@@ -336,6 +338,8 @@ def to_str(v: Any) -> str:
         return v.iso() if v.ms == v.ms else "Invalid Date"
     if t is JSSet or t is JSMap:
         return f"[object {type_name(v)}]"
+    if hasattr(v, "js_object"):
+        return "[object Object]"
     return str(v)
 
 
@@ -350,6 +354,8 @@ def display(v: Any) -> str:
             return stringify(v)
         except CircularError:
             return _display_cyclic(v)
+    if hasattr(v, "js_object"):  # an object to the program (a handler's decision)
+        return stringify(v)
     return to_str(v)
 
 
@@ -776,6 +782,9 @@ def to_plain(v: Any, _depth: int = 0) -> Any:
         return v.iso() if v.ms == v.ms else None
     if t is JSSet or t is JSMap:  # as JSON.stringify: no enumerable properties
         return {}
+    as_object = getattr(v, "js_object", None)  # a value a program sees as an object
+    if as_object is not None:
+        return to_plain(as_object(), _depth + 1)
     return str(v)
 
 

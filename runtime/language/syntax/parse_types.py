@@ -142,6 +142,10 @@ class TypeParser(TokenReader):
             "->", f"expected `->` after a function type's parameters, got {describe(self.peek())}"
         )
         result = self.type_expr()
+        if self.at_word("raises"):
+            # `(string) -> string raises <std::read>`: checked where the function is declared,
+            # so the type keeps only its shape
+            self.raises_clause()
         return ast.TFunc(params, result, self.span_from(opener.span))
 
     def type_arguments(self, opener: Token) -> tuple[ast.TypeExpr, ...]:

@@ -416,6 +416,9 @@ class TokenReader:
     def effect_name(self) -> str:
         raise NotImplementedError
 
+    def raises_clause(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
     def block(self) -> ast.Block:
         raise NotImplementedError
 
