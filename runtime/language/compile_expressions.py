@@ -284,7 +284,16 @@ class ExpressionCompiler(CodeEmitter):
             # validated is expected to be a T, so `llm` asks for T's structured output and a
             # left-out `Schema` parameter of `f` is given schema(T), as without the `!`
             value = e.args[0].value
-            if type(value) is A.Call:
+            if type(value) is A.Call and _calls_llm(value, self.locals):
+                # ... and a reply that does not match T is a failure, as T! makes any value
+                # that does not validate (not the run's error it is for `const x: T = llm(…)`)
+                trap = self.emit(TRAP_PUSH, (None, True))
+                self.blocks.append("trap")
+                self.call(value, type_hint.inner, schema_only)
+                self.blocks.pop()
+                self.emit(TRAP_POP)
+                self.patch(trap)
+            elif type(value) is A.Call:
                 self.call(value, type_hint.inner, schema_only)
             else:
                 self.expr(value)
@@ -515,3 +524,8 @@ def _catching_stage(stage: A.Catch) -> A.BlockFn:
     call = A.Call(stage.value, (A.Arg(value, None, False, span),), span)
     body = A.Block((A.Return(A.Catch(call, stage.default, span), span),), span)
     return A.BlockFn((A.Param("pipe#value", None, None, False, span),), body, True, span)
+
+
+def _calls_llm(e: A.Call, local_names: Any) -> bool:
+    """Whether `e` calls the builtin `llm` (not a local of that name)."""
+    return type(e.callee) is A.Name and e.callee.id == "llm" and e.callee.id not in local_names
