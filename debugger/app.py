@@ -739,10 +739,10 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
     def on_call_stack_frame_selected(self, message: CallStack.FrameSelected) -> None:
         self._move(lambda: self._live.select_frame(message.index))
 
-    def _prompt(self, mode: str, text: str = "") -> None:
+    def _prompt(self, mode: str, text: str = "", *, selected: bool = False) -> None:
         """Open the command line; focus returns where it was when it closes."""
         self._focus_before = self.focused
-        self.command_line.open(mode, text)
+        self.command_line.open(mode, text, selected=selected)
 
     def _unprompt(self) -> None:
         before = self._focus_before
@@ -810,7 +810,10 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         if self._can_act():
             assert self.session is not None
             stem = Path(self.session.source_path).stem or "run"
-            self._prompt("write", f"{stem}.step{self.session.step}.checkpoint.json")
+            # Offered selected: typing a name replaces it (it was appended to, saving
+            # `dice.step4.checkpoint.jsonmine.json`); Enter takes it, an arrow key edits it.
+            default = f"{stem}.step{self.session.step}.checkpoint.json"
+            self._prompt("write", default, selected=True)
 
     def action_open_checkpoint(self) -> None:
         if self._can_act():
