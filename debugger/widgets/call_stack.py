@@ -15,6 +15,9 @@ from textual.widgets.option_list import Option
 
 from runtime.record.views import FrameView
 
+# Shown when there are no frames (the run has returned): a blank panel said nothing.
+NO_FRAMES = "no frames: the program has ended"
+
 KIND_STYLE = {"node": "bold $text-accent", "def": "$text-primary", "prelude": "$text-muted"}
 
 
@@ -30,18 +33,20 @@ class CallStack(OptionList):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._shape: tuple[tuple[str, str, int], ...] = ()
+        self._shape: tuple[tuple[str, str, int], ...] | None = None  # None: nothing shown yet
         self._count = 0
 
     def show(self, frames: Sequence[FrameView], selected: int) -> None:
         shape = tuple((f.scope, f.kind, f.line) for f in frames)
         if shape != self._shape:
-            same_frames = [s[:2] for s in shape] == [s[:2] for s in self._shape]
-            old = self._shape
+            old = self._shape or ()
+            same_frames = bool(old) and [s[:2] for s in shape] == [s[:2] for s in old]
             self._shape = shape
             self._count = len(frames)
             rows = list(range(len(frames) - 1, -1, -1))
-            if same_frames:
+            if not frames:
+                self.set_options([Option(Content.styled(NO_FRAMES, "$text-muted"), disabled=True)])
+            elif same_frames:
                 # Only lines moved (the usual step): relabel the rows that changed.
                 for depth, i in enumerate(rows):
                     if old[i] != shape[i]:

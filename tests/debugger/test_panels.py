@@ -9,6 +9,7 @@ from rich.cells import cell_len
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
+from debugger.widgets.call_stack import NO_FRAMES
 from debugger.widgets.output_panel import OutputPanel, wrap_words
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
@@ -273,3 +274,18 @@ async def test_a_notification_stays_clear_of_a_status_line_of_several_rows(dice:
         await settle(pilot)
         await pilot.pause(0.3)
         assert all(t.region.bottom <= status.region.y for t in app.screen.query("Toast"))
+
+
+async def test_the_call_stack_says_so_when_the_program_has_ended(dice: Session) -> None:
+    # end of a finished run: the call stack panel was blank, as if it had failed to draw
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert not app.session.state().frames
+        assert NO_FRAMES in screen_text(app)
+        await pilot.press("S")
+        await settle(pilot)
+        text = screen_text(app)
+        assert NO_FRAMES not in text and "#0 main" in text
