@@ -100,6 +100,9 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "agency debugger"
+    # A short terminal gives the source the rows (app.tcss): at 40x10 the messages, output and
+    # LLM panels and the timeline's border took them all and not one source line showed.
+    VERTICAL_BREAKPOINTS = [(0, "-very-short"), (12, "-short"), (17, "-tall")]
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS: ClassVar[list[BindingType]] = [

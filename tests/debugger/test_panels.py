@@ -289,3 +289,23 @@ async def test_the_call_stack_says_so_when_the_program_has_ended(dice: Session) 
         await settle(pilot)
         text = screen_text(app)
         assert NO_FRAMES not in text and "#0 main" in text
+
+
+async def test_a_short_terminal_keeps_the_source_in_view(dice: Session) -> None:
+    # 40x10: the messages, output and LLM panels and the timeline's border took every row
+    # and not one line of the source showed; they give way to it below 17 rows.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        current = next((row for row in rows if "3 ▶" in row), None)
+        assert current is not None, rows
+        assert "? Help" in rows[-1] and any("step 1/" in row for row in rows)
+        for size, shown in (((80, 14), False), ((80, 24), True), ((40, 10), False)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            text = screen_text(app)
+            assert "3 ▶" in text and "? Help" in text, size
+            assert ("nothing printed yet" in text) is shown, size
