@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from debugger.widgets.fitted_title import fit_title
 from runtime.record.views import FrameView
 
 # Shown when there are no frames (the run has returned): a blank panel said nothing.
@@ -36,13 +37,24 @@ class CallStack(OptionList):
         self._shape: tuple[tuple[str, str, int], ...] | None = None  # None: nothing shown yet
         self._count = 0
 
+    def titles(self) -> list[str]:
+        """The panel's title, longest first: the depth stays (300 frames of a recursion
+        looked like the 12 the panel had room for)."""
+        n = self._count
+        return [f"call stack · {n} frame{'' if n == 1 else 's'}", f"stack · {n}", f"{n}"]
+
+    def on_resize(self) -> None:
+        fit_title(self, self.titles())
+
     def show(self, frames: Sequence[FrameView], selected: int) -> None:
         shape = tuple((f.scope, f.kind, f.line) for f in frames)
+        if len(frames) != self._count or not self.border_title:
+            self._count = len(frames)
+            fit_title(self, self.titles())
         if shape != self._shape:
             old = self._shape or ()
             same_frames = bool(old) and [s[:2] for s in shape] == [s[:2] for s in old]
             self._shape = shape
-            self._count = len(frames)
             rows = list(range(len(frames) - 1, -1, -1))
             if not frames:
                 self.set_options([Option(Content.styled(NO_FRAMES, "$text-muted"), disabled=True)])

@@ -309,3 +309,19 @@ async def test_a_short_terminal_keeps_the_source_in_view(dice: Session) -> None:
             text = screen_text(app)
             assert "3 ▶" in text and "? Help" in text, size
             assert ("nothing printed yet" in text) is shown, size
+
+
+async def test_the_call_stack_title_counts_the_frames() -> None:
+    # 300 frames of a recursion looked like the dozen the panel had room for
+    session = make_session(PROGRAMS / "deep.agency")
+    app = DebuggerApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 50%")
+        await settle(pilot)
+        frames = len(app.session.state().frames)
+        assert frames > 100
+        assert app.stack.border_title == f"call stack · {frames} frames"
+        await pilot.resize_terminal(60, 24)  # narrower: the count stays
+        await settle(pilot)
+        assert str(frames) in str(app.stack.border_title)
