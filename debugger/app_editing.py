@@ -60,6 +60,10 @@ class EditingKeys(_App):
             return
         s = self.session
         assert s is not None
+        refused = s.edit_refused()
+        if refused is not None:  # said before the dialog, not after the value is typed
+            self._fail(refused)
+            return
         focused = self.focused
         try:
             if isinstance(focused, MessagesPanel) and focused.selected is not None:

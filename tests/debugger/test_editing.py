@@ -113,3 +113,27 @@ async def test_e_with_nothing_to_edit_says_how_to_get_to_something(dice: Session
         await settle(pilot)
         said = " ".join(str(n.message) for n in app._notifications)
         assert "tab moves between them" in said
+
+
+async def test_nothing_is_staged_at_the_end_of_the_run(calls: Session) -> None:
+    # at the end step an edit was staged ("press r to restore from step 12") and then r
+    # refused: nothing runs after the end. Now e says so before the dialog, and :set too.
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        for focus in (app.variables, app.messages, app.llm):
+            focus.focus()
+            await pilot.press("e")
+            await settle(pilot)
+            assert not isinstance(app.screen, EditScreen)
+        app.run_command("set counter = 7")
+        await settle(pilot)
+        assert app.session.pending_edits() is None
+        said = errors(app)
+        assert said and all("end of the run" in e and "edit there" in e for e in said), said
+        app.variables.focus()
+        await pilot.press("S", "e")  # the last statement: edits stage there as before
+        await settle(pilot)
+        assert isinstance(app.screen, EditScreen)
