@@ -460,7 +460,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         key = (s.timeline.run_id, s.branch, s.length)
         if key != self._events_key:
             self._events_key = key
-            self.timeline_bar.set_events(s.events(), s.length, s.fork_step())
+            self.timeline_bar.set_events(s.events(), s.length, s.fork_step(), s.branch_forks())
         self._mark_breakpoints(s)
         self.timeline_bar.step = state.step
 

@@ -348,6 +348,26 @@ class Session(Points, Editing):
         """Where the branch on screen left its parent (None for branch 0)."""
         return next((b.fork_step for b in self.branches() if b.id == self.branch), None)
 
+    def branch_forks(self) -> list[int]:
+        """The steps of the timeline on screen where another branch leaves it: a branch whose
+        parent shows the same steps as this one up to its fork (its parent is this branch, or
+        one this branch shares those steps with). On the parent, nothing had marked where a
+        restore made a branch."""
+        infos = {b.id: b for b in self.branches()}
+        lineage = set()  # this branch and those it descends from: their forks are its own
+        branch: int | None = self.branch
+        while branch is not None and branch in infos and branch not in lineage:
+            lineage.add(branch)
+            branch = infos[branch].parent
+        steps = set()
+        for b in infos.values():
+            if b.id in lineage or b.parent is None or b.fork_step is None:
+                continue
+            apart = self.diverge(self.branch, b.parent)  # None: the same steps throughout
+            if apart is None or b.fork_step <= apart:
+                steps.add(b.fork_step)
+        return sorted(steps)
+
     def changed_targets(self) -> set[str]:
         """Readable targets (`main.x`, `globals.total`, `output`) the current step wrote."""
         return {c.target for c in self.timeline.changes_at(self.step)}
