@@ -613,7 +613,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self._move(lambda: self._live.step_back())
 
     def action_first_step(self) -> None:
-        self._move(lambda: self._live.goto(self._live.first, "start of the run"))
+        self._move(lambda: self._live.goto(self._live.first, self._live.start_reason))
 
     def action_last_step(self) -> None:
         self._move(lambda: self._live.goto(self._live.last, END_OF_RUN))

@@ -169,6 +169,14 @@ class Session(Points, Editing):
         return self._first
 
     @property
+    def start_reason(self) -> str:
+        """Why a move stopped at `first`: the start of the run, or, for a run continued from
+        a checkpoint, of its record (`S` at a checkpoint's step 2 said "start of the run")."""
+        if self.first:
+            return f"start of the record: the run goes on from a checkpoint at step {self.first}"
+        return "start of the run"
+
+    @property
     def branch(self) -> int:
         return self.timeline.branch
 
@@ -446,7 +454,7 @@ class Session(Points, Editing):
 
     def step_back(self, n: int = 1) -> Move:
         target = self.step - n
-        return self.goto(target, "start of the run" if target <= self.first else "")
+        return self.goto(target, self.start_reason if target <= self.first else "")
 
     def next_over(self, cancelled: Cancelled | None = None) -> Move:
         """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
@@ -478,7 +486,7 @@ class Session(Points, Editing):
                 return self.goto(j)
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(self.first, "start of the run")
+        return self.goto(self.first, self.start_reason)
 
     def step_out(self, cancelled: Cancelled | None = None) -> Move:
         """Run (in the record) until the current function returns: the first later step in a
@@ -501,7 +509,7 @@ class Session(Points, Editing):
                 return self.goto(j, f"the call of {self._scope_at(self.step)}")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(self.first, "start of the run")
+        return self.goto(self.first, self.start_reason)
 
     def _scope_at(self, step: int) -> str:
         loc = self.timeline.location_at(step)
@@ -628,7 +636,7 @@ class Session(Points, Editing):
         """Run backward to a breakpoint, a `debugger()`, interrupt or error event, or step 0."""
         stops = self._stop_steps()
         i = bisect.bisect_left(stops, (self.step, "")) - 1
-        limit, reason = stops[i] if i >= 0 else (self.first, "start of the run")
+        limit, reason = stops[i] if i >= 0 else (self.first, self.start_reason)
         limit = max(limit, self.first)
         limit, reason = self._watchpoint_before(limit, reason, True, cancelled)
         if cancelled is not None and cancelled():
