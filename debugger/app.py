@@ -956,7 +956,14 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
             self.push_screen(DebuggerPalette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Keys":
+                # Textual's key panel lists the panels' own bindings as they are declared:
+                # "← Scroll Left" in the call stack, where ← steps back, and ctrl+c as copy,
+                # where it quits. The palette's "Keys" opens the app's own help instead.
+                yield SystemCommand("Keys", "every key and command (also ?)", self.action_help)
+                continue
+            yield command
         for binding in _bindings(self.BINDINGS):
             if binding.show or binding.action in ("quit", "cancel_work"):
                 continue

@@ -131,3 +131,16 @@ async def test_the_help_says_how_to_close_it_at_any_scroll(dice: Session) -> Non
         await pilot.press("q")
         await settle(pilot)
         assert not isinstance(app.screen, HelpScreen) and app.is_running
+
+
+async def test_the_palettes_keys_command_opens_the_help(dice: Session) -> None:
+    # the palette's "Keys" opened Textual's key panel, which listed "← Scroll Left" for the
+    # panels (← steps back there) and ctrl+c as "Copy selected text" (it quits)
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        keys = [c for c in app.get_system_commands(app.screen) if c.title == "Keys"]
+        assert len(keys) == 1
+        keys[0].callback()
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
