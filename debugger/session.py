@@ -915,7 +915,15 @@ class Session(Points, Editing):
         if not 0 <= index < len(frames):
             raise SessionError(f"there is no frame {index} at this step")
         self.frame = index
-        return frames[index]
+        frame = frames[index]
+        depth = len(frames) - 1 - index  # as the call stack numbers it, innermost #0
+        if frame.kind == "prelude":
+            # its line is in the built-in prelude: the source pane had no line to point at
+            # and said nothing
+            self.message = f"frame #{depth}: {frame.scope} is built in, its source is not shown"
+        else:
+            self.message = f"frame #{depth}: {frame.scope}, line {frame.line}"
+        return frame
 
     def frame_command(self, text: str) -> FrameView:
         """`:frame N`: select frame N counted as the call stack shows it (0 the innermost)."""
