@@ -325,3 +325,25 @@ async def test_the_call_stack_title_counts_the_frames() -> None:
         await pilot.resize_terminal(60, 24)  # narrower: the count stays
         await settle(pilot)
         assert str(frames) in str(app.stack.border_title)
+
+
+async def test_an_opened_long_list_says_how_many_items_it_leaves_out() -> None:
+    # xs = range(1200) opened to items 0..499 and nothing said there were 700 more
+    from debugger.widgets.variables_panel import MAX_CHILDREN
+
+    app = DebuggerApp(make_session(PROGRAMS / "long_list.agency"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 2")
+        await settle(pilot)
+        tree = app.variables
+        for _ in range(6):
+            if tree.selected is not None and tree.selected.name == "xs":
+                break
+            await pilot.press("down")
+        await pilot.press("space")
+        await settle(pilot)
+        node = tree.cursor_node
+        assert node is not None and len(node.children) == MAX_CHILDREN + 1
+        assert str(node.children[-1].label).startswith(f"… {1200 - MAX_CHILDREN:,} more")
+        assert node.children[-1].data is None  # not a value: e, y and z say to pick one
