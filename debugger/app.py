@@ -839,12 +839,18 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
 
     # -- why -------------------------------------------------------------------------------------
 
+    def _no_variable_selected(self) -> str:
+        # "select a variable first" at a step that has none sent people looking for one
+        if not self.variables.has_variables:
+            return "no variables at this step: step on (s) to where one is set"
+        return "select a variable in the variables panel first"
+
     def action_why(self) -> None:
         if not self._can_act():
             return
         ref = self.variables.selected
         if ref is None:
-            self._fail("select a variable in the variables panel first")
+            self._fail(self._no_variable_selected())
             return
         self._indexed(lambda: self._live.why(ref.name, ref.kind))
 
@@ -882,7 +888,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         assert s is not None
         ref = self.variables.selected
         if ref is None:
-            self._fail("select a variable in the variables panel first")
+            self._fail(self._no_variable_selected())
             return
         value = ref.value
         if ref.kind in ("args", "locals", "globals") and not ref.path:

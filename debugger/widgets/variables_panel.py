@@ -107,6 +107,11 @@ class VariablesPanel(Tree[VarRef]):
         self._open_paths: set[tuple[str, str, tuple[str | int, ...]]] = set()
 
     @property
+    def has_variables(self) -> bool:
+        """Whether any variable is shown (a step before the first `let` has none)."""
+        return bool(self._var_nodes)
+
+    @property
     def selected(self) -> VarRef | None:
         """The variable (or part of one) under the cursor."""
         node = self.cursor_node

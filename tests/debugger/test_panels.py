@@ -347,3 +347,19 @@ async def test_an_opened_long_list_says_how_many_items_it_leaves_out() -> None:
         assert node is not None and len(node.children) == MAX_CHILDREN + 1
         assert str(node.children[-1].label).startswith(f"… {1200 - MAX_CHILDREN:,} more")
         assert node.children[-1].data is None  # not a value: e, y and z say to pick one
+
+
+async def test_y_and_z_at_a_step_without_variables_say_there_are_none(dice: Session) -> None:
+    # step 0 of dice has no variable yet: "select a variable ... first" sent people looking
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.variables.has_variables
+        for key in ("y", "z"):
+            await pilot.press(key)
+            await settle(pilot)
+        said = [str(n.message) for n in app._notifications]  # noqa: SLF001
+        assert sum("no variables at this step" in m for m in said) == 2, said
+        await pilot.press("s", "s")
+        await settle(pilot)
+        assert app.variables.has_variables
