@@ -219,6 +219,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self._cancellable = False
         self._runs = False  # the busy work runs the program (recording, restoring)
         self._progress: tuple[int, int] | None = None
+        self._progress_toward = 0  # the step long work re-executes up to, when known
         self._events_key: tuple[Any, ...] = ()
         self._marks_key: tuple[Any, ...] = ()  # what the scrubber's breakpoint marks show
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
@@ -554,6 +555,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self._cancellable = cancellable
         self._runs = runs
         self._progress = None
+        self._progress_toward = 0
         self.work_line.start(label, cancellable)
 
     def _end(self) -> None:
@@ -564,8 +566,11 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self.work_line.stop()
 
     def _step_progress(self, step: int) -> None:
-        """Progress from the runtime (any thread): the step it reached."""
-        self._progress = (step, 0)
+        """Progress from the runtime (any thread): the step it reached. Below
+        `_progress_toward` (a restore re-executes up to its fork step, then runs on live)
+        that step is the end of the bar; past it the run's length is unknown."""
+        toward = self._progress_toward
+        self._progress = (step, toward) if step < toward else (step, 0)
 
     def _scan_progress(self, done: int, total: int) -> None:
         self._progress = (done, total)
