@@ -100,6 +100,9 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "agency debugger"
+    # A short terminal gives the source the rows (app.tcss): at 40x10 the messages, output and
+    # LLM panels and the timeline's border took them all and not one source line showed.
+    VERTICAL_BREAKPOINTS = [(0, "-very-short"), (12, "-short"), (17, "-tall")]
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -216,6 +219,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self._cancellable = False
         self._runs = False  # the busy work runs the program (recording, restoring)
         self._progress: tuple[int, int] | None = None
+        self._progress_toward = 0  # the step long work re-executes up to, when known
         self._events_key: tuple[Any, ...] = ()
         self._marks_key: tuple[Any, ...] = ()  # what the scrubber's breakpoint marks show
         self.renders = 0  # how many times the panels were updated (tests and the benchmark)
@@ -457,7 +461,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         key = (s.timeline.run_id, s.branch, s.length)
         if key != self._events_key:
             self._events_key = key
-            self.timeline_bar.set_events(s.events(), s.length, s.fork_step())
+            self.timeline_bar.set_events(s.events(), s.length, s.fork_step(), s.branch_forks())
         self._mark_breakpoints(s)
         self.timeline_bar.step = state.step
 
@@ -551,6 +555,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self._cancellable = cancellable
         self._runs = runs
         self._progress = None
+        self._progress_toward = 0
         self.work_line.start(label, cancellable)
 
     def _end(self) -> None:
@@ -561,8 +566,11 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self.work_line.stop()
 
     def _step_progress(self, step: int) -> None:
-        """Progress from the runtime (any thread): the step it reached."""
-        self._progress = (step, 0)
+        """Progress from the runtime (any thread): the step it reached. Below
+        `_progress_toward` (a restore re-executes up to its fork step, then runs on live)
+        that step is the end of the bar; past it the run's length is unknown."""
+        toward = self._progress_toward
+        self._progress = (step, toward) if step < toward else (step, 0)
 
     def _scan_progress(self, done: int, total: int) -> None:
         self._progress = (done, total)
@@ -610,7 +618,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         self._move(lambda: self._live.step_back())
 
     def action_first_step(self) -> None:
-        self._move(lambda: self._live.goto(self._live.first, "start of the run"))
+        self._move(lambda: self._live.goto(self._live.first, self._live.start_reason))
 
     def action_last_step(self) -> None:
         self._move(lambda: self._live.goto(self._live.last, END_OF_RUN))
@@ -739,10 +747,10 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
     def on_call_stack_frame_selected(self, message: CallStack.FrameSelected) -> None:
         self._move(lambda: self._live.select_frame(message.index))
 
-    def _prompt(self, mode: str, text: str = "") -> None:
+    def _prompt(self, mode: str, text: str = "", *, selected: bool = False) -> None:
         """Open the command line; focus returns where it was when it closes."""
         self._focus_before = self.focused
-        self.command_line.open(mode, text)
+        self.command_line.open(mode, text, selected=selected)
 
     def _unprompt(self) -> None:
         before = self._focus_before
@@ -810,7 +818,10 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         if self._can_act():
             assert self.session is not None
             stem = Path(self.session.source_path).stem or "run"
-            self._prompt("write", f"{stem}.step{self.session.step}.checkpoint.json")
+            # Offered selected: typing a name replaces it (it was appended to, saving
+            # `dice.step4.checkpoint.jsonmine.json`); Enter takes it, an arrow key edits it.
+            default = f"{stem}.step{self.session.step}.checkpoint.json"
+            self._prompt("write", default, selected=True)
 
     def action_open_checkpoint(self) -> None:
         if self._can_act():
@@ -833,12 +844,18 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
 
     # -- why -------------------------------------------------------------------------------------
 
+    def _no_variable_selected(self) -> str:
+        # "select a variable first" at a step that has none sent people looking for one
+        if not self.variables.has_variables:
+            return "no variables at this step: step on (s) to where one is set"
+        return "select a variable in the variables panel first"
+
     def action_why(self) -> None:
         if not self._can_act():
             return
         ref = self.variables.selected
         if ref is None:
-            self._fail("select a variable in the variables panel first")
+            self._fail(self._no_variable_selected())
             return
         self._indexed(lambda: self._live.why(ref.name, ref.kind))
 
@@ -876,7 +893,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
         assert s is not None
         ref = self.variables.selected
         if ref is None:
-            self._fail("select a variable in the variables panel first")
+            self._fail(self._no_variable_selected())
             return
         value = ref.value
         if ref.kind in ("args", "locals", "globals") and not ref.path:
@@ -950,7 +967,14 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
             self.push_screen(DebuggerPalette(id="--command-palette"))
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Keys":
+                # Textual's key panel lists the panels' own bindings as they are declared:
+                # "← Scroll Left" in the call stack, where ← steps back, and ctrl+c as copy,
+                # where it quits. The palette's "Keys" opens the app's own help instead.
+                yield SystemCommand("Keys", "every key and command (also ?)", self.action_help)
+                continue
+            yield command
         for binding in _bindings(self.BINDINGS):
             if binding.show or binding.action in ("quit", "cancel_work"):
                 continue

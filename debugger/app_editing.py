@@ -53,6 +53,7 @@ class EditingKeys(_App):
 
     _edit_stage: Callable[[str], str] | None  # what the open edit dialog stages
     _stopper: Stopper | None  # kept by the app, written here too
+    _progress_toward: int  # the step the work line's bar ends at (0: unknown)
 
     def action_edit(self) -> None:
         """Edit what has focus: a message, the LLM answer, else the selected variable."""
@@ -60,6 +61,10 @@ class EditingKeys(_App):
             return
         s = self.session
         assert s is not None
+        refused = s.edit_refused()
+        if refused is not None:  # said before the dialog, not after the value is typed
+            self._fail(refused)
+            return
         focused = self.focused
         try:
             if isinstance(focused, MessagesPanel) and focused.selected is not None:
@@ -157,6 +162,8 @@ class EditingKeys(_App):
         assert self.session is not None
         self._stopper = Stopper(self.session.max_steps, self.session.max_store_bytes)
         self._begin(f"restoring from step {self.session.step}", cancellable=True, runs=True)
+        # the re-execution up to the fork step has a known end: a bar, not only "--%"
+        self._progress_toward = self.session.step
         self._restore_worker(self._stopper)
 
     @work(thread=True, exclusive=True, group="work", exit_on_error=False)

@@ -154,6 +154,9 @@ class Editing(_Session):
 
     def _staged(self) -> Edits:
         self._check_edits_here()
+        refused = self.edit_refused()
+        if refused is not None:
+            raise SessionError(refused)
         if self.edits is None or not len(self.edits):
             self.edits = Edits(self.step, self._user_frame_index())
         return self.edits
@@ -176,7 +179,7 @@ class Editing(_Session):
                 f"run {self.timeline.run_id} is still being recorded by another process (the "
                 "timeline follows it): restore from it once that run has ended"
             )
-        if self.step > self.first and self.timeline.kind_at(self.step) == "end":
+        if self._at_the_end():
             # the step after the last statement: nothing is left to run from it, and a restore
             # made a branch that was the old one again
             return (
@@ -186,6 +189,19 @@ class Editing(_Session):
         check = getattr(self.timeline, "cannot_reexecute", None)
         why = check() if check is not None else None
         return f"cannot restore from step {self.step}: {why}" if why else None
+
+    def edit_refused(self) -> str | None:
+        """Why nothing can be edited at the cursor (None when it can): at the end of the run
+        an edit was staged, with "press r", and then `r` refused to run from there."""
+        if self._at_the_end():
+            return (
+                f"step {self.step} is the end of the run: nothing runs after it to use an "
+                f"edit; go back to a statement (S, or g {self.step - 1}) and edit there"
+            )
+        return None
+
+    def _at_the_end(self) -> bool:
+        return self.step > self.first and self.timeline.kind_at(self.step) == "end"
 
     def _recorded_elsewhere(self) -> bool:
         """Whether a process still holds the run its row calls running (not one that died:
@@ -451,6 +467,9 @@ class Editing(_Session):
         """Apply `:set TARGET = VALUE` (targets: a variable, `locals.x`, `args.x`, `globals.x`,
         paths such as `obj.a[0]`, `messages[i]`, `answer`). Returns what was staged."""
         head, path, value = parse_set_command(text)
+        refused = self.edit_refused()
+        if refused is not None:  # before the name is looked for: the end has no frame
+            raise SessionError(refused)
         if head in ("locals", "args", "globals"):
             if not path or not isinstance(path[0], str):
                 raise SessionError(f"usage: :set {head}.NAME = VALUE")

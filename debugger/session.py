@@ -169,6 +169,14 @@ class Session(Points, Editing):
         return self._first
 
     @property
+    def start_reason(self) -> str:
+        """Why a move stopped at `first`: the start of the run, or, for a run continued from
+        a checkpoint, of its record (`S` at a checkpoint's step 2 said "start of the run")."""
+        if self.first:
+            return f"start of the record: the run goes on from a checkpoint at step {self.first}"
+        return "start of the run"
+
+    @property
     def branch(self) -> int:
         return self.timeline.branch
 
@@ -348,6 +356,26 @@ class Session(Points, Editing):
         """Where the branch on screen left its parent (None for branch 0)."""
         return next((b.fork_step for b in self.branches() if b.id == self.branch), None)
 
+    def branch_forks(self) -> list[int]:
+        """The steps of the timeline on screen where another branch leaves it: a branch whose
+        parent shows the same steps as this one up to its fork (its parent is this branch, or
+        one this branch shares those steps with). On the parent, nothing had marked where a
+        restore made a branch."""
+        infos = {b.id: b for b in self.branches()}
+        lineage = set()  # this branch and those it descends from: their forks are its own
+        branch: int | None = self.branch
+        while branch is not None and branch in infos and branch not in lineage:
+            lineage.add(branch)
+            branch = infos[branch].parent
+        steps = set()
+        for b in infos.values():
+            if b.id in lineage or b.parent is None or b.fork_step is None:
+                continue
+            apart = self.diverge(self.branch, b.parent)  # None: the same steps throughout
+            if apart is None or b.fork_step <= apart:
+                steps.add(b.fork_step)
+        return sorted(steps)
+
     def changed_targets(self) -> set[str]:
         """Readable targets (`main.x`, `globals.total`, `output`) the current step wrote."""
         return {c.target for c in self.timeline.changes_at(self.step)}
@@ -426,7 +454,7 @@ class Session(Points, Editing):
 
     def step_back(self, n: int = 1) -> Move:
         target = self.step - n
-        return self.goto(target, "start of the run" if target <= self.first else "")
+        return self.goto(target, self.start_reason if target <= self.first else "")
 
     def next_over(self, cancelled: Cancelled | None = None) -> Move:
         """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
@@ -458,7 +486,7 @@ class Session(Points, Editing):
                 return self.goto(j)
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(self.first, "start of the run")
+        return self.goto(self.first, self.start_reason)
 
     def step_out(self, cancelled: Cancelled | None = None) -> Move:
         """Run (in the record) until the current function returns: the first later step in a
@@ -481,7 +509,7 @@ class Session(Points, Editing):
                 return self.goto(j, f"the call of {self._scope_at(self.step)}")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
-        return self.goto(self.first, "start of the run")
+        return self.goto(self.first, self.start_reason)
 
     def _scope_at(self, step: int) -> str:
         loc = self.timeline.location_at(step)
@@ -608,7 +636,7 @@ class Session(Points, Editing):
         """Run backward to a breakpoint, a `debugger()`, interrupt or error event, or step 0."""
         stops = self._stop_steps()
         i = bisect.bisect_left(stops, (self.step, "")) - 1
-        limit, reason = stops[i] if i >= 0 else (self.first, "start of the run")
+        limit, reason = stops[i] if i >= 0 else (self.first, self.start_reason)
         limit = max(limit, self.first)
         limit, reason = self._watchpoint_before(limit, reason, True, cancelled)
         if cancelled is not None and cancelled():
@@ -887,7 +915,15 @@ class Session(Points, Editing):
         if not 0 <= index < len(frames):
             raise SessionError(f"there is no frame {index} at this step")
         self.frame = index
-        return frames[index]
+        frame = frames[index]
+        depth = len(frames) - 1 - index  # as the call stack numbers it, innermost #0
+        if frame.kind == "prelude":
+            # its line is in the built-in prelude: the source pane had no line to point at
+            # and said nothing
+            self.message = f"frame #{depth}: {frame.scope} is built in, its source is not shown"
+        else:
+            self.message = f"frame #{depth}: {frame.scope}, line {frame.line}"
+        return frame
 
     def frame_command(self, text: str) -> FrameView:
         """`:frame N`: select frame N counted as the call stack shows it (0 the innermost)."""

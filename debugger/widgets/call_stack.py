@@ -13,7 +13,11 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from debugger.widgets.fitted_title import fit_title
 from runtime.record.views import FrameView
+
+# Shown when there are no frames (the run has returned): a blank panel said nothing.
+NO_FRAMES = "no frames: the program has ended"
 
 KIND_STYLE = {"node": "bold $text-accent", "def": "$text-primary", "prelude": "$text-muted"}
 
@@ -30,18 +34,31 @@ class CallStack(OptionList):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._shape: tuple[tuple[str, str, int], ...] = ()
+        self._shape: tuple[tuple[str, str, int], ...] | None = None  # None: nothing shown yet
         self._count = 0
+
+    def titles(self) -> list[str]:
+        """The panel's title, longest first: the depth stays (300 frames of a recursion
+        looked like the 12 the panel had room for)."""
+        n = self._count
+        return [f"call stack · {n} frame{'' if n == 1 else 's'}", f"stack · {n}", f"{n}"]
+
+    def on_resize(self) -> None:
+        fit_title(self, self.titles())
 
     def show(self, frames: Sequence[FrameView], selected: int) -> None:
         shape = tuple((f.scope, f.kind, f.line) for f in frames)
-        if shape != self._shape:
-            same_frames = [s[:2] for s in shape] == [s[:2] for s in self._shape]
-            old = self._shape
-            self._shape = shape
+        if len(frames) != self._count or not self.border_title:
             self._count = len(frames)
+            fit_title(self, self.titles())
+        if shape != self._shape:
+            old = self._shape or ()
+            same_frames = bool(old) and [s[:2] for s in shape] == [s[:2] for s in old]
+            self._shape = shape
             rows = list(range(len(frames) - 1, -1, -1))
-            if same_frames:
+            if not frames:
+                self.set_options([Option(Content.styled(NO_FRAMES, "$text-muted"), disabled=True)])
+            elif same_frames:
                 # Only lines moved (the usual step): relabel the rows that changed.
                 for depth, i in enumerate(rows):
                     if old[i] != shape[i]:

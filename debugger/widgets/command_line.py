@@ -88,13 +88,16 @@ class CommandLine(Horizontal):
         yield Label(":", id="prompt")
         yield Input(id="command-input", select_on_focus=False)
 
-    def open(self, mode: str, text: str = "") -> None:
-        """Show the prompt for `mode` with `text` typed in already."""
+    def open(self, mode: str, text: str = "", *, selected: bool = False) -> None:
+        """Show the prompt for `mode` with `text` typed in already; `selected` offers it as a
+        default that typing replaces (an arrow key keeps it to edit)."""
         self.mode = mode
         self.query_one(Label).update(PROMPTS.get(mode, ":"))
         field = self.query_one(Input)
         field.value = text
         field.cursor_position = len(text)
+        if selected:
+            field.select_all()
         self._recalled = 0
         self.add_class("-open")
         # Focus now, not with `focus()` (which waits its turn in the app's queue): keys already

@@ -24,6 +24,17 @@ MOUSE = [
     ("scroll wheel", "scroll the panel under the pointer"),
 ]
 
+# Keys the focused panel takes (Textual's own list and tree keys, which the app leaves to them).
+PANELS = [
+    ("tab, shift+tab", "move between the panels: variables, call stack, messages, LLM call"),
+    ("↑ ↓ pgup pgdn", "select a variable, frame or message (then e, y, z act on it); scroll"),
+    ("enter", "variables: open or close a value; call stack: show that frame"),
+    ("space", "variables: open or close a value"),
+    ("shift+space", "variables: open or close every value beside this one"),
+    ("shift+↑ shift+↓", "variables: the previous / next value at the same depth"),
+    ("shift+←", "variables: the value this one is inside"),
+]
+
 
 class HelpScreen(ModalScreen[None]):
     """The full list of keys and commands."""
@@ -55,9 +66,13 @@ class HelpScreen(ModalScreen[None]):
         sections = [
             ("Keys", [(key, about, 16) for key, about in self.keys]),
             ("Commands (type : first)", [(usage, about, 28) for usage, about in self.commands]),
+            ("Panels", [(keys, what, 22) for keys, what in PANELS]),
             ("Mouse", [(where, what, 28) for where, what in MOUSE]),
         ]
-        with VerticalScroll():
+        # In the border, so it stays in view however far the text is scrolled: nothing on
+        # screen said how to leave the help (the footer offers no key under a dialog).
+        with VerticalScroll() as scroll:
+            scroll.border_title = "help: esc, q or ? closes · ↑ ↓ pgup pgdn scroll"
             yield HelpText(sections, legend(), id="help-text")
 
     def action_dismiss_help(self) -> None:

@@ -10,7 +10,10 @@ the command palette."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # not exported; textual is pinned exactly
 
@@ -23,6 +26,19 @@ class KeyFooter(Footer):
         super().__init__(compact=compact)
         self.keep = frozenset(keep)
         self.hidden: tuple[str, ...] = ()  # the actions left out at the current width
+        self._shown: tuple[Any, ...] | None = None  # what the keys were composed from
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        # Textual composes the footer again whenever the bindings may have changed, which is
+        # at every focus change: some 25 keys mounted and styled anew, a third of a second
+        # per tab on a loaded machine, and the keys typed after a tab waited for it. Only
+        # a change in what the footer shows composes it again.
+        shown = _shown_keys(screen)
+        if self._bindings_ready and shown == self._shown:
+            return
+        super().bindings_changed(screen)
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
+            self._shown = shown
 
     def compose(self) -> ComposeResult:
         # The keys left out at this width stay out while the new ones are measured (`fit`
@@ -57,6 +73,15 @@ class KeyFooter(Footer):
         for key in keys:
             key.display = key not in dropped
         self.hidden = tuple(k.action for k in keys if k in dropped)
+
+
+def _shown_keys(screen: Screen[Any]) -> tuple[Any, ...]:
+    """What the footer shows of `screen`'s bindings (the shown ones and the palette's)."""
+    return tuple(
+        (b.key, b.action, b.description, b.key_display, enabled, tooltip)
+        for _, b, enabled, tooltip in screen.active_bindings.values()
+        if b.show or b.action == "command_palette"
+    )
 
 
 def _width(key: FooterKey) -> int:

@@ -86,16 +86,24 @@ class TimelineBar(Widget):
         self._markers: list[tuple[str, str]] | None = None
         self._marker_key: tuple[int, int] = (0, 0)
         self._fork_step: int | None = None
+        self._forks: list[int] = []
         self._breaks: dict[str, list[int]] = {kind: [] for kind in BREAKPOINT_KINDS}
         self._dragging = False
         self.strip = STRIPS[0]
 
     def set_events(
-        self, events: Iterable[Event], length: int, fork_step: int | None = None
+        self,
+        events: Iterable[Event],
+        length: int,
+        fork_step: int | None = None,
+        forks: Iterable[int] = (),
     ) -> None:
-        """New markers (after opening a run, switching branch or growing a live run)."""
+        """New markers (after opening a run, switching branch or growing a live run);
+        `fork_step` is where this branch left its parent, `forks` where other branches leave
+        this one (marked as branches too, so a branch made here can be found again)."""
         self._events = list(events)
         self._fork_step = fork_step
+        self._forks = list(forks)
         self._markers = None
         self.length = max(length, 1)
         self._show_strip()
@@ -169,7 +177,7 @@ class TimelineBar(Widget):
                 x = self.column_of(event.step)
                 if spec[2] > best[x][0]:
                     best[x] = (spec[2], spec[0], spec[1])
-            for kind, steps in self._breaks.items():
+            for kind, steps in (("branch", self._forks), *self._breaks.items()):
                 glyph, style, priority = MARKERS[kind]
                 for x in self._columns_holding(steps):
                     if priority > best[x][0]:

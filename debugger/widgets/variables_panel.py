@@ -40,6 +40,15 @@ def _expandable(value: Any) -> bool:
     return kind in ("array", "object") and len(value) > 0
 
 
+def _more_items(value: Any) -> int:
+    """How many of `value`'s items `_items` leaves out."""
+    if isinstance(value, dict) and "$result" in value:
+        return 0  # a result shows its value or error, nothing else
+    if isinstance(value, (list, dict)):
+        return max(len(value) - MAX_CHILDREN, 0)
+    return 0
+
+
 def _items(value: Any) -> list[tuple[str | int, Any]]:
     if isinstance(value, list):
         return list[tuple[str | int, Any]](enumerate(value))[:MAX_CHILDREN]
@@ -58,6 +67,7 @@ class VariablesPanel(Tree[VarRef]):
     COMPONENT_CLASSES = {
         "variables--changed",
         "variables--edited",
+        "variables--more",
         "variables--name",
         "variables--section",
     }
@@ -72,6 +82,10 @@ class VariablesPanel(Tree[VarRef]):
     VariablesPanel > .variables--edited {
         color: $text-success;
         text-style: bold;
+    }
+    VariablesPanel > .variables--more {
+        color: $text-muted;
+        text-style: italic;
     }
     VariablesPanel > .variables--name {
         color: $text-primary;
@@ -91,6 +105,11 @@ class VariablesPanel(Tree[VarRef]):
         self._sections: dict[str, TreeNode[VarRef]] = {}
         self._var_nodes: dict[tuple[str, str], TreeNode[VarRef]] = {}
         self._open_paths: set[tuple[str, str, tuple[str | int, ...]]] = set()
+
+    @property
+    def has_variables(self) -> bool:
+        """Whether any variable is shown (a step before the first `let` has none)."""
+        return bool(self._var_nodes)
 
     @property
     def selected(self) -> VarRef | None:
@@ -207,6 +226,10 @@ class VariablesPanel(Tree[VarRef]):
             node.add(
                 self._var_label(child, False, False), data=child, allow_expand=_expandable(value)
             )
+        more = _more_items(ref.value)
+        if more:
+            # A 50,000-item list showed its first 500 and nothing said there were more.
+            node.add_leaf(Text(f"… {more:,} more (z shows the whole value)", self._style("more")))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[VarRef]) -> None:
         ref = event.node.data

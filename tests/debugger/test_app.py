@@ -565,3 +565,22 @@ async def test_themes_and_no_color(dice: Session, monkeypatch) -> None:
             await settle(pilot)
             assert app.export_screenshot()
         assert app.session.step == 3 and app.no_color and "<svg" in plain
+
+
+async def test_the_timeline_marks_where_a_branch_left_this_one(dice: Session) -> None:
+    # after a restore and a switch back to branch 0, its timeline showed no sign of branch 1
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 4")
+        app.run_command("set result = 6")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.session.branch == 1
+        app.run_command("branch 0")
+        await settle(pilot)
+        assert app.session.branch == 0
+        bar = app.timeline_bar
+        glyph, _ = bar._marker_row()[bar.column_of(4)]  # noqa: SLF001
+        assert glyph == "⎇"

@@ -23,3 +23,17 @@ def test_branch_frames_and_globals_on_the_timeline() -> None:
     final = session.state()
     assert final.globals["total"] == 0
     assert final.output == ("sums [10,20] total 0",)
+
+
+def test_selecting_a_built_in_frame_says_its_source_is_not_shown() -> None:
+    # fork's frame (the prelude's, line 794 of it) left the source pane with no line marked
+    # and nothing said why
+    session: Session = make_session(PROGRAMS / "branches.agency")
+    while not any(f.kind == "prelude" for f in session.state().frames):
+        session.step_forward()
+    frames = session.state().frames
+    index = next(i for i, f in enumerate(frames) if f.kind == "prelude")
+    session.select_frame(index)
+    assert "is built in" in session.message and frames[index].scope in session.message
+    session.select_frame(0)
+    assert session.message == f"frame #{len(frames) - 1}: main, line {frames[0].line}"

@@ -80,3 +80,19 @@ def test_checkpoint_alone_finds_its_source_or_says_which(tmp_path: Path) -> None
     moved.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(AgencyError, match="nowhere.agency"):
         checkpoint_source(str(moved))
+
+
+def test_stepping_back_past_a_checkpoints_step_says_the_record_begins_there(
+    tmp_path: Path,
+) -> None:
+    # S at the checkpoint's step said "start of the run", beside "step 3/…"
+    program, path, _ = _carry_checkpoint(tmp_path, 3)
+    session = checkpoint_session(program, str(path), config(None))
+    assert session.first == 3
+    for move in (session.step_back, session.reverse_next, session.reverse_step_out):
+        move()
+        assert session.step == 3
+        assert session.message.startswith("start of the record")
+        assert "checkpoint at step 3" in session.message
+    session.reverse_continue()
+    assert session.step == 3 and "checkpoint at step 3" in session.message

@@ -127,3 +127,25 @@ async def test_up_and_down_bring_back_earlier_lines(dice: Session) -> None:
         assert typed(app) == "x"
         await pilot.press("escape", "slash", "up")  # each prompt has its own history
         assert typed(app) == ""
+
+
+async def test_a_name_typed_after_w_replaces_the_offered_one(
+    dice: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `w` offers `dice.stepN.checkpoint.json`; typing a name of one's own appended to it
+    # (`dice.step0.checkpoint.jsonmine.json` was saved).
+    dice.source_text()
+    monkeypatch.chdir(tmp_path)
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w", *"mine.json", "enter")
+        await settle(pilot)
+        assert (tmp_path / "mine.json").is_file()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]
+        await pilot.press("w", "enter")  # Enter alone takes the offered name
+        await settle(pilot)
+        assert (tmp_path / "dice.step0.checkpoint.json").is_file()
+        await pilot.press("w", "end", "left", "x", "enter")  # a cursor key keeps it to edit
+        await settle(pilot)
+        assert (tmp_path / "dice.step0.checkpoint.jsoxn").is_file()

@@ -113,3 +113,51 @@ async def test_e_with_nothing_to_edit_says_how_to_get_to_something(dice: Session
         await settle(pilot)
         said = " ".join(str(n.message) for n in app._notifications)
         assert "tab moves between them" in said
+
+
+async def test_nothing_is_staged_at_the_end_of_the_run(calls: Session) -> None:
+    # at the end step an edit was staged ("press r to restore from step 12") and then r
+    # refused: nothing runs after the end. Now e says so before the dialog, and :set too.
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        for focus in (app.variables, app.messages, app.llm):
+            focus.focus()
+            await pilot.press("e")
+            await settle(pilot)
+            assert not isinstance(app.screen, EditScreen)
+        app.run_command("set counter = 7")
+        await settle(pilot)
+        assert app.session.pending_edits() is None
+        said = errors(app)
+        assert said and all("end of the run" in e and "edit there" in e for e in said), said
+        app.variables.focus()
+        await pilot.press("S", "e")  # the last statement: edits stage there as before
+        await settle(pilot)
+        assert isinstance(app.screen, EditScreen)
+
+
+async def test_a_restores_re_execution_shows_how_far_it_has_to_go(calls: Session) -> None:
+    # restoring from step 200000 of a long run said "step 99,999 --%": the re-execution up
+    # to the fork step has a known end
+    app = DebuggerApp(calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 8")
+        await settle(pilot)
+        seen = []
+        real = app.session.restore
+
+        def restore(progress=None, stopper=None):  # noqa: ANN001, ANN202
+            for step in (3, 8, 10):  # before the fork, at it, live past it
+                progress(step)
+                seen.append(app._progress)  # noqa: SLF001
+            return real(progress, stopper)
+
+        app.session.restore = restore  # type: ignore[method-assign]
+        await pilot.press("r", "y")  # nothing staged: r asks first
+        await settle(pilot)
+        assert seen == [(3, 8), (8, 0), (10, 0)]
+        assert app.session.branch == 1

@@ -78,3 +78,25 @@ async def test_a_command_picked_in_the_palette_still_runs(dice: Session) -> None
         await pilot.press("ctrl+p", *"last step", "enter")
         await settle(pilot)
         assert app.session.step == app.session.last
+
+
+async def test_moving_focus_keeps_the_footer_and_a_prompt_changes_it(dice: Session) -> None:
+    # Textual composed the footer again at every focus change (some 25 keys mounted and
+    # styled anew): tab took a third of a second and the keys after it waited for it
+    from textual.widgets._footer import FooterKey
+
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        keys = list(app.query(FooterKey))
+        for _ in range(4):
+            await pilot.press("tab")
+            await settle(pilot)
+        assert list(app.query(FooterKey)) == keys  # the same widgets: not composed again
+        await pilot.press("colon")
+        await settle(pilot)
+        assert "esc Cancel" in footer_row(app)  # the prompt's own keys still show
+        await pilot.press("escape")
+        await settle(pilot)
+        row = footer_row(app)
+        assert "? Help" in row and "s/→ Step" in row and "esc Cancel" not in row

@@ -9,6 +9,7 @@ from rich.cells import cell_len
 
 from debugger.app import DebuggerApp
 from debugger.session import Session
+from debugger.widgets.call_stack import NO_FRAMES
 from debugger.widgets.output_panel import OutputPanel, wrap_words
 from debugger.widgets.source_view import SourceView
 from debugger.widgets.status_line import StatusLine
@@ -273,3 +274,92 @@ async def test_a_notification_stays_clear_of_a_status_line_of_several_rows(dice:
         await settle(pilot)
         await pilot.pause(0.3)
         assert all(t.region.bottom <= status.region.y for t in app.screen.query("Toast"))
+
+
+async def test_the_call_stack_says_so_when_the_program_has_ended(dice: Session) -> None:
+    # end of a finished run: the call stack panel was blank, as if it had failed to draw
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert not app.session.state().frames
+        assert NO_FRAMES in screen_text(app)
+        await pilot.press("S")
+        await settle(pilot)
+        text = screen_text(app)
+        assert NO_FRAMES not in text and "#0 main" in text
+
+
+async def test_a_short_terminal_keeps_the_source_in_view(dice: Session) -> None:
+    # 40x10: the messages, output and LLM panels and the timeline's border took every row
+    # and not one line of the source showed; they give way to it below 17 rows.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        current = next((row for row in rows if "3 ▶" in row), None)
+        assert current is not None, rows
+        assert "? Help" in rows[-1] and any("step 1/" in row for row in rows)
+        for size, shown in (((80, 14), False), ((80, 24), True), ((40, 10), False)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            text = screen_text(app)
+            assert "3 ▶" in text and "? Help" in text, size
+            assert ("nothing printed yet" in text) is shown, size
+
+
+async def test_the_call_stack_title_counts_the_frames() -> None:
+    # 300 frames of a recursion looked like the dozen the panel had room for
+    session = make_session(PROGRAMS / "deep.agency")
+    app = DebuggerApp(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 50%")
+        await settle(pilot)
+        frames = len(app.session.state().frames)
+        assert frames > 100
+        assert app.stack.border_title == f"call stack · {frames} frames"
+        await pilot.resize_terminal(60, 24)  # narrower: the count stays
+        await settle(pilot)
+        assert str(frames) in str(app.stack.border_title)
+
+
+async def test_an_opened_long_list_says_how_many_items_it_leaves_out() -> None:
+    # xs = range(1200) opened to items 0..499 and nothing said there were 700 more
+    from debugger.widgets.variables_panel import MAX_CHILDREN
+
+    app = DebuggerApp(make_session(PROGRAMS / "long_list.agency"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.run_command("goto 2")
+        await settle(pilot)
+        tree = app.variables
+        for _ in range(6):
+            if tree.selected is not None and tree.selected.name == "xs":
+                break
+            await pilot.press("down")
+        await pilot.press("space")
+        await settle(pilot)
+        node = tree.cursor_node
+        assert node is not None and len(node.children) == MAX_CHILDREN + 1
+        assert str(node.children[-1].label).startswith(f"… {1200 - MAX_CHILDREN:,} more")
+        assert node.children[-1].data is None  # not a value: e, y and z say to pick one
+
+
+async def test_y_and_z_at_a_step_without_variables_say_there_are_none(dice: Session) -> None:
+    # step 0 of dice has no variable yet: "select a variable ... first" sent people looking
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.variables.has_variables
+        for key in ("y", "z"):
+            await pilot.press(key)
+            await settle(pilot)
+        said = [str(n.message) for n in app._notifications]  # noqa: SLF001
+        assert sum("no variables at this step" in m for m in said) == 2, said
+        await pilot.press("s", "s")
+        await settle(pilot)
+        assert app.variables.has_variables

@@ -132,3 +132,28 @@ def test_edit_prompts_start_from_the_staged_text(calls: Session) -> None:
     calls.goto(0)
     with pytest.raises(SessionError, match="no LLM call"):
         calls.answer_prompt()
+
+
+def test_the_steps_where_other_branches_leave_are_known_on_each_branch(calls: Session) -> None:
+    # a restore made branch 1 at step 3; back on branch 0 nothing on the timeline said so
+    assert calls.branch_forks() == []
+    calls.goto(3)
+    calls.set_command(":set counter = 7")
+    assert calls.restore() == 1
+    calls.goto(8)
+    calls.set_command(":set total = 0")
+    assert calls.restore() == 2  # from branch 1, past where it left branch 0
+    calls.switch_branch(0)
+    assert calls.branch_forks() == [3]  # branch 2 leaves branch 1 after the shared steps
+    calls.switch_branch(1)
+    assert calls.branch_forks() == [8]  # its own fork from 0 is its start, not a leaving
+    calls.switch_branch(2)
+    assert calls.branch_forks() == []
+    calls.goto(2)
+    calls.set_command(":set counter = 3")
+    assert calls.restore() == 3  # from branch 2, within the steps all of them share
+    for branch in (0, 1, 2):
+        calls.switch_branch(branch)
+        assert 2 in calls.branch_forks(), branch
+    calls.switch_branch(3)
+    assert calls.branch_forks() == []  # the others leave where it has its own steps
