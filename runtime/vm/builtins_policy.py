@@ -32,38 +32,44 @@ def _unescaped(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _first_group(pattern: str, after: int = 0) -> tuple[int, int, list[str]] | None:
+    """The first `{…}` group of `pattern` that starts at or after `after` (its brace's
+    position, its closing brace's, and its alternatives, split at the commas outside nested
+    groups); None when there is none or it is never closed (a lone brace is literal).
+    Escaped braces and commas (`\\{`) are text."""
+    depth, start = 0, -1
+    for i, c in _unescaped(pattern):
+        if i < after:
+            continue
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                inner, parts, nested, last = pattern[start + 1 : i], [], 0, 0
+                for k, ch in _unescaped(inner):
+                    if ch == "{":
+                        nested += 1
+                    elif ch == "}":
+                        nested -= 1
+                    elif ch == "," and nested == 0:
+                        parts.append(inner[last:k])
+                        last = k + 1
+                parts.append(inner[last:])
+                return start, i, parts
+    return None
+
+
 def _expand(pattern: str) -> list[str]:
     """`{a,b}` alternatives spelled out (nested braces too): "x{1,2}" → ["x1", "x2"]. A
     backslash escapes a brace or comma (as the reference's builtin policies escape a directory
     name they scope rules to)."""
-    chars = _unescaped(pattern)
-    start = next((i for i, c in chars if c == "{"), -1)
-    if start < 0:
+    group = _first_group(pattern)
+    if group is None:
         return [pattern]
-    depth = 0
-    end = -1
-    for i, c in chars:
-        if i < start:
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                end = i
-                break
-    if end < 0:
-        return [pattern]  # an unclosed brace is literal
-    inner, parts, depth, last = pattern[start + 1 : end], [], 0, 0
-    for i, c in _unescaped(inner):
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(inner[last:i])
-            last = i + 1
-    parts.append(inner[last:])
+    start, end, parts = group
     head, tail = pattern[:start], pattern[end + 1 :]
     out: list[str] = []
     for p in parts:
@@ -82,37 +88,14 @@ def _alternatives(pattern: str) -> int:
     """How many globs `_expand` spells `pattern` out to, counted group by group without
     spelling them out (it stops counting past MAX_ALTERNATIVES): refusing `{a,b}` twenty times
     over took spelling out ten thousand of them first, ~0.3 s each time it was asked."""
-    chars = _unescaped(pattern)
-    total, i = 1, 0
-    while i < len(chars) and total <= MAX_ALTERNATIVES:
-        if chars[i][1] != "{":
-            i += 1
-            continue
-        depth, close = 0, -1
-        for j in range(i, len(chars)):
-            c = chars[j][1]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    close = j
-                    break
-        if close < 0:
-            break  # an unclosed brace is literal
-        inner = pattern[chars[i][0] + 1 : chars[close][0]]
-        parts, depth, last = [], 0, 0
-        for k, c in _unescaped(inner):
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            elif c == "," and depth == 0:
-                parts.append(inner[last:k])
-                last = k + 1
-        parts.append(inner[last:])
+    total, at = 1, 0
+    while total <= MAX_ALTERNATIVES:
+        group = _first_group(pattern, at)
+        if group is None:
+            break
+        _start, end, parts = group
         total *= sum(_alternatives(part) for part in parts)
-        i = close + 1
+        at = end + 1
     return total
 
 
