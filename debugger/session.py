@@ -460,8 +460,8 @@ class Session(Points, Editing):
         """Step over calls: the next step in this frame or a caller (`depth <= here`)."""
         depth = self.timeline.depth_at(self.step)
         stops = {step for step, _ in self._stop_steps()}
-        for j in range(self.step + 1, self.last + 1):
-            if self.timeline.depth_at(j) <= depth:
+        for j, at_j in zip(range(self.step + 1, self.last + 1), self._depths(self.step + 1)):
+            if at_j <= depth:
                 return self.goto(j)
             # inside the call: a breakpoint or `debugger()` there stops `n`, as in gdb and pdb
             try:
@@ -481,8 +481,9 @@ class Session(Points, Editing):
         if self.step > self.first and self.timeline.kind_at(self.step) == "end":
             return self.goto(self.step - 1)  # the end has no frame: back to the last statement
         depth = self.timeline.depth_at(self.step)
-        for j in range(self.step - 1, self.first - 1, -1):
-            if self.timeline.depth_at(j) <= depth:
+        back = self._depths(self.step - 1, backward=True)
+        for j, at_j in zip(range(self.step - 1, self.first - 1, -1), back):
+            if at_j <= depth:
                 return self.goto(j)
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
@@ -492,8 +493,8 @@ class Session(Points, Editing):
         """Run (in the record) until the current function returns: the first later step in a
         caller (`depth < here`), as gdb's `finish`; the end when it never returns."""
         depth = self.timeline.depth_at(self.step)
-        for j in range(self.step + 1, self.last + 1):
-            if self.timeline.depth_at(j) < depth:
+        for j, at_j in zip(range(self.step + 1, self.last + 1), self._depths(self.step + 1)):
+            if at_j < depth:
                 return self.goto(j, f"returned from {self._scope_at(self.step)}")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
@@ -504,12 +505,24 @@ class Session(Points, Editing):
         if self.step > self.first and self.timeline.kind_at(self.step) == "end":
             return self.goto(self.step - 1)  # the end has no frame: back to the last statement
         depth = self.timeline.depth_at(self.step)
-        for j in range(self.step - 1, self.first - 1, -1):
-            if self.timeline.depth_at(j) < depth:
+        back = self._depths(self.step - 1, backward=True)
+        for j, at_j in zip(range(self.step - 1, self.first - 1, -1), back):
+            if at_j < depth:
                 return self.goto(j, f"the call of {self._scope_at(self.step)}")
             if cancelled is not None and j % SCAN_REPORT_EVERY == 0 and cancelled():
                 return Move(self.step, "cancelled")
         return self.goto(self.first, self.start_reason)
+
+    def _depths(self, step: int, backward: bool = False) -> Iterator[int]:
+        """The stack depths from `step` on (or back), a batch at a time where the timeline
+        reads them so (`Timeline.depths_from`), else a step at a time."""
+        walk = getattr(self.timeline, "depths_from", None)
+        if walk is not None:
+            yield from walk(step, backward)
+            return
+        steps = range(step, -1, -1) if backward else range(step, len(self.timeline))
+        for j in steps:
+            yield self.timeline.depth_at(j)
 
     def _scope_at(self, step: int) -> str:
         loc = self.timeline.location_at(step)

@@ -206,6 +206,15 @@ class Timeline:
                 return int(seg.hi)
         return step
 
+    def _segment_start(self, step: int) -> int:
+        """The first step of the lineage segment that holds `step`."""
+        if self._segs is None:
+            self._segs = self.store.lineage(self.run_id, self.branch)
+        for seg in self._segs:
+            if seg.lo <= step <= seg.hi:
+                return int(seg.lo)
+        return step
+
     def _segment_branch(self, step: int) -> int:
         segs = self._segs
         if segs is None:
@@ -235,6 +244,27 @@ class Timeline:
                 got = [int(entries[marks[k - first]]) for k in range(step, last + 1)]
             yield from got
             step = last + 1
+
+    def depths_from(self, step: int, backward: bool = False) -> Iterator[int]:
+        """Frames on the stack at `step`, `step + 1`, … to the end (with `backward`: `step`,
+        `step - 1`, … to 0), as `depth_at` gives them: a walk over calls (step over, step out)
+        reads each batch's depths once rather than a lookup per step (~11 µs each: a step out
+        of a 100,000-step call took over a second)."""
+        n = len(self)
+        while 0 <= step < n:
+            with self._reading_record(step):
+                batch = self._batch(step)
+                first = batch.first
+                if backward:
+                    lo = max(first, self._segment_start(step))
+                    got = [batch.depth(k - first) for k in range(step, lo - 1, -1)]
+                    next_step = lo - 1
+                else:
+                    hi = min(batch.last, self._segment_end(step), n - 1)
+                    got = [batch.depth(k - first) for k in range(step, hi + 1)]
+                    next_step = hi + 1
+            yield from got
+            step = next_step
 
     def location_at(self, step: int) -> Location | None:
         loc_id = self._marker(self._check(step)) >> 3

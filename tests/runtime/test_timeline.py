@@ -678,3 +678,41 @@ def test_markers_walked_forward_are_the_markers_read_one_by_one() -> None:
         assert list(timeline.markers_from(0)) == one_by_one
         for start in (1, mid - 1, mid, mid + 1, size - 1, size):
             assert list(timeline.markers_from(start)) == one_by_one[start:]
+
+
+def test_depths_walked_a_batch_at_a_time_are_depth_at_step_by_step() -> None:
+    # `depths_from` serves step over and step out in the debugger: forward and backward, on a
+    # branch whose early steps are its parent's, it gives what `depth_at` gives at each step.
+    src = """def down(n: number): number {
+  if (n <= 0) {
+    return 0
+  }
+  let below = down(n - 1)
+  return below + n
+}
+
+node main() {
+  let total = 0
+  let i = 0
+  while (i < 300) {
+    total = total + down(i % 7)
+    i = i + 1
+  }
+  return total
+}
+"""
+    rec = _recorded(src)
+    tl = rec.timeline
+    n = len(tl)
+    want = [tl.depth_at(k) for k in range(n)]
+    assert len(set(want)) > 3  # calls nest
+    assert list(tl.depths_from(0)) == want
+    assert list(tl.depths_from(n - 1, backward=True)) == want[::-1]
+    mid = n // 2
+    assert list(tl.depths_from(mid)) == want[mid:]
+    assert list(tl.depths_from(mid, backward=True)) == want[: mid + 1][::-1]
+    fork_at = next(k for k in range(mid, n) if "total" in tl.state_at(k).frames[-1].locals)
+    branch = tl.fork(fork_at, {"locals": {"total": -5}})
+    on_branch = [branch.depth_at(k) for k in range(len(branch))]
+    assert list(branch.depths_from(0)) == on_branch
+    assert list(branch.depths_from(len(branch) - 1, backward=True)) == on_branch[::-1]
