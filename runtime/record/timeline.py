@@ -32,7 +32,7 @@ from runtime.record.format import (
 )
 from runtime.record.index import ERA_SHIFT, WriteIndex
 from runtime.record.raw_state import DecodedBatch, RawState, SharedParts, ViewCache, gc_held
-from runtime.record.store import Batch, Keyframe, RunStore, StoreError
+from runtime.record.store import Batch, Keyframe, RunStore, Segment, StoreError
 from runtime.record.views import (
     BranchInfo,
     Change,
@@ -86,7 +86,7 @@ class Timeline:
         self._length: int | None = None
         self._kf_cache: list[tuple[int, int]] = []
         self._span_kfs: OrderedDict[int, Keyframe] = OrderedDict()  # read by `_read_span`
-        self._segs: Any = None
+        self._segs: list[Segment] | None = None
         self._index: WriteIndex | None = None
 
     @classmethod
@@ -197,32 +197,29 @@ class Timeline:
             self._batches.popitem(last=False)
         return batch
 
-    def _segment_end(self, step: int) -> int:
-        """The last step of the lineage segment that holds `step`."""
-        if self._segs is None:
-            self._segs = self.store.lineage(self.run_id, self.branch)
-        for seg in self._segs:
-            if seg.lo <= step <= seg.hi:
-                return int(seg.hi)
-        return step
-
-    def _segment_start(self, step: int) -> int:
-        """The first step of the lineage segment that holds `step`."""
-        if self._segs is None:
-            self._segs = self.store.lineage(self.run_id, self.branch)
-        for seg in self._segs:
-            if seg.lo <= step <= seg.hi:
-                return int(seg.lo)
-        return step
-
-    def _segment_branch(self, step: int) -> int:
+    def _segment(self, step: int) -> Segment | None:
+        """The lineage segment that holds `step` (None past the lineage's steps)."""
         segs = self._segs
         if segs is None:
             segs = self._segs = self.store.lineage(self.run_id, self.branch)
         for seg in segs:
             if seg.lo <= step <= seg.hi:
-                return int(seg.branch)
-        return self.branch
+                return seg
+        return None
+
+    def _segment_end(self, step: int) -> int:
+        """The last step of the lineage segment that holds `step`."""
+        seg = self._segment(step)
+        return int(seg.hi) if seg is not None else step
+
+    def _segment_start(self, step: int) -> int:
+        """The first step of the lineage segment that holds `step`."""
+        seg = self._segment(step)
+        return int(seg.lo) if seg is not None else step
+
+    def _segment_branch(self, step: int) -> int:
+        seg = self._segment(step)
+        return int(seg.branch) if seg is not None else self.branch
 
     def _check(self, step: int) -> int:
         n = len(self)
