@@ -7,7 +7,9 @@ numbers; a test holds them together), with containers replaced by their object i
 A batch of consecutive steps is stored as `(first step, frames before, frames after, entries,
 BATCH_LOCALS)`: step markers (ints), writes, and a write to a local of the innermost frame (most
 writes) as two entries, its name and its value, which `decode_batch` makes an `R_LOCAL` tuple again
-(older stores' batches have no fifth item and every write a tuple). A keyframe is the full visible
+(older stores' batches have no fifth item and every write a tuple). An append is two entries too:
+`(R_APPEND, oid)`, the same tuple object for a container all through a recorder (so a batch
+pickles it once and refers to it in two bytes after that), and the item (`BATCH_APPENDS`). A keyframe is the full visible
 state, zlib-compressed when large (`ZLIB_PREFIX`). They are read back by `safe_loads`, never by `marshal.loads`. An
 incremental keyframe has a `base` (the step of a full keyframe of its branch): its `heap` holds only
 the containers defined or changed since the base, and a list in the heap, a thread or the output
@@ -43,6 +45,16 @@ R_EVENT = 14  # (R_EVENT, kind, summary, data)
 R_SHARED = 15  # (R_SHARED, name, value)
 R_STATUS = 16  # (R_STATUS, status, result, error)
 R_CONTENTS = 17  # (R_CONTENTS, oid, contents)  a container's contents, when it becomes visible
+R_APPEND = 18  # (R_APPEND, oid, item)  one item added at the end of a list (a push, a Set's add)
+# A step marker and a write to a local of the innermost frame in one entry: a statement
+# `name = a <op> b` that computed two ints. The value is not stored: a reader recomputes it from
+# the state before the step, a and b being locals there (b a constant if not `b_local`), op an
+# index into `runtime.language.int_ops.INT_OP_LIST`. One tuple object per statement, so a batch
+# pickles it once and refers to it in two bytes after that.
+R_STEP_WRITE = 19  # (R_STEP_WRITE, marker, name, a, b, op, b_local)
+# The same write without the marker: what follows an `R_STEP_WRITE` that ended a batch of a run
+# stopped within that step (`Recorder.flush_chunk`), at the start of the next batch.
+R_DERIVED = 20  # (R_DERIVED, name, a, b, op, b_local)
 
 KINDS = ("step", "llm", "tool", "interrupt", "end")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
@@ -312,6 +324,7 @@ def safe_loads(blob: bytes) -> Any:
 
 
 BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`decode_batch`)
+BATCH_APPENDS = 3  # ... and its appends as `(R_APPEND, oid), item` (older readers refuse these)
 
 
 def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
@@ -323,7 +336,7 @@ def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
         or len(value) not in (4, 5)
         or not all(type(x) is int for x in value[:3])
         or type(value[3]) is not list
-        or (len(value) == 5 and value[4] != BATCH_LOCALS)
+        or (len(value) == 5 and value[4] not in (BATCH_LOCALS, BATCH_APPENDS))
     ):
         raise BlobError("damaged step batch: not (first, depth, depth, entries)")
     return value[0], value[1], value[2], value[3], len(value) == 5
@@ -345,7 +358,10 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
     """The entries of a batch whose writes to a local of the current frame are two entries,
     the name (the only kind of entry that is a str) and the value, as `R_LOCAL` tuples: the
     depth they leave out is derived from the frame pushes and pops before them, from `depth`
-    (the frames at the batch's start) and the frame count an `(R_RESET, frames)` gives."""
+    (the frames at the batch's start) and the frame count an `(R_RESET, frames)` gives. An
+    append's two entries become one `(R_APPEND, oid, item)`; an `R_STEP_WRITE` its marker and
+    an `R_LOCAL` whose value is None, which only a reader with the state can compute
+    (`RawState.apply`), as an `R_DERIVED` is."""
     out: list[Any] = []
     append = out.append
     items = iter(entries)
@@ -357,15 +373,29 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
                 raise BlobError("damaged step batch: a local write without its value")
             append((R_LOCAL, depth - 1, e, v))
             continue
-        append(e)
         if t is tuple and e:
             code = e[0]
+            if code == R_STEP_WRITE or code == R_DERIVED:  # its value is in no record (None)
+                marked = code == R_STEP_WRITE
+                if len(e) != (7 if marked else 6) or type(e[-5]) is not str:
+                    raise BlobError("damaged step batch: a derived write of another shape")
+                if marked:
+                    append(e[1])
+                append((R_LOCAL, depth - 1, e[-5], None))  # (its name: the same place in both)
+                continue
+            if code == R_APPEND and len(e) == 2:
+                v = next(items, _END)
+                if v is _END:
+                    raise BlobError("damaged step batch: an append without its item")
+                append((R_APPEND, e[1], v))
+                continue
             if code == R_PUSH_FRAME:
                 depth += 1
             elif code == R_POP_FRAME:
                 depth -= 1
             elif code == R_RESET and len(e) > 1 and type(e[1]) is int:
                 depth = e[1]
+        append(e)
     return out
 
 

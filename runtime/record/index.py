@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.record.format import (
+    R_APPEND,
     R_CONTENTS,
     R_DELKEY,
     R_GLOBAL,
@@ -46,7 +47,7 @@ from runtime.record.format import (
 Progress = Callable[[int, int], None]
 Cancelled = Callable[[], bool]
 
-_OBJECT_WRITES = frozenset({R_SETKEY, R_DELKEY, R_SPLICE, R_CONTENTS})
+_OBJECT_WRITES = frozenset({R_SETKEY, R_DELKEY, R_SPLICE, R_APPEND, R_CONTENTS})
 ERA_SHIFT = 48  # an object's key: its recorder's era above its id (`WriteIndex.object_keys`)
 
 

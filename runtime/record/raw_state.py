@@ -10,11 +10,14 @@ import json
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from runtime.language.int_ops import INT_OP_LIST
 from runtime.message_text import readable_content
 from runtime.record.format import (
     R_ACTIVE,
+    R_APPEND,
     R_CONTENTS,
     R_DELKEY,
+    R_DERIVED,
     R_GLOBAL,
     R_LOCAL,
     R_MESSAGE,
@@ -26,6 +29,7 @@ from runtime.record.format import (
     R_SHARED,
     R_SPLICE,
     R_STATUS,
+    R_STEP_WRITE,
     R_THREAD,
     R_USAGE,
     BlobError,
@@ -126,6 +130,27 @@ class RawState:
                             return w  # type: ignore[no-any-return]
                     continue
                 code = w[0]
+                if code == R_STEP_WRITE:  # a step marker, then `name = a <op> b` on ints
+                    if steps:
+                        steps -= 1
+                        if not steps:
+                            return w[1]  # type: ignore[no-any-return]
+                    if frames:  # (inline: a replay is mostly these, in an int loop)
+                        vals = frames[-1][3]
+                        try:
+                            a = vals.get(w[3])
+                            b = vals.get(w[4]) if w[6] else w[4]
+                            if type(a) is int and type(b) is int:
+                                vals[w[2]] = INT_OP_LIST[w[5]](a, b)
+                                continue
+                        except (IndexError, TypeError):
+                            pass
+                        _derive(vals, w)  # (it says what is wrong)
+                    continue
+                if code == R_DERIVED:  # the same write after its marker, in the next batch
+                    if frames:
+                        _derive(frames[-1][3], w)
+                    continue
                 if code == R_LOCAL:
                     name = w[2]
                     if name[:2] != "__":
@@ -153,6 +178,12 @@ class RawState:
                     c = heap.get(w[1])
                     if c is not None:
                         c.pop(w[2], None)
+                elif code == R_APPEND:  # (R_APPEND, oid) then the item, or expanded
+                    self.heap_version += 1
+                    c = heap.get(w[1])
+                    v = next(items) if len(w) == 2 else w[2]
+                    if c is not None:
+                        c.append(v)
                 elif code == R_SPLICE:
                     self.heap_version += 1
                     c = heap.get(w[1])
@@ -180,8 +211,8 @@ class RawState:
                         self.shared[w[1]] = w[2]
                 elif code == R_STATUS:
                     self.status, self.result, self.error = w[1], w[2], w[3]
-        except StopIteration:  # a name without its value (`next(items)`)
-            raise BlobError("damaged step batch: a local write without its value") from None
+        except StopIteration:  # a name or an append without its value (`next(items)`)
+            raise BlobError("damaged step batch: a write without its value") from None
         if steps:
             raise BlobError("damaged step batch: fewer steps than its row in the store says")
         return None
@@ -472,10 +503,10 @@ class DecodedBatch:
         """(location id, kind code, writes as `R_*` tuples, depth) of `step`."""
         i = step - self.first
         end = self.marks[i]
-        start = self.marks[i - 1] + 1 if i else 0
-        marker = self.entries[end]
+        start = self.marks[i - 1] if i else 0  # (the step before's marker may carry a write)
+        marker = marker_of(self.entries[end])
         before = self.depth(i - 1) if i else self.depth_before
-        writes = expand_locals(before, self.entries[start:end])
+        writes = [w for w in expand_locals(before, self.entries[start:end]) if type(w) is not int]
         return (marker >> 3, marker & 7, tuple(writes), self.depth(i))
 
     def found(self, step: int, marker: int | None) -> None:
@@ -490,7 +521,7 @@ class DecodedBatch:
             found = self.known.get(step)
             if found is not None:
                 return found
-        return int(self.entries[self.marks[step - self.first]])
+        return marker_of(self.entries[self.marks[step - self.first]])
 
     def resets(self) -> list[int]:
         """The steps of the batch whose writes replace the state (an `R_RESET`: a restore, or a
@@ -501,11 +532,11 @@ class DecodedBatch:
             items = iter(self.entries)
             for e in items:
                 t = type(e)
-                if t is int:
+                if t is int or e[0] == R_STEP_WRITE:
                     step += 1
-                elif t is str:
+                elif t is str or (e[0] == R_APPEND and len(e) == 2):
                     if next(items, _MISSING) is _MISSING:  # its value
-                        raise BlobError("damaged step batch: a local write without its value")
+                        raise BlobError("damaged step batch: a write without its value")
                 elif e[0] == R_RESET:
                     steps.append(step)
             self.reset_steps = steps
@@ -519,11 +550,11 @@ class DecodedBatch:
             items = iter(self.entries)
             for e in items:
                 t = type(e)
-                if t is int:
+                if t is int or e[0] == R_STEP_WRITE:
                     depths.append(depth)
-                elif t is str:
+                elif t is str or (e[0] == R_APPEND and len(e) == 2):
                     if next(items, _MISSING) is _MISSING:  # its value
-                        raise BlobError("damaged step batch: a local write without its value")
+                        raise BlobError("damaged step batch: a write without its value")
                 elif e[0] == R_PUSH_FRAME:
                     depth += 1
                 elif e[0] == R_POP_FRAME:
@@ -534,6 +565,28 @@ class DecodedBatch:
                 depths[-1] = self.depth_after
             self.depths = depths
         return int(self.depths[i])
+
+
+def marker_of(entry: Any) -> int:
+    """The step marker an entry is: an int, or an `R_STEP_WRITE`'s."""
+    return entry if type(entry) is int else int(entry[1])
+
+
+def _derive(local_vals: dict[str, Any], w: tuple[Any, ...]) -> None:
+    """Apply a derived write (`R_STEP_WRITE`, `R_DERIVED`): compute its value as the machine
+    did, from two ints among `local_vals` (the innermost frame's) or one and a constant."""
+    try:
+        name, x, b, op, b_local = w[-5:]
+        a = local_vals[x]
+        if b_local:
+            b = local_vals[b]
+        if type(a) is not int or type(b) is not int:
+            raise TypeError
+        local_vals[name] = INT_OP_LIST[op](a, b)
+    except (KeyError, IndexError, TypeError, ValueError):  # (`w` from a damaged batch too)
+        raise BlobError(
+            "damaged step batch: a derived write whose operands are not two ints"
+        ) from None
 
 
 def _marks(entries: list[Any], pairs: bool) -> list[int]:
@@ -551,6 +604,11 @@ def _marks(entries: list[Any], pairs: bool) -> list[int]:
                 raise BlobError("damaged step batch: a local write without its value")
         elif t is not tuple or not e:
             raise BlobError("damaged step batch: an entry is neither a marker nor a write")
+        elif e[0] == R_STEP_WRITE:
+            add(i)
+        elif e[0] == R_APPEND and len(e) == 2 and pairs:
+            if next(items, None) is None:
+                raise BlobError("damaged step batch: an append without its item")
     return marks
 
 

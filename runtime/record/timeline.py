@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from runtime.record.format import (
     KINDS,
+    R_APPEND,
     R_DELKEY,
     R_GLOBAL,
     R_LOCAL,
@@ -31,7 +32,14 @@ from runtime.record.format import (
     merge_keyframe,
 )
 from runtime.record.index import ERA_SHIFT, WriteIndex
-from runtime.record.raw_state import DecodedBatch, RawState, SharedParts, ViewCache, gc_held
+from runtime.record.raw_state import (
+    DecodedBatch,
+    RawState,
+    SharedParts,
+    ViewCache,
+    gc_held,
+    marker_of,
+)
 from runtime.record.store import Batch, Keyframe, RunStore, Segment, StoreError
 from runtime.record.views import (
     BranchInfo,
@@ -238,7 +246,7 @@ class Timeline:
                 batch = self._batch(step)
                 last = min(batch.last, self._segment_end(step), n - 1)
                 entries, marks, first = batch.entries, batch.marks, batch.first
-                got = [int(entries[marks[k - first]]) for k in range(step, last + 1)]
+                got = [marker_of(entries[marks[k - first]]) for k in range(step, last + 1)]
             yield from got
             step = last + 1
 
@@ -340,7 +348,8 @@ class Timeline:
             ):
                 try:
                     marks, first = batch.marks, batch.first
-                    raw.apply(batch.entries[marks[raw.step - first] + 1 : marks[step - first]])
+                    # (from the marker: an `R_STEP_WRITE` carries its step's first write)
+                    raw.apply(batch.entries[marks[raw.step - first] : marks[step - first]])
                     raw.step = step
                     return visible(raw)
                 except (IndexError, KeyError, TypeError, ValueError, AttributeError):
@@ -431,7 +440,8 @@ class Timeline:
             i = s - batch.first
             if i:
                 marks = batch.marks
-                raw.apply(batch.entries[marks[i - 1] + 1 : marks[hi - batch.first]])
+                # (from the marker: an `R_STEP_WRITE` carries its step's first write)
+                raw.apply(batch.entries[marks[i - 1] : marks[hi - batch.first]])
             else:
                 batch.found(hi, raw.apply(batch.entries, hi - s + 1))
             s = hi + 1
@@ -538,7 +548,7 @@ class Timeline:
                         f"threads.{w[1]}", w[2].get("content") if isinstance(w[2], dict) else w[2]
                     )
                 )
-            elif code in (R_SETKEY, R_SPLICE):
+            elif code in (R_SETKEY, R_SPLICE, R_APPEND):
                 out.append(Change(f"object#{w[1]}", None))
             elif code == R_PUSH_FRAME:
                 out.append(Change(f"call {w[1]}", None))
@@ -564,7 +574,7 @@ class Timeline:
                 names.add(w[2])
             elif code in (R_GLOBAL, R_SHARED):
                 names.add(w[1])
-            elif code in (R_SETKEY, R_DELKEY, R_SPLICE):
+            elif code in (R_SETKEY, R_DELKEY, R_SPLICE, R_APPEND):
                 mutated.add(w[1])
             elif code == R_PUSH_FRAME and depth == frames - 1:
                 names.update(w[4])  # a call bound its arguments (and captured locals)

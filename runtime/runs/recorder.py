@@ -28,10 +28,13 @@ from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
 from runtime.record.format import (
-    BATCH_LOCALS,
+    BATCH_APPENDS,
     KIND_CODES,
+    R_APPEND,
     R_CONTENTS,
+    R_DERIVED,
     R_RESET,
+    R_STEP_WRITE,
     ZLIB_PREFIX,
     encode_record,
 )
@@ -52,13 +55,13 @@ from runtime.vm.values import (
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 4096  # bytes of deltas, at least, between two keyframes
+ENTRY_WEIGHT = 3  # ... counting an entry as this many bytes at least (`flush_chunk`)
 # Time between full keyframes, in times what one cost. Wall time (`perf_counter`, 0.1 µs a
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
-FULL_KEYFRAME_BUDGET = 10
-# ... and for a large state, whose full keyframes cost milliseconds: a growing list recaptured
-# every 10x its cost spent ~10% of the run capturing it again.
-LARGE_KEYFRAME = 64 << 10  # bytes encoded
-LARGE_KEYFRAME_BUDGET = 40
+# At 10 a growing list was captured whole again every 10x its cost: ~7% of the run (a 50,000-
+# number array built by `push`). Reads barely notice 40: the incremental keyframes between two
+# full ones are bounded by size anyway (`write_keyframe`).
+FULL_KEYFRAME_BUDGET = 40
 COMPRESS_FROM = 4096  # keyframes this large are compressed, when a sample says it pays
 COMPRESS_SAMPLE = 4096  # ... bytes of it compressed first to find out
 COMPRESS_RATIO = 0.6  # ... it pays when the sample shrinks to this share or less
@@ -109,7 +112,7 @@ class Recorder:
     and calls `flush_chunk` when the log is long. Writes are encoded as they are made
     (containers by id, defined the first time they are met: `enc`), so a chunk is plain data,
     pickled as it is, in C. A batch blob is `(first_step, depth_before, depth_after, entries,
-    BATCH_LOCALS)` (`runtime.record.format`).
+    BATCH_APPENDS)` (`runtime.record.format`).
     """
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
@@ -152,6 +155,7 @@ class Recorder:
         self.full_seqs: dict[str, tuple[Any, int, Any]] = {}  # its threads and output, by name
         self.full_lens: dict[int, int] = {}  # oid -> length of a list (set, map) in it
         self.touched: set[int] = set()  # lists changed within that length since it
+        self.append_heads: dict[int, tuple[int, int]] = {}  # oid -> its `(R_APPEND, oid)`
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
@@ -247,6 +251,25 @@ class Recorder:
             else:
                 new = _primitives(items) or [self.enc(x, wlog) for x in items]  # type: ignore[arg-type]
             wlog.append((5, oid, start, delete, new))  # type: ignore[union-attr]
+
+    def log_push(self, arr: Any, item: Any) -> None:
+        """`item` added at the end of `arr` (a list, a Set or a Map), already done: the most
+        common splice, as two entries, the container's `(R_APPEND, oid)` (one tuple object for
+        it, which a batch pickles once and then refers to in two bytes) and the item: a third
+        of a splice's bytes and time to pickle."""
+        oid = getattr(arr, "oid", None)
+        if oid is not None and oid in self.known:
+            self.dirty[oid] = arr
+            if len(arr) <= self.full_lens.get(oid, 0):  # (it shrank since: a pop touched it)
+                self.touched.add(oid)
+            wlog = self.m.wlog
+            if type(item) not in _PRIMITIVE:
+                item = self.enc(item, wlog)  # type: ignore[arg-type]  # (defines it first)
+            head = self.append_heads.get(oid)
+            if head is None:
+                head = self.append_heads[oid] = (R_APPEND, oid)
+            wlog.append(head)  # type: ignore[union-attr]
+            wlog.append(item)  # type: ignore[union-attr]
 
     def log_del(self, obj: Any, key: str) -> None:
         oid = getattr(obj, "oid", None)
@@ -491,18 +514,25 @@ class Recorder:
                 return  # no step started since the last flush
             chunk = wlog[: end + 1]
             rest = wlog[end + 1 :]
+            last_mark = chunk[-1]
+            if type(last_mark) is not int:  # an R_STEP_WRITE: its write goes with the rest,
+                # where a reader finds it on the state before it, to recompute it
+                chunk[-1] = last_mark[1]
+                rest.insert(0, (R_DERIVED, *last_mark[2:]))
             del wlog[:]
             wlog.extend(rest)
             depth_after -= undo  # the frames pushed after the marker are the next step's
         last = m.step_index  # every step appends its marker, so the last one is this step's
         head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((*head, chunk, BATCH_LOCALS), memo=True)
+            blob = encode_record((*head, chunk, BATCH_APPENDS), memo=True)
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((*head, _plain_data(chunk), BATCH_LOCALS), memo=True)
+            blob = encode_record((*head, _plain_data(chunk), BATCH_APPENDS), memo=True)
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
-        self.since_keyframe += len(blob)
+        # What a reader pays to replay it: its bytes, or ENTRY_WEIGHT an entry (a derived write
+        # is two bytes of a batch, a reference to its tuple, but replaying it costs as much).
+        self.since_keyframe += max(len(blob), ENTRY_WEIGHT * len(chunk))
         self.first_step = last + 1
         self.last_step = last
         self.depth = depth_after
@@ -543,9 +573,7 @@ class Recorder:
             or not self.incremental
             or self.full_step is None
             or self.full_step >= step
-            or started - self.full_at
-            > (LARGE_KEYFRAME_BUDGET if self.full_size > LARGE_KEYFRAME else FULL_KEYFRAME_BUDGET)
-            * self.full_cost
+            or started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
             or 2 * self.keyframe_size > self.full_size
             or self.since_full > self.full_size
         )
@@ -626,15 +654,15 @@ def _compressed(raw: bytes) -> bytes:
 def _last_marker(wlog: list[Any]) -> tuple[int, int]:
     """Where the last step marker of a write log is (-1: none), and the frames pushed less
     those popped after it. Read from the start: a local write is two entries, its name and
-    its value, and the value may be an int like a marker."""
+    its value, and the value may be an int like a marker (an append too: `log_push`)."""
     end = -1
     pushed = 0
     items = iter(enumerate(wlog))
     for i, w in items:
         t = type(w)
-        if t is int:
+        if t is int or w[0] == R_STEP_WRITE:
             end, pushed = i, 0
-        elif t is str:
+        elif t is str or (w[0] == R_APPEND and len(w) == 2):
             next(items, None)  # its value
         elif w[0] == 6:
             pushed += 1

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import AgencyRuntimeError
+from runtime.language.int_ops import int_to_double
 from runtime.vm import classes, utf16
 from runtime.vm.builtin_base import BUILTINS as BUILTINS
 from runtime.vm.builtin_base import builtin
@@ -20,7 +21,6 @@ from runtime.vm.values import (
     JSMap,
     JSObject,
     JSSet,
-    int_to_double,
     js_keys,
     js_pow,
     num,

@@ -62,7 +62,7 @@ def _insert(m: Machine | None, c: JSSet | JSMap, k: Any, item: Any) -> None:
     _writable(m, c, "add to")
     c[k] = item
     if m is not None and m.wlog is not None:
-        m.rec.log_splice(c, len(c) - 1, 0, (_entry(c, item),))
+        m.rec.log_push(c, _entry(c, item))
 
 
 def _replace(m: Machine | None, c: JSMap, k: Any, item: Any) -> None:

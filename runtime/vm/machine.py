@@ -193,18 +193,32 @@ class Machine(CallingMachine):
                     arg = oargs[pc]
                     pc += 1
                     if op >= 62:  # superinstructions (runtime/vm/fuse.py); others fall through
-                        if op == 62:  # STEP_NEXT (location index, location, op, arg, next pc)
-                            # STEP (below) and the instruction after it, in one dispatch.
+                        if op == 62:  # STEP_NEXT (location index, location, op, arg, next pc,
+                            # derived write): STEP (below) and the instruction after it, in one
+                            # dispatch.
                             frame.stmt_pc = pc - 1
                             frame.stmt_sp = len(stack)
-                            fused: tuple[int, Any, int, Any, int] = arg  # typed for mypyc
-                            at, self.location, op, next_arg, next_pc = fused
+                            fused: tuple[int, Any, int, Any, int, Any] = arg  # typed for mypyc
+                            at, self.location, op, next_arg, next_pc, derived = fused
                             step = self.step_index = self.step_index + 1
                             if step >= self.step_limit:  # hooks, flush, stop, breakpoints
                                 frame.pc = pc
                                 if self.at_limit(markers[at]):
                                     return
                             elif wlog is not None:
+                                if derived is not None:  # `name = a <op> b`, an int operator
+                                    dw: tuple[Any, str, Any, Any, str, int, bool] = derived
+                                    entry, x, b, fast, name, after, b_local = dw
+                                    a = L.get(x)
+                                    if b_local:
+                                        b = L.get(b)
+                                    if type(a) is int and type(b) is int:
+                                        # The step and the write as one entry, without the
+                                        # value: a reader recomputes it (W_STEP_WRITE).
+                                        L[name] = fast(a, b)
+                                        wlog.append(entry)
+                                        pc = after
+                                        continue
                                 wlog.append(markers[at])
                             arg = next_arg
                             pc = next_pc

@@ -401,6 +401,23 @@ class MachineState:
         if self.wlog is not None:
             self.rec.log_set(obj, k if t is JSObject else i, value)
 
+    def push(self, arr: JSArray, items: list[Any] | tuple[Any, ...]) -> int:
+        """`arr.push(...items)`, the most common change to an array: `splice` at the end,
+        without the removed part, logged an item at a time (`Recorder.log_push`)."""
+        if self.frozen and id(arr) in self.frozen:
+            self.refuse_frozen(arr, "change")
+        n = len(arr) + len(items)
+        if n > SMALL:
+            check_array_length(n)
+        if self.wlog is None:
+            arr.extend(items)
+            return n
+        rec = self.rec
+        for x in items:
+            arr.append(x)
+            rec.log_push(arr, x)
+        return n
+
     def splice(self, arr: JSArray, start: int, delete: int, items: tuple[Any, ...]) -> JSArray:
         """The one primitive all array mutations go through (push, pop, shift, splice, …)."""
         if self.frozen and id(arr) in self.frozen:

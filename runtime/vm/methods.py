@@ -211,8 +211,7 @@ def _slice_index(v: Any, n: int, default: int) -> int:
 
 
 def _arr_push(m: Machine, arr: JSArray, args: list[Any]) -> int:
-    m.splice(arr, len(arr), 0, tuple(args))
-    return len(arr)
+    return m.push(arr, args)
 
 
 def _arr_pop(m: Machine, arr: JSArray, args: list[Any]) -> Any:

@@ -28,6 +28,8 @@ import regex
 from runtime.errors import AgencyRuntimeError
 from runtime.language.bytecode import FuncRef
 from runtime.language.files import loads_json
+from runtime.language.int_ops import exact as _exact
+from runtime.language.int_ops import int_to_double
 from runtime.vm import utf16
 from runtime.vm.limits import REGEX_TIMEOUT_ENV, SMALL, check_string_length, regex_timeout
 
@@ -389,19 +391,6 @@ def to_number(v: Any) -> int | float:
     if t is JSDate:
         return num(float(v.ms)) if v.ms == v.ms else math.nan
     return math.nan
-
-
-def int_to_double(v: int) -> float:
-    """An int as the JavaScript double it stands for (`Infinity` when too large)."""
-    try:
-        return float(v)
-    except OverflowError:
-        return math.inf if v > 0 else -math.inf
-
-
-def _exact(r: int) -> int | float:
-    """An int result kept exact only while a double holds it exactly, as in JavaScript."""
-    return r if -(2**53) <= r <= 2**53 else int_to_double(r)
 
 
 def num(f: float) -> int | float:

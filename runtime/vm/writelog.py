@@ -27,6 +27,12 @@ W_RESET = 13  # (W_RESET, frames)  the whole state was replaced (restore)
 W_EVENT = 14  # (W_EVENT, kind, summary, data)
 W_SHARED = 15  # (W_SHARED, name, value)
 W_STATUS = 16  # (W_STATUS, status, result, error)
+W_APPEND = 18  # (W_APPEND, container) then the item: the recorder's push (`log_push`)
+# A step marker and a local write in one: (W_STEP_WRITE, marker, name, a, b, op, b is a local).
+# The machine logs it for a statement `name = a <op> b` on two ints; a reader recomputes the
+# value (`runtime.language.int_ops`, op by index) from the state before the step.
+W_STEP_WRITE = 19
+W_DERIVED = 20  # (W_DERIVED, name, a, b, op, b is a local): the write alone (the recorder's)
 
 PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are
 

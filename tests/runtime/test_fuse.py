@@ -120,6 +120,9 @@ class LogAll:
     def log_splice(self, arr: Any, start: int, delete: int, items: Any) -> None:
         self.wlog.append(("splice", repr(arr), start, delete, repr(items)))
 
+    def log_push(self, arr: Any, item: Any) -> None:
+        self.wlog.append(("push", repr(arr), repr(item)))
+
 
 def _trace(source: str, fused: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     if not fused:
