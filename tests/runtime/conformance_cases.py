@@ -15,7 +15,7 @@ import pytest
 from runtime.errors import AgencyError
 from runtime.language.bytecode import CompiledProgram
 from runtime.language.program import load_program
-from runtime.runs.runner import decision_from, evaluate_input
+from runtime.runs.runner import RunConfig, decision_from, evaluate_input
 from runtime.runs.testing import fetch_mocks_of
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
@@ -56,6 +56,23 @@ class Case:
     args: list[Any]
     named: dict[str, Any]
     fetch_mocks: list[Any] | None = None  # the suite's `fetchMocks`, `returnFile`s read
+
+    def config(self, root: Path | str) -> RunConfig:
+        """The run's configuration as `agency test` makes it, working in `root` (the simulated
+        model when the test mocks none)."""
+        test = self.test
+        config = RunConfig(
+            node=test.get("nodeName", "main"),
+            args=self.args,
+            named=self.named,
+            mocks=test.get("llmMocks"),
+            root=str(root),
+            quiet=True,
+            fetch_mocks=self.fetch_mocks,
+        )
+        if config.mocks is None:
+            config.model_spec = "sim"
+        return config
 
     def answers(self) -> Callable[[Any], Any]:
         """Answers interrupts with the test's `interruptHandlers`, in order, as `agency test`."""

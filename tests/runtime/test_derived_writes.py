@@ -188,18 +188,7 @@ def _conformance_timeline(suite: str, index: int, per_step: bool, work: Path) ->
     case = conformance_cases.load(suite, index)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    test = case.test
-    config = RunConfig(
-        node=test.get("nodeName", "main"),
-        args=case.args,
-        named=case.named,
-        mocks=test.get("llmMocks"),
-        root=str(work),
-        quiet=True,
-        fetch_mocks=case.fetch_mocks,
-    )
-    if config.mocks is None:
-        config.model_spec = "sim"
+    config = case.config(work)
     Recorder.per_step = per_step
     try:
         return record_program(case.program, config, MemoryStore(), answer=case.answers()).timeline

@@ -168,20 +168,9 @@ def test_state_at_equals_machine_state_for_conformance_programs(
     suite: str, index: int, tmp_path: Path
 ) -> None:
     case = conformance_cases.load(suite, index)
-    test = case.test
     work = tmp_path / "work"
     work.mkdir()
-    config = RunConfig(
-        node=test.get("nodeName", "main"),
-        args=case.args,
-        named=case.named,
-        mocks=test.get("llmMocks"),
-        root=str(work),
-        quiet=True,
-        fetch_mocks=case.fetch_mocks,
-    )
-    if config.mocks is None:
-        config.model_spec = "sim"
+    config = case.config(work)
     # SQLite (closed and reopened) for every third case, MemoryStore for the others.
     use_sqlite = len(suite) % 3 == index % 3
     try:

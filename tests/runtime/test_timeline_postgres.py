@@ -55,17 +55,7 @@ def test_state_at_on_postgres_for_conformance_programs(
     suite: str, index: int, tmp_path: Path
 ) -> None:
     case = conformance_cases.load(suite, index)
-    test = case.test
-    config = RunConfig(
-        node=test.get("nodeName", "main"),
-        args=case.args,
-        named=case.named,
-        mocks=test.get("llmMocks"),
-        root=str(tmp_path),
-        quiet=True,
-    )
-    if config.mocks is None:
-        config.model_spec = "sim"
+    config = case.config(tmp_path)
     try:
         record_and_check_postgres(case.program, config, case.answers())
     except AgencyError as exc:

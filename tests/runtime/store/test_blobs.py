@@ -19,8 +19,6 @@ from runtime.record.format import (
     BATCH_APPENDS,
     BATCH_LOCALS,
     MAX_INT_DIGITS,
-    R_APPEND,
-    R_CONTENTS,
     ZLIB_PREFIX,
     BlobError,
     decode_batch,
@@ -28,24 +26,10 @@ from runtime.record.format import (
     encode_record,
     safe_loads,
 )
-from runtime.record.raw_state import DecodedBatch, RawState
 from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.timeline import Timeline
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-_EMPTY_STATE = {
-    "frames": [["main", 1, 1, {}, 1, 1]],
-    "globals": {},
-    "shared": {},
-    "threads": {},
-    "active": "",
-    "output": [],
-    "usage": [0, 0, 0.0],
-    "status": "running",
-    "result": None,
-    "error": None,
-    "heap": {},
-}
 
 scalars = (
     st.none()
@@ -141,28 +125,6 @@ def test_a_batch_of_local_writes_as_names_and_values_reads_as_tuples() -> None:
         decode_batch(encode_record((5, 1, 1, [8, "x"], BATCH_LOCALS)))
     with pytest.raises(BlobError, match="damaged step batch"):  # a flag it does not know
         decode_batch(encode_record((5, 1, 1, [8], BATCH_APPENDS + 1)))
-
-
-def test_an_append_is_its_containers_head_and_the_item() -> None:
-    # The head is the same tuple object each time (pickled once), and the item after it may be
-    # an int, which is not a marker, or a str, which is not a name.
-    head = (R_APPEND, 4)
-    entries = [(R_CONTENTS, 4, []), head, 7, 8, head, "x", "y", 1, 16]
-    blob = encode_record((5, 1, 1, entries, BATCH_APPENDS), memo=True)
-    apart = [(e[0], e[1]) if e == head else e for e in entries]  # equal heads, but two objects
-    assert len(blob) < len(encode_record((5, 1, 1, apart, BATCH_APPENDS), memo=True))
-    first, before, after, got = decode_batch(blob)
-    assert got == [(R_CONTENTS, 4, []), (R_APPEND, 4, 7), 8, (R_APPEND, 4, "x"), (1, 0, "y", 1), 16]
-    batch = DecodedBatch(blob)
-    assert batch.marks == [3, 8] and (batch.first, batch.last) == (5, 6)
-    assert [batch.depth(0), batch.depth(1)] == [1, 1] and batch.resets() == []
-    state = RawState(_EMPTY_STATE, 4)
-    state.apply(batch.entries)
-    assert state.heap[4] == [7, "x"] and state.frames[-1][3] == {"y": 1}
-    with pytest.raises(BlobError, match="without its"):
-        decode_batch(encode_record((5, 1, 1, [8, head], BATCH_APPENDS)))
-    with pytest.raises(BlobError, match="without its"):
-        _ = DecodedBatch(encode_record((5, 1, 1, [8, head], BATCH_APPENDS))).marks
 
 
 def test_batches_and_keyframes() -> None:

@@ -1,14 +1,18 @@
 """A batch is read in one pass (`DecodedBatch`): its entries stay as stored, a local write of the
 innermost frame as its name and its value, and what a reader asks of one step (its writes as
 `R_*` tuples, its depth, its marker) or of a run of steps (`RawState.apply`) is the same as
-the tuple-per-write form gives."""
+the tuple-per-write form gives. An append is two entries too: its container's shared head and
+the item."""
 
 from __future__ import annotations
 
 import pytest
 
 from runtime.record.format import (
+    BATCH_APPENDS,
     BATCH_LOCALS,
+    R_APPEND,
+    R_CONTENTS,
     R_LOCAL,
     R_POP_FRAME,
     R_PUSH_FRAME,
@@ -125,3 +129,25 @@ def test_a_row_that_does_not_match_its_batch_is_damage() -> None:
         DecodedBatch(short, 1).resets()
     with pytest.raises(BlobError, match="without its value"):
         DecodedBatch(short, 1).depth(0)
+
+
+def test_an_append_is_its_containers_head_and_the_item() -> None:
+    # The head is the same tuple object each time (pickled once), and the item after it may be
+    # an int, which is not a marker, or a str, which is not a name.
+    head = (R_APPEND, 4)
+    entries = [(R_CONTENTS, 4, []), head, 7, 8, head, "x", "y", 1, 16]
+    blob = encode_record((5, 1, 1, entries, BATCH_APPENDS), memo=True)
+    apart = [(e[0], e[1]) if e == head else e for e in entries]  # equal heads, but two objects
+    assert len(blob) < len(encode_record((5, 1, 1, apart, BATCH_APPENDS), memo=True))
+    first, before, after, got = decode_batch(blob)
+    assert got == [(R_CONTENTS, 4, []), (R_APPEND, 4, 7), 8, (R_APPEND, 4, "x"), (1, 0, "y", 1), 16]
+    batch = DecodedBatch(blob)
+    assert batch.marks == [3, 8] and (batch.first, batch.last) == (5, 6)
+    assert [batch.depth(0), batch.depth(1)] == [1, 1] and batch.resets() == []
+    state = RawState(_state(1), 4)
+    state.apply(batch.entries)
+    assert state.heap[4] == [7, "x"] and state.frames[-1][3] == {"y": 1}
+    with pytest.raises(BlobError, match="without its"):
+        decode_batch(encode_record((5, 1, 1, [8, head], BATCH_APPENDS)))
+    with pytest.raises(BlobError, match="without its"):
+        _ = DecodedBatch(encode_record((5, 1, 1, [8, head], BATCH_APPENDS))).marks
