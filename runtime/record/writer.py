@@ -154,7 +154,8 @@ class Writer:
         # handler that raises (a second Ctrl-C) leaves `wait` without it, and the `with`
         # around it then releases it from under the thread that holds it; an RLock is taken
         # back in C, past any handler (tests/runtime/store/test_writer_signals.py).
-        self._cond = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._queue: list[Op] = []
         self._queued_bytes = 0
         self._first_at = 0.0
@@ -218,7 +219,20 @@ class Writer:
             self._closing = True
             self._cond.notify_all()
         if threading.current_thread() is not self._thread:
+            self._let_go()
             self._thread.join()
+
+    def _let_go(self) -> None:
+        """Release the lock if this thread still holds it, however many times. A signal
+        handler that raises (a second Ctrl-C) between a `with self._cond:`'s acquire and its
+        block, or inside `Condition.__enter__` (Python code) after it acquired, leaves the
+        lock held: the writer, notified, could then never take it back to finish, and joining
+        it would wait for ever."""
+        while True:
+            try:
+                self._lock.release()
+            except RuntimeError:  # not (or no longer) held by this thread
+                return
 
     def close_connection(self) -> None:
         with contextlib.suppress(Exception):

@@ -7,7 +7,9 @@ and the `with` around it then released the lock another thread held. Two threads
 writer's critical sections at once: a write went into the group being committed after that
 group's sequence number was taken, so its commit was never counted and the next `flush()` waited
 for ever (seen as a resumed run that hung after two Ctrl-Cs, its last answer stored). The
-writer's condition is on an `RLock`, which `Condition.wait` takes back in C, past any handler."""
+writer's condition is on an `RLock`, which `Condition.wait` takes back in C, past any handler.
+A handler that raises just after a `with`'s acquire (inside `Condition.__enter__`, which is
+Python) leaves the lock held instead: `stop()` lets go of it before it waits for the writer."""
 
 from __future__ import annotations
 
@@ -76,3 +78,28 @@ def test_a_raising_handler_during_a_wait_leaves_the_lock_whole() -> None:
         writer.wait(writer.submit(Op(None, fn=lambda conn: None)))
     assert writer.committed == writer.enqueued
     writer.stop()
+
+
+def test_stopping_the_writer_lets_go_of_a_lock_a_raising_handler_left_held() -> None:
+    # A second Ctrl-C raised between a `with writer._cond:`'s acquire and its block leaves the
+    # thread holding the lock (once, or more): the writer thread, woken to finish, waits to
+    # take it back, so `stop()` would wait for it for ever (seen in the kill sweep).
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    writer = Writer(conn, "memory", lambda: datetime.now(UTC), SQLITE)
+    writer.wait(writer.submit(Op(None, fn=lambda conn: None)))
+    released: list[bool] = []
+
+    def interrupted_then_stopped() -> None:  # (a thread of its own: a hang fails, not hangs)
+        writer._cond.acquire()  # noqa: SLF001 - as the interrupted `with` left it
+        writer._cond.acquire()  # noqa: SLF001
+        writer.stop()
+        try:
+            writer._lock.release()  # noqa: SLF001
+        except RuntimeError:
+            released.append(True)  # let go of, every time it was taken
+
+    closer = threading.Thread(target=interrupted_then_stopped, daemon=True)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive(), "stop() waited for a writer that could not take its lock"
+    assert released == [True] and not writer._thread.is_alive()  # noqa: SLF001
