@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -154,6 +155,21 @@ def main() -> None:
     except KeyboardInterrupt as exc:  # a second Ctrl-C while the first was being handled
         click.echo("\nagency: interrupted", err=True)
         sys.exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_STOPPED)
+    finally:
+        _quiet_from_here(signals)
+
+
+def _quiet_from_here(signals: Any) -> None:
+    """The command is done and everything it stores is stored: a Ctrl-C from now on, while
+    Python shuts down, ends the process at once with 130, as it does while the command starts
+    (debugger/__init__.py), instead of a KeyboardInterrupt traceback from `threading`'s
+    shutdown (a second Ctrl-C that came a moment late). What is printed is flushed first."""
+    from debugger import _quiet_exit
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # (a closed pipe: nothing more to say anyway)
+            stream.flush()
+    signals.signal(signals.SIGINT, _quiet_exit)
 
 
 # -- shared options ------------------------------------------------------------------------------

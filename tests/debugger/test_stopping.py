@@ -5,6 +5,8 @@ that end the app at once with the run saved as interrupted."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 
@@ -155,3 +157,27 @@ def test_a_run_stopped_by_its_budget_resumes_to_its_end(tmp_path) -> None:  # no
     resumed = CliRunner().invoke(cli, ["resume", run.id, "--db", db])
     assert resumed.exit_code == 0, resumed.output
     assert "done 100" in resumed.output
+
+
+def test_a_ctrl_c_after_the_command_is_done_exits_quietly(tmp_path) -> None:  # noqa: ANN001
+    # A second Ctrl-C that comes a moment late, while Python shuts down, used to print a
+    # KeyboardInterrupt traceback from `threading`'s shutdown (seen in the kill sweep).
+    code = (
+        "import os, signal, sys, time\n"
+        "sys.argv = ['agency', 'runs', '--db', 'runs.db']\n"
+        "from debugger.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('done', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(5)\n"
+        "print('not stopped')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and "not stopped" not in done.stdout
+    assert "done" in done.stdout
