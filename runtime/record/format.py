@@ -33,7 +33,10 @@ R_GLOBAL = 2  # (R_GLOBAL, name, value)
 R_SETKEY = 3  # (R_SETKEY, oid, key, value)
 R_DELKEY = 4  # (R_DELKEY, oid, key)
 R_SPLICE = 5  # (R_SPLICE, oid, start, delete_count, items)
-R_PUSH_FRAME = 6  # (R_PUSH_FRAME, scope, line, col, locals, caller line, caller col)
+R_PUSH_FRAME = 6  # (R_PUSH_FRAME, scope, kind, params, locals, caller line, caller col)
+# A call whose locals are all visible and plain values is two entries: the same tuple with None
+# for locals, one object per call site (a batch pickles it once, then refers to it in two
+# bytes), and then its locals, a dict (`BATCH_CALLS`).
 R_POP_FRAME = 7  # (R_POP_FRAME,)
 R_OUTPUT = 8  # (R_OUTPUT, text)
 R_MESSAGE = 9  # (R_MESSAGE, thread_id, message)
@@ -325,6 +328,8 @@ def safe_loads(blob: bytes) -> Any:
 
 BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`decode_batch`)
 BATCH_APPENDS = 3  # ... and its appends as `(R_APPEND, oid), item` (older readers refuse these)
+BATCH_CALLS = 4  # ... and calls as `(R_PUSH_FRAME, …, None, …), locals` (older readers refuse)
+BATCH_VERSIONS = (BATCH_LOCALS, BATCH_APPENDS, BATCH_CALLS)
 
 
 def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
@@ -336,7 +341,7 @@ def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
         or len(value) not in (4, 5)
         or not all(type(x) is int for x in value[:3])
         or type(value[3]) is not list
-        or (len(value) == 5 and value[4] not in (BATCH_LOCALS, BATCH_APPENDS))
+        or (len(value) == 5 and value[4] not in BATCH_VERSIONS)
     ):
         raise BlobError("damaged step batch: not (first, depth, depth, entries)")
     return value[0], value[1], value[2], value[3], len(value) == 5
@@ -359,7 +364,8 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
     the name (the only kind of entry that is a str) and the value, as `R_LOCAL` tuples: the
     depth they leave out is derived from the frame pushes and pops before them, from `depth`
     (the frames at the batch's start) and the frame count an `(R_RESET, frames)` gives. An
-    append's two entries become one `(R_APPEND, oid, item)`; an `R_STEP_WRITE` its marker and
+    append's two entries become one `(R_APPEND, oid, item)`, a call's two one `R_PUSH_FRAME`
+    with its locals; an `R_STEP_WRITE` its marker and
     an `R_LOCAL` whose value is None, which only a reader with the state can compute
     (`RawState.apply`), as an `R_DERIVED` is."""
     out: list[Any] = []
@@ -391,6 +397,12 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
                 continue
             if code == R_PUSH_FRAME:
                 depth += 1
+                if len(e) == 7 and e[4] is None:  # a call site's tuple, then the locals
+                    v = next(items, _END)
+                    if type(v) is not dict:
+                        raise BlobError("damaged step batch: a call without its locals")
+                    append((R_PUSH_FRAME, e[1], e[2], e[3], v, e[5], e[6]))
+                    continue
             elif code == R_POP_FRAME:
                 depth -= 1
             elif code == R_RESET and len(e) > 1 and type(e[1]) is int:

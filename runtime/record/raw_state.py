@@ -192,7 +192,9 @@ class RawState:
                 elif code == R_PUSH_FRAME:
                     if frames:
                         frames[-1][4], frames[-1][5] = w[5], w[6]
-                    frames.append([w[1], w[2], w[3], dict(w[4]), w[5], w[6]])
+                    vals = w[4]  # None: a call site's tuple, and its locals next
+                    vals = _locals(next(items)) if vals is None else vals
+                    frames.append([w[1], w[2], w[3], dict(vals), w[5], w[6]])
                 elif code == R_POP_FRAME:
                     if frames:
                         frames.pop()
@@ -534,7 +536,7 @@ class DecodedBatch:
                 t = type(e)
                 if t is int or e[0] == R_STEP_WRITE:
                     step += 1
-                elif t is str or (e[0] == R_APPEND and len(e) == 2):
+                elif t is str or (e[0] == R_APPEND and len(e) == 2) or _site(e):
                     if next(items, _MISSING) is _MISSING:  # its value
                         raise BlobError("damaged step batch: a write without its value")
                 elif e[0] == R_RESET:
@@ -557,6 +559,8 @@ class DecodedBatch:
                         raise BlobError("damaged step batch: a write without its value")
                 elif e[0] == R_PUSH_FRAME:
                     depth += 1
+                    if _site(e) and next(items, _MISSING) is _MISSING:  # its locals
+                        raise BlobError("damaged step batch: a call without its locals")
                 elif e[0] == R_POP_FRAME:
                     depth -= 1
                 elif e[0] == R_RESET and len(e) > 1 and type(e[1]) is int:
@@ -609,7 +613,22 @@ def _marks(entries: list[Any], pairs: bool) -> list[int]:
         elif e[0] == R_APPEND and len(e) == 2 and pairs:
             if next(items, None) is None:
                 raise BlobError("damaged step batch: an append without its item")
+        elif _site(e) and pairs:
+            if next(items, None) is None:
+                raise BlobError("damaged step batch: a call without its locals")
     return marks
+
+
+def _site(e: tuple[Any, ...]) -> bool:
+    """Whether `e` is a call site's `R_PUSH_FRAME`, which the call's locals follow."""
+    return e[0] == R_PUSH_FRAME and len(e) == 7 and e[4] is None
+
+
+def _locals(vals: Any) -> dict[str, Any]:
+    """The entry after a call site's `R_PUSH_FRAME`: the call's locals."""
+    if type(vals) is not dict:
+        raise BlobError("damaged step batch: a call without its locals")
+    return vals
 
 
 def _json_text(v: Any) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
 from runtime.record.format import (
-    BATCH_APPENDS,
+    BATCH_CALLS,
     KIND_CODES,
     R_APPEND,
     R_CONTENTS,
@@ -68,7 +68,7 @@ COMPRESS_RATIO = 0.6  # ... it pays when the sample shrinks to this share or les
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
 # A code object's name, kind and parameter names, its parameter names that are recorded, and
 # the positions of its statements by pc (`frame_head`).
-_Head = tuple[str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]]]
+_Head = tuple[str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]], dict[Any, Any]]
 
 # Object ids come from one counter for the whole process, not one per recorder: an id is kept on
 # the object itself, and some objects outlive a run (a typed llm() call's schema belongs to the
@@ -89,7 +89,7 @@ def frame_head(code: Any) -> _Head:
     depends on the code alone, so every recorder of the program shares it."""
     params = tuple(code.param_names)
     clean = frozenset(p for p in params if p[:2] != "__")
-    head: _Head = (code.name, code.kind, params, clean, {})
+    head: _Head = (code.name, code.kind, params, clean, {}, {})
     code.rec_head = head
     return head
 
@@ -112,11 +112,12 @@ class Recorder:
     and calls `flush_chunk` when the log is long. Writes are encoded as they are made
     (containers by id, defined the first time they are met: `enc`), so a chunk is plain data,
     pickled as it is, in C. A batch blob is `(first_step, depth_before, depth_after, entries,
-    BATCH_APPENDS)` (`runtime.record.format`).
+    BATCH_CALLS)` (`runtime.record.format`).
     """
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
-    chunk_limit = 1024  # entries per batch: bounds what a random read decodes and replays
+    chunk_limit = 2048  # entries a batch holds at most, about half that when writes come
+    # at a steady rate (`Machine.wlog_limit`): bounds what a random read decodes and replays
     incremental = True  # keyframes on a full one (False: every keyframe full, for comparison)
 
     def __init__(
@@ -279,25 +280,31 @@ class Recorder:
 
     def log_frame(self, f: Any, caller: Any) -> None:
         """A frame pushed (`caller`: the frame below it, or None): its scope, parameters and
-        locals, and where the caller stands. (Run at every call: the common case, plain
-        arguments, is a copy and a type test per argument.)"""
+        locals, and where the caller stands. (Run at every call.) The common call, with plain
+        values in visible locals, logs its call site's tuple (one object per site and callee,
+        which a batch pickles once and then refers to in two bytes) and a copy of the locals."""
         wlog = self.m.wlog
         assert wlog is not None
         code = f.code
         head = code.rec_head or frame_head(code)
+        at = (0, 0)
+        if caller is not None:
+            below = caller.code.rec_head or frame_head(caller.code)
+            got = below[4].get(caller.stmt_pc)
+            if got is None:
+                got = below[4][caller.stmt_pc] = stmt_position(caller)
+            at = got
         vals = f.locals.copy()
         for k, v in vals.items():
             if type(v) not in _PRIMITIVE or k[:2] == "__":
                 vals = {k: self.enc(x, wlog) for k, x in vals.items() if k[:2] != "__"}
-                break
-        if caller is None:
-            wlog.append((6, head[0], head[1], head[2], vals, 0, 0))
-            return
-        below = caller.code.rec_head or frame_head(caller.code)
-        at = below[4].get(caller.stmt_pc)
-        if at is None:
-            at = below[4][caller.stmt_pc] = stmt_position(caller)
-        wlog.append((6, head[0], head[1], head[2], vals, at[0], at[1]))
+                wlog.append((6, head[0], head[1], head[2], vals, at[0], at[1]))
+                return
+        site = head[5].get(at)
+        if site is None:
+            site = head[5][at] = (6, head[0], head[1], head[2], None, at[0], at[1])
+        wlog.append(site)
+        wlog.append(vals)
 
     def position(self, f: Any) -> tuple[int, int]:
         """`stmt_position(f)`, remembered per code object and statement."""
@@ -440,8 +447,10 @@ class Recorder:
 
     def on_step(self, m: Machine, kind: str) -> None:
         """Per-step mode: the marker is appended here rather than by the machine."""
-        m.wlog.append(self.marker(kind))  # type: ignore[union-attr]
-        if len(m.wlog) > m.wlog_limit:  # type: ignore[arg-type]
+        wlog = m.wlog
+        assert wlog is not None
+        wlog.append(self.marker(kind))
+        if len(wlog) >= max(m.wlog_limit // 2, 1):  # (as the machine's `_look` does)
             self.flush_chunk(m)
 
     def mark(self, m: Machine, kind: str) -> None:
@@ -525,9 +534,9 @@ class Recorder:
         last = m.step_index  # every step appends its marker, so the last one is this step's
         head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((*head, chunk, BATCH_APPENDS), memo=True)
+            blob = encode_record((*head, chunk, BATCH_CALLS), memo=True)
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((*head, _plain_data(chunk), BATCH_APPENDS), memo=True)
+            blob = encode_record((*head, _plain_data(chunk), BATCH_CALLS), memo=True)
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         # What a reader pays to replay it: its bytes, or ENTRY_WEIGHT an entry (a derived write
@@ -666,6 +675,8 @@ def _last_marker(wlog: list[Any]) -> tuple[int, int]:
             next(items, None)  # its value
         elif w[0] == 6:
             pushed += 1
+            if w[4] is None:  # a call site's tuple: the locals follow
+                next(items, None)
         elif w[0] == 7:
             pushed -= 1
     return end, pushed

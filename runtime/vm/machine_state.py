@@ -138,7 +138,7 @@ class MachineState:
         self.poll_mark: tuple[int, float] = (-1, 0.0)  # (step, monotonic s) of the last look
         self.poll_steps: tuple[Any, list[int]] | None = None  # (record, its time-guard checks)
         self.reenter = False  # the slow path pushed a frame (a time guard's check) to run now
-        self._checked = (-1, 0, 0.0)  # (step, length) of the last look; entries per step
+        self._checked = (-1, 0, 0.0)  # (step, length) the write rate is counted from; the rate
         self.stop_on_debugger = False
         self.stopped_by: str | None = None
         self.replaying = False  # re-executing from a record: effects are not performed
@@ -195,9 +195,10 @@ class MachineState:
 
     @property
     def wlog_limit(self) -> int:
-        """`on_flush` is called at a step boundary once the write log holds more entries than
-        this (0: at the next boundary). The length is looked at on a schedule (`_look`), not
-        at every step, so a chunk may run past it by a little when writes come faster."""
+        """The most entries a flushed write log should hold (0: flush at the next boundary).
+        The length is looked at on a schedule (`_look`), not at every step: `on_flush` is
+        called at the first look that finds the log half full, so a chunk holds about half
+        this, and more only when writes come more than twice as fast as they did."""
         return self._wlog_limit
 
     @wlog_limit.setter
@@ -272,22 +273,28 @@ class MachineState:
             self.relimit()
 
     def _look(self) -> None:
-        """Flush the write log if it is long, and say when to look again: halfway to the
-        limit at the rate entries came in since the last look."""
+        """Flush the write log once it is half full (`wlog_limit`), and say when to look
+        again: when it will be half full at the rate entries have come in since the chunk
+        began. At a steady rate that is one look a chunk (a look costs a few microseconds);
+        aiming at half leaves room for the rate to double before a chunk outgrows the limit."""
         wlog = self.wlog
         assert wlog is not None
         n = len(wlog)
-        if n > self._wlog_limit and self.on_flush is not None:
-            self.on_flush(self)  # type: ignore[arg-type]
-            n = len(wlog)
         step = self.step_index
-        last_step, last_n, rate = self._checked
-        if step > last_step and n > last_n:
-            rate = (n - last_n) / (step - last_step)
-        room = self._wlog_limit - n
-        ahead = int(room / (2 * rate)) if rate > 0 else room // 2
-        self._check_at = step + max(1, ahead)
-        self._checked = (step, n, rate)
+        since, n0, rate = self._checked  # the step and length the chunk's rate is counted from
+        if n < n0:  # flushed meanwhile (a mark, an event)
+            since, n0 = step, n
+        elif step > since and n > n0:
+            rate = (n - n0) / (step - since)
+        half = max(self._wlog_limit // 2, 1)
+        if n + rate >= half and self.on_flush is not None:  # (or by the next step)
+            self.on_flush(self)  # type: ignore[arg-type]
+            since, n = step, len(wlog)
+            n0 = n
+        room = half - n
+        ahead = -(-room // rate) if rate > 0 else room  # (rounded up: reach half, not short)
+        self._check_at = step + max(1, int(ahead))
+        self._checked = (since, n0, rate)
 
     @property
     def done(self) -> bool:

@@ -2,7 +2,7 @@
 innermost frame as its name and its value, and what a reader asks of one step (its writes as
 `R_*` tuples, its depth, its marker) or of a run of steps (`RawState.apply`) is the same as
 the tuple-per-write form gives. An append is two entries too: its container's shared head and
-the item."""
+the item; and so is a call with plain locals: its call site's shared tuple and the locals."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from runtime.record.format import (
     BATCH_APPENDS,
+    BATCH_CALLS,
     BATCH_LOCALS,
     R_APPEND,
     R_CONTENTS,
@@ -151,3 +152,42 @@ def test_an_append_is_its_containers_head_and_the_item() -> None:
         decode_batch(encode_record((5, 1, 1, [8, head], BATCH_APPENDS)))
     with pytest.raises(BlobError, match="without its"):
         _ = DecodedBatch(encode_record((5, 1, 1, [8, head], BATCH_APPENDS))).marks
+
+
+def test_a_call_is_its_sites_tuple_and_the_locals() -> None:
+    # The site's tuple has None for locals and is the same object at each call from that site;
+    # the locals after it hold ints, which are not markers, and names, which are not writes.
+    site = (R_PUSH_FRAME, "f", "def", ("n", "s"), None, 3, 5)
+    entries = [
+        site,
+        {"n": 7, "s": "x"},
+        8,
+        "n",
+        6,
+        site,
+        {"n": 16, "s": "y"},
+        24,
+        (R_POP_FRAME,),
+        32,
+    ]
+    blob = encode_record((5, 1, 1, entries, BATCH_CALLS), memo=True)
+    apart = [e[:1] + e[1:] if e is site else e for e in entries]  # equal, two objects
+    assert len(blob) < len(encode_record((5, 1, 1, apart, BATCH_CALLS), memo=True))
+    first, before, after, got = decode_batch(blob)
+    assert got[0] == (R_PUSH_FRAME, "f", "def", ("n", "s"), {"n": 7, "s": "x"}, 3, 5)
+    assert got[1:3] == [8, (R_LOCAL, 1, "n", 6)] and got[4] == 24
+    batch = DecodedBatch(blob)
+    assert batch.marks == [2, 7, 9] and (batch.first, batch.last) == (5, 7)
+    assert [batch.depth(0), batch.depth(1), batch.depth(2)] == [2, 3, 1]
+    assert batch.resets() == []
+    state = RawState(_state(1), 4)
+    state.apply(batch.entries, 2)  # to the second step
+    assert [f[0] for f in state.frames] == ["f0", "f", "f"]
+    assert state.frames[1][3] == {"n": 6, "s": "x"} and state.frames[2][3] == {"n": 16, "s": "y"}
+    assert batch.record(6)[2][-1][4] == {"n": 16, "s": "y"}
+    for damaged in ([8, site], [8, site, 16], [8, site, [7]]):
+        blob = encode_record((5, 1, 1, damaged, BATCH_CALLS))
+        with pytest.raises(BlobError, match="without its"):
+            decode_batch(blob)
+        with pytest.raises(BlobError):
+            RawState(_state(1), 4).apply(DecodedBatch(blob).entries)
