@@ -121,21 +121,8 @@ def _derived_write(code: Code, at: int, op: int, arg: Any) -> tuple[Any, ...] | 
     """For a STEP_NEXT whose next instruction is a whole `name = a <op> b` with an int operator
     on visible locals (b an int if a constant): (its log entry, a, b, int fn, name, next pc,
     b is a local), what a recording machine logs the step and the write with, as one entry
-    without the value, when a and b are ints (`W_STEP_WRITE`).
-
-    For a FOR_RANGE on a visible variable: (the entry of `var = var + 1`, var, counter slot,
-    None, end slot, loop exit, False). The next value is one more than the variable's when the
-    body left it as it was, so the recording machine logs that entry then: a reader recomputes
-    the same value. Else None."""
-    if at >= len(code.markers):
-        return None
-    if op == FOR_RANGE:  # the head `for (v in range(…))`: `v = v + 1` when v was one less
-        target, slot, var, end_slot = arg
-        if var[:2] == "__":
-            return None
-        entry = (W_STEP_WRITE, code.markers[at], var, var, 1, INT_OP_INDEX[INT_OPS["+"]], False)
-        return (entry, var, slot, None, end_slot, target, False)
-    if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE):
+    without the value, when a and b are ints (`W_STEP_WRITE`). Else None."""
+    if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE) or at >= len(code.markers):
         return None
     x, b, _fn, fast, name, next_pc = arg
     b_local = op == LOCAL_OP_LOCAL_STORE

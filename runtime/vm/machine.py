@@ -209,27 +209,16 @@ class Machine(CallingMachine):
                                 if derived is not None:  # `name = a <op> b`, an int operator
                                     dw: tuple[Any, str, Any, Any, str, int, bool] = derived
                                     entry, x, b, fast, name, after, b_local = dw
-                                    if fast is not None:
-                                        a = L.get(x)
-                                        if b_local:
-                                            b = L.get(b)
-                                        if type(a) is int and type(b) is int:
-                                            # The step and the write as one entry, without
-                                            # the value: a reader recomputes it.
-                                            L[name] = fast(a, b)
-                                            wlog.append(entry)
-                                            pc = after
-                                            continue
-                                    else:  # FOR_RANGE: x the variable, b and name its slots
-                                        i = L[b]
-                                        if type(i) is int and i < L[name]:
-                                            a = L.get(x)
-                                            if type(a) is int and a == i - 1:  # x = x + 1
-                                                L[b] = i + 1
-                                                L[x] = i
-                                                wlog.append(entry)
-                                                pc = next_pc
-                                                continue
+                                    a = L.get(x)
+                                    if b_local:
+                                        b = L.get(b)
+                                    if type(a) is int and type(b) is int:
+                                        # The step and the write as one entry, without the
+                                        # value: a reader recomputes it (W_STEP_WRITE).
+                                        L[name] = fast(a, b)
+                                        wlog.append(entry)
+                                        pc = after
+                                        continue
                                 wlog.append(markers[at])
                             arg = next_arg
                             pc = next_pc
