@@ -205,6 +205,8 @@ class MachineState:
     def wlog_limit(self, n: int) -> None:
         self._wlog_limit = n
         self._check_at = -1
+        # (set after every flush: a new chunk, whose rate is counted from here)
+        self._checked = (self.step_index, len(self.wlog or ()), self._checked[2])
         self.relimit()
 
     def relimit(self) -> None:
@@ -282,10 +284,8 @@ class MachineState:
         n = len(wlog)
         step = self.step_index
         since, n0, rate = self._checked  # the step and length the chunk's rate is counted from
-        if n < n0:  # flushed meanwhile (a mark, an event)
-            since, n0 = step, n
-        elif step > since and n > n0:
-            rate = (n - n0) / (step - since)
+        if step > since and n > n0:
+            rate = max((n - n0) / (step - since), 1.0)  # (every step logs its marker at least)
         half = max(self._wlog_limit // 2, 1)
         if n + rate >= half and self.on_flush is not None:  # (or by the next step)
             self.on_flush(self)  # type: ignore[arg-type]

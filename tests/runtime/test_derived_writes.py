@@ -182,3 +182,35 @@ def test_generated_programs_read_as_recorded_a_step_at_a_time(src: str) -> None:
     got = _record(src, False, MemoryStore())
     want = _record(src, True, MemoryStore())
     _same_reading(got, want)
+
+
+CALLS_THEN_LOOP = """node main() {
+  let said = ""
+  let k = 0
+  while (k < 40) {
+    said = llm("say something")
+    k = k + 1
+  }
+  let i = 0
+  while (i < 6000) {
+    i = i + 1
+  }
+  return i
+}
+"""
+
+
+def test_batches_keep_to_the_chunk_limit_after_steps_stored_at_once() -> None:
+    # An llm() call's step is stored as soon as it ends (`Recorder.mark`), outside the
+    # machine's own looks at the write log; the rate it then measures must start there, or a
+    # loop after many calls was stored as one batch at the end of the run.
+    sizes: list[int] = []
+
+    class Sizes(MemoryStore):
+        def append_batch(self, run: str, branch: int, first: int, last: int, blob: Any) -> None:
+            sizes.append(len(batch_entries(blob)[3]))
+            super().append_batch(run, branch, first, last, blob)
+
+    _record(CALLS_THEN_LOOP, False, Sizes())
+    assert max(sizes) <= Recorder.chunk_limit
+    assert len(sizes) >= 6000 * 2 // Recorder.chunk_limit + 40
