@@ -450,7 +450,7 @@ class Recorder:
         wlog = m.wlog
         assert wlog is not None
         wlog.append(self.marker(kind))
-        if len(wlog) >= max(m.wlog_limit // 2, 1):  # (as the machine's `_look` does)
+        if len(wlog) >= m.flush_at:
             self.flush_chunk(m)
 
     def mark(self, m: Machine, kind: str) -> None:

@@ -209,6 +209,11 @@ class MachineState:
         self._checked = (self.step_index, len(self.wlog or ()), self._checked[2])
         self.relimit()
 
+    @property
+    def flush_at(self) -> int:
+        """The length at which the write log is flushed: half its limit (`wlog_limit`)."""
+        return max(self._wlog_limit // 2, 1)
+
     def relimit(self) -> None:
         """Recompute `step_limit`. Safe against `stop_at` lowered from another thread meanwhile:
         it looks at `stop_at` again after writing the limit."""
@@ -286,11 +291,11 @@ class MachineState:
         since, n0, rate = self._checked  # the step and length the chunk's rate is counted from
         if step > since and n > n0:
             rate = max((n - n0) / (step - since), 1.0)  # (every step logs its marker at least)
-        half = max(self._wlog_limit // 2, 1)
+        half = self.flush_at
         if n + rate >= half and self.on_flush is not None:  # (or by the next step)
             self.on_flush(self)  # type: ignore[arg-type]
-            since, n = step, len(wlog)
-            n0 = n
+            since = step
+            n = n0 = len(wlog)
         room = half - n
         ahead = -(-room // rate) if rate > 0 else room  # (rounded up: reach half, not short)
         self._check_at = step + max(1, int(ahead))
