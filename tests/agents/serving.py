@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -15,9 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+_pumped: dict[int, queue.Queue[str | None]] = {}  # pid -> its stdout's lines not yet read
+
+
 def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 60.0) -> str:
     """The first line of the process's stdout that holds `needle` (fails on exit or timeout)."""
     lines: queue.Queue[str | None] = queue.Queue()
+    _pumped[proc.pid] = lines
 
     def pump() -> None:
         assert proc.stdout is not None
@@ -37,6 +42,26 @@ def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 60.
         seen.append(line)
         if needle in line:
             return line
+
+
+def wait_for_exit(proc: subprocess.Popen[str], timeout: float = 120.0) -> int:
+    """The process's exit code. If it has not exited within `timeout` seconds, fail with where
+    its threads stand: started with PYTHONFAULTHANDLER=1, it dumps them on SIGABRT."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=30)
+        rest, lines = [], _pumped.get(proc.pid)
+        while lines is not None:
+            try:
+                line = lines.get(timeout=5)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            rest.append(line)
+        raise AssertionError(f"no exit within {timeout}s; its threads:\n{''.join(rest)}") from None
 
 
 @contextmanager

@@ -20,13 +20,15 @@ from runtime import CheckpointManager, SqliteStorage, record_agent  # noqa: E402
 from runtime.agents.adapters.openai import roundtrip_done  # noqa: E402
 from runtime.agents.record import CUT  # noqa: E402
 from tests.agents.fake_openai import FakeOpenAI  # noqa: E402
-from tests.agents.serving import ROOT, wait_for_line  # noqa: E402
+from tests.agents.serving import ROOT, wait_for_exit, wait_for_line  # noqa: E402
 
 AGENT = Path(__file__).with_name("mail_agent.py")
 
 
 def start(db: Path, url: str, outbox: Path, *extra: str, **env_vars: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", **env_vars)
+    env = dict(
+        os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", **env_vars
+    )
     return subprocess.Popen(
         [sys.executable, str(AGENT), str(db), url, str(outbox), *extra],
         cwd=ROOT,
@@ -81,7 +83,7 @@ def test_an_agent_interrupted_mid_stream_asks_again_and_mails_everyone_once(
         first = start(db, fake.url, outbox, AGENT_STREAM="1", AGENT_STREAM_PAUSE="2")
         wait_for_line(first, "STREAMING")  # two events into the answer asking for person2
         first.send_signal(signal.SIGINT)
-        assert first.wait(timeout=120) != 0
+        assert wait_for_exit(first) != 0
         assert outbox.read_text().split() == ["person1@example.com"]
         m = CheckpointManager(SqliteStorage(db))
         run = m.find_run("mailer-1")
