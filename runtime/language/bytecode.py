@@ -95,10 +95,11 @@ from runtime.language.syntax import ast as A
     BINARY_STORE,
     # (target, name): jump when the call bound parameter `name`, so its default is skipped.
     JUMP_IF_BOUND,
-) = range(74)
+    PUSH_LOCAL,  # a superinstruction too (`runtime.vm.fuse`)
+) = range(75)
 
 OP_NAMES = {
-    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 74
+    v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int) and v < 75
 }
 
 

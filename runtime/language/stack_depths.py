@@ -96,6 +96,8 @@ def unfused(op: int, arg: Any) -> tuple[int, Any]:
         return B.RANGE_NEXT, tuple(arg[:3])
     if op == B.FOR_EACH:
         return B.ITER_NEXT, (*arg[:3], None)
+    if op == B.PUSH_LOCAL:
+        return B.LOAD_LOCAL, arg[0]
     return op, arg
 
 

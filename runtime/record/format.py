@@ -55,6 +55,9 @@ R_APPEND = 18  # (R_APPEND, oid, item)  one item added at the end of a list (a p
 # index into `runtime.language.int_ops.INT_OP_LIST`. One tuple object per statement, so a batch
 # pickles it once and refers to it in two bytes after that.
 R_STEP_WRITE = 19  # (R_STEP_WRITE, marker, name, a, b, op, b_local)
+# `b_local` is R_NESTED for `name = a <op> (c <op> d)`: b is then `(c, d, op, d_local)`, its
+# value that operator on two ints (`BATCH_NESTED`).
+R_NESTED = 2
 # The same write without the marker: what follows an `R_STEP_WRITE` that ended a batch of a run
 # stopped within that step (`Recorder.flush_chunk`), at the start of the next batch.
 R_DERIVED = 20  # (R_DERIVED, name, a, b, op, b_local)
@@ -329,7 +332,8 @@ def safe_loads(blob: bytes) -> Any:
 BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`decode_batch`)
 BATCH_APPENDS = 3  # ... and its appends as `(R_APPEND, oid), item` (older readers refuse these)
 BATCH_CALLS = 4  # ... and calls as `(R_PUSH_FRAME, …, None, …), locals` (older readers refuse)
-BATCH_VERSIONS = (BATCH_LOCALS, BATCH_APPENDS, BATCH_CALLS)
+BATCH_NESTED = 5  # ... and derived writes of `a <op> (c <op> d)` (R_NESTED; older readers refuse)
+BATCH_VERSIONS = (BATCH_LOCALS, BATCH_APPENDS, BATCH_CALLS, BATCH_NESTED)
 
 
 def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:

@@ -21,6 +21,7 @@ from runtime.record.format import (
     R_GLOBAL,
     R_LOCAL,
     R_MESSAGE,
+    R_NESTED,
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
@@ -582,7 +583,15 @@ def _derive(local_vals: dict[str, Any], w: tuple[Any, ...]) -> None:
     try:
         name, x, b, op, b_local = w[-5:]
         a = local_vals[x]
-        if b_local:
+        if b_local == R_NESTED:  # `a <op> (c <op> d)`
+            c, d, inner, d_local = b
+            c = local_vals[c]
+            if d_local:
+                d = local_vals[d]
+            if type(c) is not int or type(d) is not int:
+                raise TypeError
+            b = INT_OP_LIST[inner](c, d)
+        elif b_local:
             b = local_vals[b]
         if type(a) is not int or type(b) is not int:
             raise TypeError

@@ -28,7 +28,7 @@ from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
 from runtime.record.format import (
-    BATCH_CALLS,
+    BATCH_NESTED,
     KIND_CODES,
     R_APPEND,
     R_CONTENTS,
@@ -112,7 +112,7 @@ class Recorder:
     and calls `flush_chunk` when the log is long. Writes are encoded as they are made
     (containers by id, defined the first time they are met: `enc`), so a chunk is plain data,
     pickled as it is, in C. A batch blob is `(first_step, depth_before, depth_after, entries,
-    BATCH_CALLS)` (`runtime.record.format`).
+    BATCH_NESTED)` (`runtime.record.format`).
     """
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
@@ -157,6 +157,11 @@ class Recorder:
         self.full_lens: dict[int, int] = {}  # oid -> length of a list (set, map) in it
         self.touched: set[int] = set()  # lists changed within that length since it
         self.append_heads: dict[int, tuple[int, int]] = {}  # oid -> its `(R_APPEND, oid)`
+        # id(list) -> its append head, for a list whose next push needs nothing but the log:
+        # known, in `dirty` (which keeps it alive, so its id is its own) and longer than in the
+        # full keyframe. A splice (which may shrink it) or a full keyframe (`capture`, which
+        # replaces `known` and empties `dirty`) forgets it.
+        self.pushes: dict[int, tuple[int, int]] = {}
         self.last_step = machine.step_index
         self.bytes_written = 0
         self.listeners: list[Callable[[int], None]] = []
@@ -241,6 +246,7 @@ class Recorder:
             wlog.append((3, oid, key, self.enc(value, wlog)))  # type: ignore[union-attr, arg-type]
 
     def log_splice(self, arr: Any, start: int, delete: int, items: tuple[Any, ...]) -> None:
+        self.pushes.pop(id(arr), None)
         oid = getattr(arr, "oid", None)
         if oid is not None and oid in self.known:
             self.dirty[oid] = arr
@@ -261,14 +267,16 @@ class Recorder:
         oid = getattr(arr, "oid", None)
         if oid is not None and oid in self.known:
             self.dirty[oid] = arr
-            if len(arr) <= self.full_lens.get(oid, 0):  # (it shrank since: a pop touched it)
-                self.touched.add(oid)
-            wlog = self.m.wlog
-            if type(item) not in _PRIMITIVE:
-                item = self.enc(item, wlog)  # type: ignore[arg-type]  # (defines it first)
             head = self.append_heads.get(oid)
             if head is None:
                 head = self.append_heads[oid] = (R_APPEND, oid)
+            if len(arr) <= self.full_lens.get(oid, 0):  # (it shrank since: a pop touched it)
+                self.touched.add(oid)
+            elif type(arr) is JSArray:
+                self.pushes[id(arr)] = head  # (`Machine.push` logs the next one itself)
+            wlog = self.m.wlog
+            if type(item) not in _PRIMITIVE:
+                item = self.enc(item, wlog)  # type: ignore[arg-type]  # (defines it first)
             wlog.append(head)  # type: ignore[union-attr]
             wlog.append(item)  # type: ignore[union-attr]
 
@@ -318,6 +326,7 @@ class Recorder:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
         state = self._capture(None)
         self.known = set(state["heap"])
+        self.pushes = {}
         return state
 
     def capture_changes(self) -> dict[str, Any]:
@@ -534,9 +543,9 @@ class Recorder:
         last = m.step_index  # every step appends its marker, so the last one is this step's
         head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((*head, chunk, BATCH_CALLS), memo=True)
+            blob = encode_record((*head, chunk, BATCH_NESTED), memo=True)
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((*head, _plain_data(chunk), BATCH_CALLS), memo=True)
+            blob = encode_record((*head, _plain_data(chunk), BATCH_NESTED), memo=True)
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         # What a reader pays to replay it: its bytes, or ENTRY_WEIGHT an entry (a derived write

@@ -42,6 +42,7 @@ from typing import Any
 from runtime.language.bytecode import (
     BINARY,
     BINARY_STORE,
+    CALL_METHOD,
     CONST,
     FOR_EACH,
     FOR_RANGE,
@@ -56,6 +57,8 @@ from runtime.language.bytecode import (
     LOCAL_OP_LOCAL_JUMP,
     LOCAL_OP_LOCAL_STORE,
     OP_CONST_JUMP,
+    POP,
+    PUSH_LOCAL,
     RANGE_NEXT,
     STEP,
     STEP_NEXT,
@@ -75,7 +78,7 @@ from runtime.vm.values import (
     js_ne,
     js_sub,
 )
-from runtime.vm.writelog import W_STEP_WRITE
+from runtime.vm.writelog import W_NESTED, W_STEP_WRITE
 
 # JavaScript operators on two ints, as plain Python (`runtime.language.int_ops`).
 INT_FAST: dict[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = {
@@ -101,6 +104,7 @@ _AFTER = {
 
 _THREADED = {
     BINARY_STORE,
+    PUSH_LOCAL,
     LOCAL_OP_LOCAL_STORE,
     LOCAL_OP_CONST_STORE,
     LOCAL_OP_LOCAL_JUMP,
@@ -117,19 +121,73 @@ def _through_jumps(ops: list[int], args: list[Any], pc: int) -> int:
     return pc
 
 
-def _derived_write(code: Code, at: int, op: int, arg: Any) -> tuple[Any, ...] | None:
-    """For a STEP_NEXT whose next instruction is a whole `name = a <op> b` with an int operator
-    on visible locals (b an int if a constant): (its log entry, a, b, int fn, name, next pc,
-    b is a local), what a recording machine logs the step and the write with, as one entry
-    without the value, when a and b are ints (`W_STEP_WRITE`). Else None."""
-    if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE) or at >= len(code.markers):
+def _hidden(name: Any) -> bool:
+    """A hidden local is not in the record: a reader could not recompute a write from it."""
+    return type(name) is str and name[:2] == "__"
+
+
+def _derived_write(
+    code: Code, at: int, op: int, arg: Any, ops: list[int], args: list[Any], pc: int
+) -> tuple[Any, ...] | None:
+    """For a STEP_NEXT (at `pc`) whose next instruction is a whole `name = a <op> b` with an
+    int operator on visible locals (b an int if a constant): (its log entry, a, b, int fn,
+    name, next pc, b is a local), what a recording machine logs the step and the write with,
+    as one entry without the value, when a and b are ints (`W_STEP_WRITE`). The same for
+    `name = a <op> (c <op> d)`, b being the inner pair (`_nested`). Else None."""
+    if at >= len(code.markers):
+        return None
+    if op == LOAD_LOCAL:
+        return _nested_write(code, at, arg, ops, args, pc + 2)
+    if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE):
         return None
     x, b, _fn, fast, name, next_pc = arg
     b_local = op == LOCAL_OP_LOCAL_STORE
-    if fast is None or x[:2] == "__" or name[:2] == "__" or (b_local and b[:2] == "__"):
-        return None  # (a hidden local is not in the record: a reader could not recompute it)
+    if fast is None or _hidden(x) or _hidden(name) or (b_local and _hidden(b)):
+        return None
     entry = (W_STEP_WRITE, code.markers[at], name, x, b, INT_OP_INDEX[fast], b_local)
     return (entry, x, b, fast, name, next_pc, b_local)
+
+
+def _nested_write(
+    code: Code, at: int, x: str, ops: list[int], args: list[Any], pc: int
+) -> tuple[Any, ...] | None:
+    """`name = x <op> (c <op> d)`: LOAD_LOCAL x (before `pc`), then `c <op> d` as one
+    LOCAL_OP_{LOCAL,CONST}, then BINARY_STORE; both operators on ints as plain Python. Its
+    second operand is `(c, d, op index, d is a local)`, and in place of "b is a local" the
+    machine's derived tuple has the function that computes it (None unless two ints)."""
+    if pc >= len(ops) or ops[pc] not in (LOCAL_OP_LOCAL, LOCAL_OP_CONST):
+        return None
+    c, d, _fn, inner, inner_next = args[pc]
+    if inner is None or inner_next >= len(ops) or ops[inner_next] != BINARY_STORE:
+        return None
+    fn, name, next_pc = args[inner_next]
+    fast = INT_FAST.get(fn)
+    d_local = ops[pc] == LOCAL_OP_LOCAL
+    if fast is None or _hidden(x) or _hidden(name) or _hidden(c) or (d_local and _hidden(d)):
+        return None
+    spec = (c, d, INT_OP_INDEX[inner], d_local)
+    entry = (W_STEP_WRITE, code.markers[at], name, x, spec, INT_OP_INDEX[fast], W_NESTED)
+    return (entry, x, spec, fast, name, next_pc, nested_value(c, d, inner, d_local))
+
+
+def nested_value(
+    c: str, d: Any, inner: Callable[[Any, Any], Any], d_local: bool
+) -> Callable[[dict[str, Any]], Any]:
+    """What computes `c <op> d` from the frame's locals for a nested derived write: the value
+    when both are ints, else None (the machine then runs the statement's instructions)."""
+    if d_local:
+
+        def two_locals(values: dict[str, Any]) -> Any:
+            a, b = values.get(c), values.get(d)
+            return inner(a, b) if type(a) is int and type(b) is int else None
+
+        return two_locals
+
+    def local_and_const(values: dict[str, Any]) -> Any:
+        a = values.get(c)
+        return inner(a, d) if type(a) is int else None
+
+    return local_and_const
 
 
 def fuse(code: Code) -> None:
@@ -163,6 +221,15 @@ def fuse(code: Code) -> None:
             new_ops[pc], new_args[pc] = OP_CONST_JUMP, (arg, fn, fast, args[pc + 2], pc + 3)
         elif op == BINARY and pc + 1 < n and ops[pc + 1] == STORE_LOCAL:
             new_ops[pc], new_args[pc] = BINARY_STORE, (arg, args[pc + 1], pc + 2)
+    for pc in range(n - 3):
+        if (
+            new_ops[pc] == LOAD_LOCAL
+            and ops[pc + 1] == LOAD_LOCAL
+            and ops[pc + 2] == CALL_METHOD
+            and args[pc + 2] == ("push", 1)
+            and ops[pc + 3] == POP
+        ):
+            new_ops[pc], new_args[pc] = PUSH_LOCAL, (args[pc], args[pc + 1], pc + 4)
     for pc in range(n - 1):
         if new_ops[pc] in _THREADED:  # its next instruction a JUMP: go to the JUMP's target
             arg = new_args[pc]
@@ -172,7 +239,7 @@ def fuse(code: Code) -> None:
             at = args[pc]
             new_ops[pc] = STEP_NEXT
             nxt, nxt_arg = new_ops[pc + 1], new_args[pc + 1]
-            derived = _derived_write(code, at, nxt, nxt_arg)
+            derived = _derived_write(code, at, nxt, nxt_arg, new_ops, new_args, pc)
             new_args[pc] = (at, code.locations[at], nxt, nxt_arg, pc + 2, derived)
     ops[:] = new_ops
     args[:] = new_args

@@ -207,11 +207,11 @@ class Machine(CallingMachine):
                                     return
                             elif wlog is not None:
                                 if derived is not None:  # `name = a <op> b`, an int operator
-                                    dw: tuple[Any, str, Any, Any, str, int, bool] = derived
+                                    dw: tuple[Any, str, Any, Any, str, int, Any] = derived
                                     entry, x, b, fast, name, after, b_local = dw
                                     a = L.get(x)
-                                    if b_local:
-                                        b = L.get(b)
+                                    if b_local:  # a local, or `c <op> d` (fuse.nested_value)
+                                        b = L.get(b) if b_local is True else b_local(L)
                                     if type(a) is int and type(b) is int:
                                         # The step and the write as one entry, without the
                                         # value: a reader recomputes it (W_STEP_WRITE).
@@ -349,6 +349,30 @@ class Machine(CallingMachine):
                                 v = fast(a, b) if fast is not None and type(a) is int else fn(a, b)
                                 if v is not True and (v is False or v is None or not truthy(v)):
                                     pc = target
+                                continue
+                            if op == 74:  # PUSH_LOCAL (array, item, next pc)
+                                # `xs.push(v)` as a statement, both locals: Machine.push
+                                pl: tuple[str, str, int] = arg
+                                x, y, next_pc = pl
+                                arr = L.get(x)
+                                if (
+                                    type(arr) is JSArray
+                                    and len(arr) < SMALL
+                                    and (not self.frozen or id(arr) not in self.frozen)
+                                ):
+                                    v = L.get(y)
+                                    arr.append(v)
+                                    if wlog is not None:
+                                        rec = self.rec
+                                        head = rec.pushes.get(id(arr))
+                                        if head is not None and type(v) in PLAIN:
+                                            wlog.append(head)
+                                            wlog.append(v)
+                                        else:
+                                            rec.log_push(arr, v)
+                                    pc = next_pc
+                                    continue
+                                push(arr)  # anything else: its instructions (LOAD_LOCAL first)
                                 continue
                     if op == 0:  # STEP
                         frame.stmt_pc = pc - 1

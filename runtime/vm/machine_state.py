@@ -36,6 +36,7 @@ from runtime.vm.values import (
 from runtime.vm.writelog import (
     FAILED,
     HALTED,
+    PLAIN,
     RUNNING,
     W_MESSAGE,
     W_OUTPUT,
@@ -421,10 +422,21 @@ class MachineState:
         n = len(arr) + len(items)
         if n > SMALL:
             check_array_length(n)
-        if self.wlog is None:
+        wlog = self.wlog
+        if wlog is None:
             arr.extend(items)
             return n
         rec = self.rec
+        if len(items) == 1:  # the common push: logged here when the recorder says it may be
+            x = items[0]
+            arr.append(x)
+            head = rec.pushes.get(id(arr))
+            if head is not None and type(x) in PLAIN:
+                wlog.append(head)
+                wlog.append(x)
+            else:
+                rec.log_push(arr, x)
+            return n
         for x in items:
             arr.append(x)
             rec.log_push(arr, x)

@@ -32,6 +32,8 @@ W_APPEND = 18  # (W_APPEND, container) then the item: the recorder's push (`log_
 # The machine logs it for a statement `name = a <op> b` on two ints; a reader recomputes the
 # value (`runtime.language.int_ops`, op by index) from the state before the step.
 W_STEP_WRITE = 19
+# ... or `name = a <op> (c <op> d)`: b is then `(c, d, op, d is a local)`, "b is a local" 2
+W_NESTED = 2
 W_DERIVED = 20  # (W_DERIVED, name, a, b, op, b is a local): the write alone (the recorder's)
 
 PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are

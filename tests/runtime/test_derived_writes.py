@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from runtime.language.int_ops import INT_OP_INDEX, INT_OPS
 from runtime.language.program import compile_source
-from runtime.record.format import R_DERIVED, R_OUTPUT, R_STEP_WRITE, batch_entries
+from runtime.record.format import R_DERIVED, R_NESTED, R_OUTPUT, R_STEP_WRITE, batch_entries
 from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import MemoryStore
 from runtime.record.timeline import Timeline
@@ -101,6 +101,37 @@ def test_a_loop_of_int_statements_reads_as_recorded_a_step_at_a_time(
     assert (last.frames[-1].locals["i"], last.frames[-1].locals["total"]) == (300, total)
 
 
+NESTED_LOOP = """node main() {
+  let total = 0
+  let k = 3
+  for (i in range(200)) {
+    total = total + i * 2
+    k = k - (i % 3)
+    total = total + (k * i)
+  }
+  k = k + (total < 1)
+  return [total, k]
+}
+"""
+
+
+def test_a_statement_a_op_c_op_d_on_ints_is_one_entry_too() -> None:
+    got = _record(NESTED_LOOP, False, MemoryStore())
+    want = _record(NESTED_LOOP, True, MemoryStore())
+    nested = [e for e in _entries(got) if type(e) is tuple and e[0] == R_STEP_WRITE]
+    assert all(e[6] == R_NESTED for e in nested)
+    assert len(nested) >= 3 * 200 - 10  # (but for the flushes)
+    _same_reading(got, want)
+    total, k = 0, 3
+    for i in range(200):
+        total = total + i * 2
+        k = k - i % 3
+        total = total + k * i
+    last = got.state_at(len(got) - 2)
+    # (a comparison is a boolean, not an int: `k + (total < 1)` ran its instructions: k + 1)
+    assert (last.frames[-1].locals["total"], last.frames[-1].locals["k"]) == (total, k + 1)
+
+
 def test_a_derived_write_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
     # A run stopped within a step stores the steps started so far (`finish`); when the last
     # one's marker is an R_STEP_WRITE, its write is the stopped step's, which goes on in the
@@ -141,13 +172,19 @@ def _stmt(draw: Any, depth: int = 0) -> str:
     v, w = draw(st.sampled_from(_VARS)), draw(st.sampled_from(_VARS))
     n = draw(st.integers(-9, 9))
     op = draw(st.sampled_from(["+", "-", "*", "%", "<", "==", "/"]))
-    kinds = ["local", "const", "mixed", "call", "push", "add"]
+    u = draw(st.sampled_from(_VARS))
+    op2 = draw(st.sampled_from(["+", "-", "*", "%", "<", "/"]))
+    kinds = ["local", "const", "mixed", "call", "push", "add", "nested", "nested-local"]
     kinds += ["while", "if", "for"] if depth < 2 else []
     kind = draw(st.sampled_from(kinds))
     if kind == "local":
         return f"{v} = {v} {op} {w}"
     if kind == "const":
         return f"{v} = {w} {op} {n}"
+    if kind == "nested":  # `a <op> (c <op> d)`: one entry too, when both are ints
+        return f"{v} = {v} {op} ({w} {op2} {n})"
+    if kind == "nested-local":
+        return f"{v} = {w} {op} ({u} {op2} {v})"
     if kind == "mixed":  # not an int: the write keeps its value
         return f'{v} = {w} {op} "{n}"' if op == "+" else f"{v} = {w} {op} 0.5"
     if kind == "call":

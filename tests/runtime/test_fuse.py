@@ -96,6 +96,22 @@ node main() {
   return [a, isFailure(b), c, d]
 }
 """,
+    "pushes": """static const fixed = [1, 2]
+
+node main() {
+  let xs = []
+  let i = 0
+  while (i < 5) {
+    xs.push(i)
+    xs.push(xs)
+    i = i + 1
+  }
+  let f = fixed
+  let n = 3
+  let frozen = f.push(n) catch "refused"
+  return [xs.length, frozen]
+}
+""",
 }
 
 
@@ -104,6 +120,7 @@ class LogAll:
 
     def __init__(self, wlog: list[Any]) -> None:
         self.wlog = wlog
+        self.pushes: dict[int, Any] = {}  # (no list's push is logged by the machine itself)
 
     def enc_now(self, v: Any) -> Any:
         return ("value", repr(v))

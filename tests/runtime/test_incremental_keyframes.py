@@ -61,18 +61,45 @@ node main() {
 """
 
 
-def record(incremental: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[MemoryStore, str]:
+# A list pushed to, popped below its length in the last full keyframe, then pushed to again:
+# an incremental keyframe must hold it whole, not as that length and a tail.
+PUSH_POP = """
+node main() {
+  let xs = []
+  let i = 0
+  while (i < 4000) {
+    xs.push(i)
+    if (i % 500 == 499) {
+      let k = 0
+      while (k < 300) {
+        xs.pop()
+        k = k + 1
+      }
+    }
+    i = i + 1
+  }
+  return xs.length
+}
+"""
+
+
+def record(
+    incremental: bool, monkeypatch: pytest.MonkeyPatch, source: str = PROGRAM
+) -> tuple[MemoryStore, str]:
     monkeypatch.setattr(Recorder, "incremental", incremental)
     store = MemoryStore()
     mocks: list[Any] = [{"return": f"answer {i}"} for i in range(20)]
-    rec = record_program(compile_source(PROGRAM, "p.agency"), RunConfig(mocks=mocks), store)
+    rec = record_program(compile_source(source, "p.agency"), RunConfig(mocks=mocks), store)
     assert rec.machine.error is None, rec.machine.error
     return store, rec.run_id
 
 
-def test_incremental_keyframes_read_back_the_same_states(monkeypatch: pytest.MonkeyPatch) -> None:
-    full_store, full_id = record(False, monkeypatch)
-    inc_store, inc_id = record(True, monkeypatch)
+@pytest.mark.parametrize("source", [PROGRAM, PUSH_POP], ids=["program", "push-pop"])
+def test_incremental_keyframes_read_back_the_same_states(
+    monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    full_store, full_id = record(False, monkeypatch, source)
+    inc_store, inc_id = record(True, monkeypatch, source)
     kinds = [
         "base" in decode_keyframe(blob)
         for blob in inc_store._runs[inc_id].branches[0].kf_blobs  # noqa: SLF001
