@@ -156,10 +156,12 @@ class Recorder:
         self.full_seqs: dict[str, tuple[Any, int, Any]] = {}  # its threads and output, by name
         self.full_lens: dict[int, int] = {}  # oid -> length of a list (set, map) in it
         self.touched: set[int] = set()  # lists changed within that length since it
+        self.mixed: set[int] = set()  # lists given items since it that may not be primitives
+        self.plain_lists: set[int] = set()  # lists of primitives only, in it
         self.append_heads: dict[int, tuple[int, int]] = {}  # oid -> its `(R_APPEND, oid)`
-        # id(list) -> its append head, for a list whose next push needs nothing but the log:
-        # known, in `dirty` (which keeps it alive, so its id is its own) and longer than in the
-        # full keyframe. A splice (which may shrink it) or a full keyframe (`capture`, which
+        # id(list) -> its append head, for a list whose next push of a primitive needs nothing
+        # but the log: known, in `dirty` (which keeps it alive, so its id is its own) and
+        # longer than in the full keyframe. A splice (which may shrink it) or a full keyframe (`capture`, which
         # replaces `known` and empties `dirty`) forgets it.
         self.pushes: dict[int, tuple[int, int]] = {}
         self.last_step = machine.step_index
@@ -240,6 +242,7 @@ class Recorder:
         oid = getattr(obj, "oid", None)
         if oid is not None and oid in self.known:
             self.dirty[oid] = obj
+            self.mixed.add(oid)
             if type(key) is int and key < self.full_lens.get(oid, 0):
                 self.touched.add(oid)
             wlog = self.m.wlog
@@ -250,6 +253,7 @@ class Recorder:
         oid = getattr(arr, "oid", None)
         if oid is not None and oid in self.known:
             self.dirty[oid] = arr
+            self.mixed.add(oid)
             if start < self.full_lens.get(oid, 0):
                 self.touched.add(oid)
             wlog = self.m.wlog
@@ -276,6 +280,7 @@ class Recorder:
                 self.pushes[id(arr)] = head  # (`Machine.push` logs the next one itself)
             wlog = self.m.wlog
             if type(item) not in _PRIMITIVE:
+                self.mixed.add(oid)
                 item = self.enc(item, wlog)  # type: ignore[arg-type]  # (defines it first)
             wlog.append(head)  # type: ignore[union-attr]
             wlog.append(item)  # type: ignore[union-attr]
@@ -324,9 +329,11 @@ class Recorder:
 
     def capture(self) -> dict[str, Any]:
         """The full visible state, as a keyframe: every reachable container under `heap`."""
-        state = self._capture(None)
+        plain: set[int] = set()
+        state = self._capture(None, None, plain)
         self.known = set(state["heap"])
         self.pushes = {}
+        self.plain_lists = plain
         return state
 
     def capture_changes(self) -> dict[str, Any]:
@@ -340,11 +347,15 @@ class Recorder:
         return state
 
     def _capture(
-        self, dirty: dict[int, Any] | None, grown: dict[str, Any] | None = None
+        self,
+        dirty: dict[int, Any] | None,
+        grown: dict[str, Any] | None = None,
+        plain: set[int] | None = None,
     ) -> dict[str, Any]:
         """The visible state; with `dirty`, known containers not in it are referred to and not
         encoded, and every container in it is encoded, reachable or not; with `grown`, a
-        thread or the output that only grew since its mark there is `("+", n, new items)`."""
+        thread or the output that only grew since its mark there is `("+", n, new items)`.
+        `plain` gets the lists it found all primitives."""
         m = self.m
         heap: dict[int, Any] = {}
         known = self.known if dirty is not None else ()
@@ -377,6 +388,10 @@ class Recorder:
 
         full_lens = self.full_lens if dirty is not None else {}
         touched = self.touched if dirty is not None else ()
+        mixed = self.mixed
+        plain_before = self.plain_lists
+        if plain is None:
+            plain = set()
 
         def drain() -> None:
             while pending:
@@ -386,7 +401,10 @@ class Recorder:
                     # Only grown since the full keyframe: its first n items are the base's.
                     if type(c) is JSArray:
                         tail = c[n:]
-                        heap[oid] = ("+", n, _primitives(tail) or [enc(x) for x in tail])
+                        if oid not in mixed:  # only primitives pushed since: no need to look
+                            heap[oid] = ("+", n, tail)
+                        else:
+                            heap[oid] = ("+", n, _primitives(tail) or [enc(x) for x in tail])
                     else:
                         heap[oid] = ("+", n, [enc(_entry(x)) for x in list(c.values())[n:]])
                     continue
@@ -394,7 +412,16 @@ class Recorder:
                     heap[oid] = [enc(_entry(x)) for x in c.values()]
                     continue
                 if type(c) is JSArray:
-                    heap[oid] = _primitives(c) or [enc(x) for x in c]
+                    if oid in plain_before and oid not in mixed:  # (and only pushed to since)
+                        heap[oid] = list(c)
+                        plain.add(oid)
+                        continue
+                    items = _primitives(c)
+                    if items is None:
+                        items = [enc(x) for x in c]
+                    else:
+                        plain.add(oid)
+                    heap[oid] = items
                 elif _PRIMITIVE.issuperset(map(type, c.values())):
                     heap[oid] = dict(c)
                 else:
@@ -615,6 +642,7 @@ class Recorder:
             heap = state["heap"]
             self.full_lens = {o: len(c) for o, c in heap.items() if type(c) is list} if heap else {}
             self.touched = set()
+            self.mixed = set()
             m = self.m
             self.full_seqs = {"output": _seq_mark(m.output)}
             for tid, msgs in m.threads.items():

@@ -62,13 +62,17 @@ node main() {
 
 
 # A list pushed to, popped below its length in the last full keyframe, then pushed to again:
-# an incremental keyframe must hold it whole, not as that length and a tail.
+# an incremental keyframe must hold it whole, not as that length and a tail. Now and then an
+# object is pushed: a tail that holds one is encoded item by item.
 PUSH_POP = """
 node main() {
   let xs = []
   let i = 0
   while (i < 4000) {
     xs.push(i)
+    if (i % 700 == 0) {
+      xs.push({at: i})
+    }
     if (i % 500 == 499) {
       let k = 0
       while (k < 300) {

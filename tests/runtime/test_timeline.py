@@ -54,6 +54,8 @@ class _Probe(Recorder):
         self.m = machine
         self.ids: dict[int, tuple[int, Any]] = {}
         self.known = set()
+        self.mixed: set[int] = set()  # (no full keyframe before: every list is looked at)
+        self.plain_lists: set[int] = set()
 
     def oid_of(self, c: Any) -> int:
         hit = self.ids.get(id(c))
