@@ -28,6 +28,8 @@ def int_mul(a: int, b: int) -> int | float:
 
 
 def int_mod(a: int, b: int) -> int | float:
+    if b > 0 and a >= 0:  # (the common case, where Python's sign rule is JavaScript's)
+        return a % b
     if b == 0:
         return math.nan
     r = abs(a) % abs(b)

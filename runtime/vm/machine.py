@@ -355,11 +355,11 @@ class Machine(CallingMachine):
                                 pl: tuple[str, str, int] = arg
                                 x, y, next_pc = pl
                                 arr = L.get(x)
-                                if (
-                                    type(arr) is JSArray
-                                    and len(arr) < SMALL
-                                    and (not self.frozen or id(arr) not in self.frozen)
+                                if type(arr) is JSArray and (
+                                    not self.frozen or id(arr) not in self.frozen
                                 ):
+                                    if len(arr) >= SMALL:
+                                        check_array_length(len(arr) + 1)
                                     v = L.get(y)
                                     arr.append(v)
                                     if wlog is not None:

@@ -251,3 +251,13 @@ def test_batches_keep_to_the_chunk_limit_after_steps_stored_at_once() -> None:
     _record(CALLS_THEN_LOOP, False, Sizes())
     assert max(sizes) <= Recorder.chunk_limit
     assert len(sizes) >= 6000 * 2 // Recorder.chunk_limit + 40
+
+
+@given(a=st.integers(-(2**60), 2**60), b=st.integers(-(2**60), 2**60))
+def test_the_int_remainder_takes_the_dividends_sign_as_javascript_does(a: int, b: int) -> None:
+    got = INT_OPS["%"](a, b)
+    if b == 0:
+        assert got != got  # NaN
+    else:  # a - b * trunc(a / b), in exact integers
+        quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        assert got == a - b * quotient and type(got) is int
