@@ -58,6 +58,7 @@ from runtime.vm.values import (
 from runtime.vm.writelog import (
     FAILED,
     HALTED,
+    POPPED,
     W_ACTIVE,
     W_POP_FRAME,
     W_STATUS,
@@ -366,8 +367,9 @@ class CallingMachine(MachineState):
             value = end_destructive(cast("Machine", self), f, value)
         if f.code.kind == "node":
             self.location = stmt_location(f) or self.location  # the end shows the node's return
-        if self.wlog is not None:
-            self.wlog.append((W_POP_FRAME,))
+        wlog = self.wlog
+        if wlog is not None:
+            wlog.append(POPPED)
             if f.threads:
                 self.wlog.append((W_ACTIVE, self.active_thread()))
         if not frames:

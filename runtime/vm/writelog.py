@@ -37,6 +37,7 @@ W_NESTED = 2
 W_DERIVED = 20  # (W_DERIVED, name, a, b, op, b is a local): the write alone (the recorder's)
 
 PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are
+POPPED = (W_POP_FRAME,)  # one tuple for every return: a batch pickles it once, then refers to it
 
 HALTED = "finished"
 FAILED = "failed"
