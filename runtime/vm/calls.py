@@ -371,7 +371,7 @@ class CallingMachine(MachineState):
         if wlog is not None:
             wlog.append(POPPED)
             if f.threads:
-                self.wlog.append((W_ACTIVE, self.active_thread()))
+                wlog.append((W_ACTIVE, self.active_thread()))
         if not frames:
             self._finish(value)
             return
