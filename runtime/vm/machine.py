@@ -351,7 +351,8 @@ class Machine(CallingMachine):
                                     pc = target
                                 continue
                             if op == 74:  # PUSH_LOCAL (array, item, next pc)
-                                # `xs.push(v)` as a statement, both locals: Machine.push
+                                # `xs.push(v)` as a statement, both locals: Machine.push, inlined
+                                # (calling it costs the array loop 8%)
                                 pl: tuple[str, str, int] = arg
                                 x, y, next_pc = pl
                                 arr = L.get(x)
