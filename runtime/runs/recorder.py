@@ -161,8 +161,8 @@ class Recorder:
         self.append_heads: dict[int, tuple[int, int]] = {}  # oid -> its `(R_APPEND, oid)`
         # id(list) -> its append head, for a list whose next push of a primitive needs nothing
         # but the log: known, in `dirty` (which keeps it alive, so its id is its own) and
-        # longer than in the full keyframe. A splice (which may shrink it) or a full keyframe (`capture`, which
-        # replaces `known` and empties `dirty`) forgets it.
+        # longer than in the full keyframe. A splice (which may shrink it) or a full keyframe
+        # (`capture`, which replaces `known` and empties `dirty`) forgets it.
         self.pushes: dict[int, tuple[int, int]] = {}
         self.last_step = machine.step_index
         self.bytes_written = 0

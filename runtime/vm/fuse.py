@@ -16,6 +16,8 @@ without it.
   finds two ints does the store itself and logs the step and the write as one entry without
   the value (`W_STEP_WRITE`), which a reader recomputes: the loop statements `i = i + 1`,
   `total = total + i` log a third of the entries they did, so cost a third as much to store.
+  The same for `name = a <op> (c <op> d)` (LOAD_LOCAL a, then `c <op> d` as one
+  `LOCAL_OP_*`, then BINARY_STORE): `total = total + i * 2` is one entry too (`W_NESTED`).
 - `LOCAL_OP_{LOCAL,CONST}_STORE (a, b, fn, int fn, name, next pc)`: `name = a <op> b` from
   LOAD_LOCAL a; LOAD_LOCAL b | CONST b; BINARY; STORE_LOCAL.
 - `LOCAL_OP_{LOCAL,CONST}_JUMP (a, b, fn, int fn, target, next pc)`: a loop or `if` test,
@@ -26,6 +28,8 @@ without it.
 - `BINARY_STORE (fn, name, next pc)`: BINARY; STORE_LOCAL name (the end of `x = … <op> …`).
 - `FOR_RANGE`, `FOR_EACH`: RANGE_NEXT, and ITER_NEXT without a second variable, with their
   hidden slots' names spelled out (and tested before the other instructions: loop heads are hot).
+- `PUSH_LOCAL (array, item, next pc)`: LOAD_LOCAL array; LOAD_LOCAL item; CALL_METHOD push;
+  POP, the statement `xs.push(v)`, as `Machine.push` does it when `xs` holds an array.
 
 A superinstruction whose sequence ends with a store before an unconditional JUMP (a loop's last
 statement) goes on at the JUMP's target instead: the JUMP does nothing else.
@@ -133,7 +137,7 @@ def _derived_write(
     int operator on visible locals (b an int if a constant): (its log entry, a, b, int fn,
     name, next pc, b is a local), what a recording machine logs the step and the write with,
     as one entry without the value, when a and b are ints (`W_STEP_WRITE`). The same for
-    `name = a <op> (c <op> d)`, b being the inner pair (`_nested`). Else None."""
+    `name = a <op> (c <op> d)`, b being the inner pair (`_nested_write`). Else None."""
     if at >= len(code.markers):
         return None
     if op == LOAD_LOCAL:
