@@ -61,6 +61,11 @@ R_NESTED = 2
 # The same write without the marker: what follows an `R_STEP_WRITE` that ended a batch of a run
 # stopped within that step (`Recorder.flush_chunk`), at the start of the next batch.
 R_DERIVED = 20  # (R_DERIVED, name, a, b, op, b_local)
+# A step marker and a push in one: a statement `xs.push(v)` of a primitive v. The item is not
+# stored: a reader appends the value the local v holds in the state before the step. One tuple
+# per statement and list (`BATCH_PUSHES`).
+R_STEP_PUSH = 21  # (R_STEP_PUSH, marker, oid, name)
+R_PUSHED = 22  # (R_PUSHED, oid, name): the push alone, as R_DERIVED is a derived write alone
 
 KINDS = ("step", "llm", "tool", "interrupt", "end")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
@@ -333,7 +338,8 @@ BATCH_LOCALS = 2  # a batch's fifth item: its local writes as `name, value` (`de
 BATCH_APPENDS = 3  # ... and its appends as `(R_APPEND, oid), item` (older readers refuse these)
 BATCH_CALLS = 4  # ... and calls as `(R_PUSH_FRAME, …, None, …), locals` (older readers refuse)
 BATCH_NESTED = 5  # ... and derived writes of `a <op> (c <op> d)` (R_NESTED; older readers refuse)
-BATCH_VERSIONS = (BATCH_LOCALS, BATCH_APPENDS, BATCH_CALLS, BATCH_NESTED)
+BATCH_PUSHES = 6  # ... and pushes as R_STEP_PUSH, R_PUSHED (older readers refuse these)
+BATCH_VERSIONS = (BATCH_LOCALS, BATCH_APPENDS, BATCH_CALLS, BATCH_NESTED, BATCH_PUSHES)
 
 
 def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
@@ -371,7 +377,8 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
     append's two entries become one `(R_APPEND, oid, item)`, a call's two one `R_PUSH_FRAME`
     with its locals; an `R_STEP_WRITE` its marker and
     an `R_LOCAL` whose value is None, which only a reader with the state can compute
-    (`RawState.apply`), as an `R_DERIVED` is."""
+    (`RawState.apply`), as an `R_DERIVED` is; an `R_STEP_PUSH` its marker and an `R_APPEND`
+    whose item is None, as an `R_PUSHED` is."""
     out: list[Any] = []
     append = out.append
     items = iter(entries)
@@ -392,6 +399,14 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
                 if marked:
                     append(e[1])
                 append((R_LOCAL, depth - 1, e[-5], None))  # (its name: the same place in both)
+                continue
+            if code == R_STEP_PUSH or code == R_PUSHED:  # its item is in no record (None)
+                marked = code == R_STEP_PUSH
+                if len(e) != (4 if marked else 3) or type(e[-1]) is not str:
+                    raise BlobError("damaged step batch: a push of another shape")
+                if marked:
+                    append(e[1])
+                append((R_APPEND, e[-2], None))
                 continue
             if code == R_APPEND and len(e) == 2:
                 v = next(items, _END)

@@ -25,11 +25,13 @@ from runtime.record.format import (
     R_OUTPUT,
     R_POP_FRAME,
     R_PUSH_FRAME,
+    R_PUSHED,
     R_RESET,
     R_SETKEY,
     R_SHARED,
     R_SPLICE,
     R_STATUS,
+    R_STEP_PUSH,
     R_STEP_WRITE,
     R_THREAD,
     R_USAGE,
@@ -151,6 +153,16 @@ class RawState:
                 if code == R_DERIVED:  # the same write after its marker, in the next batch
                     if frames:
                         _derive(frames[-1][3], w)
+                    continue
+                if code == R_STEP_PUSH or code == R_PUSHED:  # `xs.push(v)`, v a local's value
+                    if code == R_STEP_PUSH and steps:
+                        steps -= 1
+                        if not steps:
+                            return w[1]  # type: ignore[no-any-return]
+                    self.heap_version += 1
+                    c = heap.get(w[-2])
+                    if c is not None:
+                        c.append(frames[-1][3].get(w[-1]) if frames else None)
                     continue
                 if code == R_LOCAL:
                     name = w[2]
@@ -535,7 +547,7 @@ class DecodedBatch:
             items = iter(self.entries)
             for e in items:
                 t = type(e)
-                if t is int or e[0] == R_STEP_WRITE:
+                if t is int or e[0] == R_STEP_WRITE or e[0] == R_STEP_PUSH:
                     step += 1
                 elif t is str or (e[0] == R_APPEND and len(e) == 2) or _site(e):
                     if next(items, _MISSING) is _MISSING:  # its value
@@ -553,7 +565,7 @@ class DecodedBatch:
             items = iter(self.entries)
             for e in items:
                 t = type(e)
-                if t is int or e[0] == R_STEP_WRITE:
+                if t is int or e[0] == R_STEP_WRITE or e[0] == R_STEP_PUSH:
                     depths.append(depth)
                 elif t is str or (e[0] == R_APPEND and len(e) == 2):
                     if next(items, _MISSING) is _MISSING:  # its value
@@ -573,7 +585,7 @@ class DecodedBatch:
 
 
 def marker_of(entry: Any) -> int:
-    """The step marker an entry is: an int, or an `R_STEP_WRITE`'s."""
+    """The step marker an entry is: an int, or an `R_STEP_WRITE`'s or `R_STEP_PUSH`'s."""
     return entry if type(entry) is int else int(entry[1])
 
 
@@ -617,7 +629,7 @@ def _marks(entries: list[Any], pairs: bool) -> list[int]:
                 raise BlobError("damaged step batch: a local write without its value")
         elif t is not tuple or not e:
             raise BlobError("damaged step batch: an entry is neither a marker nor a write")
-        elif e[0] == R_STEP_WRITE:
+        elif e[0] == R_STEP_WRITE or e[0] == R_STEP_PUSH:
             add(i)
         elif e[0] == R_APPEND and len(e) == 2 and pairs:
             if next(items, None) is None:

@@ -82,7 +82,7 @@ from runtime.vm.values import (
     js_ne,
     js_sub,
 )
-from runtime.vm.writelog import W_NESTED, W_STEP_WRITE
+from runtime.vm.writelog import W_NESTED, W_STEP_PUSH, W_STEP_WRITE
 
 # JavaScript operators on two ints, as plain Python (`runtime.language.int_ops`).
 INT_FAST: dict[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = {
@@ -140,6 +140,11 @@ def _derived_write(
     `name = a <op> (c <op> d)`, b being the inner pair (`_nested_write`). Else None."""
     if at >= len(code.markers):
         return None
+    if op == PUSH_LOCAL:  # `xs.push(v)`: the machine logs its step and push as one entry
+        xs, v, next_pc = arg
+        if _hidden(xs) or _hidden(v):
+            return None
+        return ({}, xs, None, None, v, next_pc, False)  # ({oid: entry}, list, -, -, item)
     if op == LOAD_LOCAL:
         return _nested_write(code, at, arg, ops, args, pc + 2)
     if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE):
@@ -172,6 +177,15 @@ def _nested_write(
     spec = (c, d, INT_OP_INDEX[inner], d_local)
     entry = (W_STEP_WRITE, code.markers[at], name, x, spec, INT_OP_INDEX[fast], W_NESTED)
     return (entry, x, spec, fast, name, next_pc, nested_value(c, d, inner, d_local))
+
+
+def step_push(entries: dict[int, Any], marker: int, oid: int, name: str) -> tuple[Any, ...]:
+    """The entry a statement `xs.push(v)` logs for the list `oid`: its step marker and the push
+    in one (`W_STEP_PUSH`), kept for the next time (for a few lists a statement)."""
+    entry = (W_STEP_PUSH, marker, oid, name)
+    if len(entries) < 64:
+        entries[oid] = entry
+    return entry
 
 
 def nested_value(

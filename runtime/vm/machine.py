@@ -31,6 +31,7 @@ from runtime.vm.frames import (
     RestoreSignal,
     UnwindSignal,
 )
+from runtime.vm.fuse import step_push
 from runtime.vm.limits import SMALL, check_array_length, out_of_memory
 from runtime.vm.machine_state import NEVER
 from runtime.vm.methods import (
@@ -219,6 +220,24 @@ class Machine(CallingMachine):
                                         wlog.append(entry)
                                         pc = after
                                         continue
+                                    if fast is None:  # `a.push(v)`, v the local `name`: the
+                                        # step and the push as one entry (W_STEP_PUSH) when
+                                        # the recorder lets the machine log a's pushes
+                                        head = self.rec.pushes.get(id(a))
+                                        v = L.get(name)
+                                        if (
+                                            head is not None
+                                            and type(v) in PLAIN
+                                            and len(a) < SMALL
+                                            and (not self.frozen or id(a) not in self.frozen)
+                                        ):
+                                            a.append(v)
+                                            e = entry.get(head[1])
+                                            if e is None:
+                                                e = step_push(entry, markers[at], head[1], name)
+                                            wlog.append(e)
+                                            pc = after
+                                            continue
                                 wlog.append(markers[at])
                             arg = next_arg
                             pc = next_pc

@@ -35,6 +35,11 @@ W_STEP_WRITE = 19
 # ... or `name = a <op> (c <op> d)`: b is then `(c, d, op, d is a local)`, "b is a local" 2
 W_NESTED = 2
 W_DERIVED = 20  # (W_DERIVED, name, a, b, op, b is a local): the write alone (the recorder's)
+# A step marker and a push in one: (W_STEP_PUSH, marker, list, item's name). The machine logs it
+# for a statement `xs.push(v)` of a primitive v (`runtime.vm.fuse`); a reader appends the value
+# of the local v in the state before the step.
+W_STEP_PUSH = 21
+W_PUSHED = 22  # (W_PUSHED, list, item's name): the push alone (the recorder's, as W_DERIVED)
 
 PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are
 POPPED = (W_POP_FRAME,)  # one tuple for every return: a batch pickles it once, then refers to it

@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 
 from runtime.language.int_ops import INT_OP_INDEX, INT_OPS
 from runtime.language.program import compile_source
-from runtime.record.format import R_DERIVED, R_NESTED, R_OUTPUT, R_STEP_WRITE, batch_entries
+from runtime.record.format import (
+    R_DERIVED,
+    R_NESTED,
+    R_OUTPUT,
+    R_PUSHED,
+    R_STEP_PUSH,
+    R_STEP_WRITE,
+    batch_entries,
+)
 from runtime.record.sqlite_store import SQLiteStore
 from runtime.record.store import MemoryStore
 from runtime.record.timeline import Timeline
@@ -160,6 +168,86 @@ def test_a_derived_write_that_ends_a_stopped_step_goes_on_in_the_next_batch() ->
         assert before.frames[-1].locals["a"] == 1
         assert after.frames[-1].locals["a"] == 6 and after.output[-1:] == ("hi",)
         assert tl.changed_names(step) == {"a"}
+        fresh = Timeline(store, rec.run_id, 0, locations=tl.locations)
+        assert fresh.state_at(step) == after
+
+
+PUSH_LOOP = """node main() {
+  let xs = []
+  let ys = [0]
+  for (i in range(300)) {
+    xs.push(i)
+    let half = i % 2
+    ys.push(half)
+  }
+  let label = "text"
+  xs.push(label)
+  xs.push([label])
+  return [xs.length, ys.length]
+}
+"""
+
+
+def test_a_push_statement_is_one_entry_read_on_the_state_before_it() -> None:
+    got = _record(PUSH_LOOP, False, MemoryStore())
+    want = _record(PUSH_LOOP, True, MemoryStore())
+    pushes = [e for e in _entries(got) if type(e) is tuple and e[0] == R_STEP_PUSH]
+    assert len(pushes) >= 2 * 299 - 10  # (the first push of a list goes the long way)
+    assert {e[3] for e in pushes} == {"i", "half", "label"}
+    _same_reading(got, want)
+    k = next(k for k in range(len(want)) if want.location_at(k).line == 5 and k > 20)
+    assert got.changed_names(k + 1) == want.changed_names(k + 1) == {"xs"}
+
+
+def test_a_frozen_list_is_not_pushed_to_by_the_one_entry_push() -> None:
+    source = """node main() {
+  let xs = []
+  let i = 0
+  while (i < 5) {
+    xs.push(i)
+    if (i == 3) {
+      Object.freeze(xs)
+    }
+    i = i + 1
+  }
+  return xs.length
+}
+"""
+    tl = _record(source, False, MemoryStore())
+    last = tl.state_at(len(tl) - 1)
+    assert last.status == "failed" and "frozen" in str(last.error)
+    assert tl.state_at(len(tl) - 2).frames[-1].locals["xs"] == [0, 1, 2, 3]
+
+
+def test_a_push_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
+    # As a derived write does (above): stored there as an R_PUSHED, read on the state before it.
+    program = compile_source(
+        "node main() {\n  let xs = [7]\n  let v = 5\n  xs.push(v)\n  return xs\n}\n", "p.agency"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        machine = new_machine(program, RunConfig(model_spec="sim", root=tmp, quiet=True))
+        store = MemoryStore()
+        rec = start_run(program, machine, store)
+        machine.step(3)  # at `xs.push(v)`'s step, before it runs
+        wlog = machine.wlog
+        assert wlog is not None and type(wlog[-1]) is int
+        marker = wlog.pop()
+        xs = machine.frames[-1].locals["xs"]
+        oid = rec.recorder.oid_of(xs)
+        xs.append(5)
+        wlog.append((R_STEP_PUSH, marker, oid, "v"))
+        wlog.append((R_OUTPUT, "hi"))  # the step goes on, and stops
+        rec.recorder.flush_chunk(machine, at_marker=False)
+        assert wlog[0] == (R_PUSHED, oid, "v")
+        machine.step_index += 1
+        wlog.append(rec.recorder.marker("step"))
+        rec.recorder.flush_chunk(machine)
+        tl = rec.timeline
+        step = machine.step_index
+        before, after = tl.state_at(step - 1), tl.state_at(step)
+        assert before.frames[-1].locals["xs"] == [7]
+        assert after.frames[-1].locals["xs"] == [7, 5] and after.output[-1:] == ("hi",)
+        assert tl.changed_names(step) == {"xs"}
         fresh = Timeline(store, rec.run_id, 0, locations=tl.locations)
         assert fresh.state_at(step) == after
 
