@@ -223,15 +223,16 @@ class Machine(CallingMachine):
                                     if fast is None:  # `a.push(v)`, v the local `name`: the
                                         # step and the push as one entry (W_STEP_PUSH) when
                                         # the recorder lets the machine log a's pushes
-                                        head = self.rec.pushes.get(id(a))
+                                        lst: Any = a  # (a list, if the recorder knows it)
+                                        head = self.rec.pushes.get(id(lst))
                                         v = L.get(name)
                                         if (
                                             head is not None
                                             and type(v) in PLAIN
-                                            and len(a) < SMALL
-                                            and (not self.frozen or id(a) not in self.frozen)
+                                            and len(lst) < SMALL
+                                            and (not self.frozen or id(lst) not in self.frozen)
                                         ):
-                                            a.append(v)
+                                            lst.append(v)
                                             e = entry.get(head[1])
                                             if e is None:
                                                 e = step_push(entry, markers[at], head[1], name)
