@@ -155,21 +155,28 @@ def test_a_derived_write_that_ends_a_stopped_step_goes_on_in_the_next_batch() ->
         wlog = machine.wlog
         assert wlog is not None and type(wlog[-1]) is int
         marker = wlog.pop()
-        wlog.append((R_STEP_WRITE, marker, "a", "a", 5, INT_OP_INDEX[INT_OPS["+"]], False))
-        wlog.append((R_OUTPUT, "hi"))  # the step goes on, and stops
-        rec.recorder.flush_chunk(machine, at_marker=False)
-        assert wlog[0] == (R_DERIVED, "a", "a", 5, INT_OP_INDEX[INT_OPS["+"]], False)
-        machine.step_index += 1
-        wlog.append(rec.recorder.marker("step"))
-        rec.recorder.flush_chunk(machine)
-        tl = rec.timeline
-        step = machine.step_index
+        entry = (R_STEP_WRITE, marker, "a", "a", 5, INT_OP_INDEX[INT_OPS["+"]], False)
+        tl, step = _stopped_within_step(machine, rec, entry, (R_DERIVED, *entry[2:]))
         before, after = tl.state_at(step - 1), tl.state_at(step)
         assert before.frames[-1].locals["a"] == 1
         assert after.frames[-1].locals["a"] == 6 and after.output[-1:] == ("hi",)
         assert tl.changed_names(step) == {"a"}
         fresh = Timeline(store, rec.run_id, 0, locations=tl.locations)
         assert fresh.state_at(step) == after
+
+
+def _stopped_within_step(machine: Any, rec: Any, entry: Any, alone: Any) -> tuple[Timeline, int]:
+    """Log `entry` (a step marker with its write), then an output, and stop within that step:
+    the write goes on in the next batch as `alone`. (The timeline, the step after it.)"""
+    wlog = machine.wlog
+    wlog.append(entry)
+    wlog.append((R_OUTPUT, "hi"))  # the step goes on, and stops
+    rec.recorder.flush_chunk(machine, at_marker=False)
+    assert wlog[0] == alone
+    machine.step_index += 1
+    wlog.append(rec.recorder.marker("step"))
+    rec.recorder.flush_chunk(machine)
+    return rec.timeline, machine.step_index
 
 
 PUSH_LOOP = """node main() {
@@ -195,7 +202,8 @@ def test_a_push_statement_is_one_entry_read_on_the_state_before_it() -> None:
     assert len(pushes) >= 2 * 299 - 10  # (the first push of a list goes the long way)
     assert {e[3] for e in pushes} == {"i", "half", "label"}
     _same_reading(got, want)
-    k = next(k for k in range(len(want)) if want.location_at(k).line == 5 and k > 20)
+    lines = [getattr(want.location_at(k), "line", None) for k in range(len(want))]
+    k = lines.index(5, 20)  # a step of `xs.push(i)`, some way into the loop
     assert got.changed_names(k + 1) == want.changed_names(k + 1) == {"xs"}
 
 
@@ -235,15 +243,9 @@ def test_a_push_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
         xs = machine.frames[-1].locals["xs"]
         oid = rec.recorder.oid_of(xs)
         xs.append(5)
-        wlog.append((R_STEP_PUSH, marker, oid, "v"))
-        wlog.append((R_OUTPUT, "hi"))  # the step goes on, and stops
-        rec.recorder.flush_chunk(machine, at_marker=False)
-        assert wlog[0] == (R_PUSHED, oid, "v")
-        machine.step_index += 1
-        wlog.append(rec.recorder.marker("step"))
-        rec.recorder.flush_chunk(machine)
-        tl = rec.timeline
-        step = machine.step_index
+        tl, step = _stopped_within_step(
+            machine, rec, (R_STEP_PUSH, marker, oid, "v"), (R_PUSHED, oid, "v")
+        )
         before, after = tl.state_at(step - 1), tl.state_at(step)
         assert before.frames[-1].locals["xs"] == [7]
         assert after.frames[-1].locals["xs"] == [7, 5] and after.output[-1:] == ("hi",)
