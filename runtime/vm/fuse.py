@@ -137,7 +137,10 @@ def _derived_write(
     int operator on visible locals (b an int if a constant): (its log entry, a, b, int fn,
     name, next pc, b is a local), what a recording machine logs the step and the write with,
     as one entry without the value, when a and b are ints (`W_STEP_WRITE`). The same for
-    `name = a <op> (c <op> d)`, b being the inner pair (`_nested_write`). Else None."""
+    `name = a <op> (c <op> d)`, b being the inner pair (`_nested_write`). For `xs.push(v)`
+    (PUSH_LOCAL): ({oid: its entry}, xs, None, None, v, next pc, False), which the machine
+    logs as one `W_STEP_PUSH` when the recorder lets it log xs's pushes (`step_push`). Else
+    None."""
     if at >= len(code.markers):
         return None
     if op == PUSH_LOCAL:  # `xs.push(v)`: the machine logs its step and push as one entry
