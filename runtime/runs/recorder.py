@@ -67,6 +67,7 @@ FULL_KEYFRAME_BUDGET = 40
 COMPRESS_FROM = 4096  # keyframes this large are compressed, when a sample says it pays
 COMPRESS_SAMPLE = 4096  # ... bytes of it compressed first to find out
 COMPRESS_RATIO = 0.6  # ... it pays when the sample shrinks to this share or less
+COMPRESS_VERDICT_USES = 8  # ... and the sample's verdict holds for this many keyframes
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
 # A code object's name, kind and parameter names, its parameter names that are recorded, and
 # the positions of its statements by pc (`frame_head`).
@@ -168,6 +169,7 @@ class Recorder:
         self.pushes: dict[int, tuple[int, int]] = {}
         self.last_step = machine.step_index
         self.bytes_written = 0
+        self.compress_verdict: tuple[bool, int, int] | None = None  # (`_compressed`)
         self.listeners: list[Callable[[int], None]] = []
         machine.wlog = [(R_RESET, len(machine.frames))]  # a new recorder: the past is replaced
         machine.rec = self
@@ -611,23 +613,31 @@ class Recorder:
         to make since it (so full captures take a bounded share of the run's CPU however
         large the state), when the changes since it are half its size, or when the incremental
         ones since it add up to its size (a large container changed once is in each of them
-        until the next full one); else an incremental one on the last full one. Sizes are
-        encoded bytes, what capturing costs: incremental keyframes cost at most half the deltas
-        (the next comes once the deltas outweigh the last twice), full ones at most what the
-        incremental ones cost, or a small share of the time."""
+        until the next full one), if anything but the frames and globals changed since it
+        (which every keyframe holds whole); else an incremental one on the last full one.
+        Sizes are encoded bytes, what capturing costs: incremental keyframes cost at most half
+        the deltas (the next comes once the deltas outweigh the last twice), full ones at most
+        what the incremental ones cost, or a small share of the time."""
         started = time.perf_counter()
         full = (
             self.force_keyframe
             or not self.incremental
             or self.full_step is None
             or self.full_step >= step
-            or started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
-            or 2 * self.keyframe_size > self.full_size
-            or self.since_full > self.full_size
+            or (
+                (
+                    started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
+                    or 2 * self.keyframe_size > self.full_size
+                    or self.since_full > self.full_size
+                )
+                and self._changed_since_full()
+            )
         )
         state = self.capture() if full else self.capture_changes()
         raw = encode_record(state)
-        blob = _compressed(raw) if len(raw) > COMPRESS_FROM else raw
+        blob = raw
+        if len(raw) > COMPRESS_FROM:
+            blob, self.compress_verdict = _compressed(raw, self.compress_verdict)
         if full:
             self.full_at = time.perf_counter()
             self.full_cost = self.full_at - started
@@ -651,6 +661,20 @@ class Recorder:
             for tid, msgs in m.threads.items():
                 self.full_seqs["thread:" + tid] = _seq_mark(msgs)
         self.dirty = {} if full else self.dirty
+
+    def _changed_since_full(self) -> bool:
+        """Whether a container, a thread or the output changed since the last full keyframe:
+        else the incremental keyframes on it hold only the frames and globals, which a full one
+        holds whole as well, so a new full one would cost its time for nothing."""
+        if self.dirty:
+            return True
+        m, marks = self.m, self.full_seqs
+        if _grown_from(marks.get("output"), m.output) != len(m.output):
+            return True
+        for tid, msgs in m.threads.items():
+            if _grown_from(marks.get("thread:" + tid), msgs) != len(msgs):
+                return True
+        return len(m.threads) + 1 != len(marks)
 
     def finish(self) -> None:
         """Record the end of the run (a final step holding the result) and flush."""
@@ -690,14 +714,23 @@ class Recorder:
         m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
 
 
-def _compressed(raw: bytes) -> bytes:
-    """A large keyframe, zlib-compressed if that pays: long message histories shrink to a
-    third, while a long list of numbers barely shrinks and costs more to compress (~4 ms for
-    150 KB) than to store, so a sample of it is compressed first."""
-    sample = raw[len(raw) // 2 : len(raw) // 2 + COMPRESS_SAMPLE]
-    if len(zlib.compress(sample, 1)) > COMPRESS_RATIO * len(sample):
-        return raw
-    return ZLIB_PREFIX + zlib.compress(raw, 1)
+def _compressed(raw: bytes, verdict: tuple[bool, int, int] | None) -> tuple[bytes, Any]:
+    """A large keyframe, zlib-compressed if that pays, and the verdict that said so: long
+    message histories shrink to a third, while a long list of numbers barely shrinks and costs
+    more to compress (~4 ms for 150 KB) than to store, so a sample of it is compressed first.
+    The last `verdict` (pays, size, uses) holds instead for a keyframe within twice its size,
+    a few times: the next keyframes hold mostly the same state, and sampling a list of
+    numbers costs ~0.1 ms (messages ~0.01)."""
+    n = len(raw)
+    if (
+        verdict is None
+        or verdict[2] >= COMPRESS_VERDICT_USES
+        or not verdict[1] <= 2 * n <= 4 * verdict[1]
+    ):
+        sample = raw[n // 2 : n // 2 + COMPRESS_SAMPLE]
+        verdict = (len(zlib.compress(sample, 1)) <= COMPRESS_RATIO * len(sample), n, 0)
+    verdict = (verdict[0], verdict[1], verdict[2] + 1)
+    return (ZLIB_PREFIX + zlib.compress(raw, 1) if verdict[0] else raw), verdict
 
 
 def _last_marker(wlog: list[Any]) -> tuple[int, int]:

@@ -265,7 +265,7 @@ def _stmt(draw: Any, depth: int = 0) -> str:
     u = draw(st.sampled_from(_VARS))
     op2 = draw(st.sampled_from(["+", "-", "*", "%", "<", "/"]))
     kinds = ["local", "const", "mixed", "call", "push", "add", "nested", "nested-local"]
-    kinds += ["while", "if", "for"] if depth < 2 else []
+    kinds += ["while", "if", "for", "for-var"] if depth < 2 else []
     kind = draw(st.sampled_from(kinds))
     if kind == "local":
         return f"{v} = {v} {op} {w}"
@@ -288,6 +288,10 @@ def _stmt(draw: Any, depth: int = 0) -> str:
         return f"if ({v} > {n}) {{\n{inner}\n}}"
     if kind == "for":
         return f"for (f{depth} in range({n}, {n + 3})) {{\n{v} = {v} + f{depth}\n{inner}\n}}"
+    if kind == "for-var":  # a variable of the function as a loop's (the loop's own), or a
+        # range of fractions
+        start = f"{n} + 0.5" if n % 3 == 0 else str(n)
+        return f"for ({v} in range({start}, {n + 3})) {{\n{inner}\n}}"
     counter = f"k{depth}"
     return f"let {counter} = 0\nwhile ({counter} < 3) {{\n{counter} = {counter} + 1\n{inner}\n}}"
 

@@ -159,3 +159,48 @@ def test_a_large_container_written_once_is_not_captured_again(
     assert sum(costs) < deltas
     small = [c for k, c in zip(keyframes, costs, strict=True) if "base" in k and c < 1000]
     assert len(small) > len(keyframes) / 2
+
+
+def test_no_full_keyframe_comes_while_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A full keyframe comes once time enough has passed since the last one (see the clock
+    # above), but only if a container, a thread or the output changed since: else every
+    # incremental keyframe on it already holds no more than the frames and globals.
+    source = """node main() {
+  let big = []
+  for (i in range(3000)) {
+    big.push(i)
+  }
+  let total = 0
+  for (x in big) {
+    if (x % 3 == 0) {
+      total += x
+    }
+  }
+  for (r in range(20)) {
+    for (x in big) {
+      total = total - 1
+    }
+  }
+  return total
+}
+"""
+    ticks = itertools.count()
+    clock = types.SimpleNamespace(perf_counter=lambda: float(next(ticks)))
+    monkeypatch.setattr(recorder_module, "time", clock)
+    store = MemoryStore()
+    rec = record_program(compile_source(source, "p.agency"), RunConfig(), store)
+    assert rec.machine.error is None, rec.machine.error
+    branch = store._runs[rec.run_id].branches[0]  # noqa: SLF001
+    kinds = [
+        (step, "base" in decode_keyframe(blob))
+        for step, blob in zip(branch.kf_steps, branch.kf_blobs, strict=True)
+    ]
+    filled = next(step for step, inc in kinds if step > 3000 * 2 and not inc)  # `big` whole
+    later = [step for step, inc in kinds if step > filled]
+    assert len(later) > 2 * recorder_module.FULL_KEYFRAME_BUDGET  # (time enough, twice over)
+    assert [step for step, inc in kinds if step > filled and not inc] == [kinds[-1][0]]  # the end
+    timeline = Timeline.open(store, rec.run_id)
+    assert (
+        timeline.state_at(len(timeline) - 2).frames[-1].locals["total"]
+        == sum(range(0, 3000, 3)) - 20 * 3000
+    )
