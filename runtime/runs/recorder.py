@@ -69,9 +69,12 @@ COMPRESS_SAMPLE = 4096  # ... bytes of it compressed first to find out
 COMPRESS_RATIO = 0.6  # ... it pays when the sample shrinks to this share or less
 COMPRESS_VERDICT_USES = 8  # ... and the sample's verdict holds for this many keyframes
 _PRIMITIVE = frozenset({type(None), bool, int, float, str})
-# A code object's name, kind and parameter names, its parameter names that are recorded, and
-# the positions of its statements by pc (`frame_head`).
-_Head = tuple[str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]], dict[Any, Any]]
+# A code object's name, kind and parameter names, its parameter names that are recorded, the
+# positions of its statements by pc, its call sites' entries by position, and whether a frame
+# of it starts with only recorded parameters for locals (`frame_head`).
+_Head = tuple[
+    str, str, tuple[str, ...], frozenset[str], dict[int, tuple[int, int]], dict[Any, Any], bool
+]
 
 # Object ids come from one counter for the whole process, not one per recorder: an id is kept on
 # the object itself, and some objects outlive a run (a typed llm() call's schema belongs to the
@@ -92,7 +95,9 @@ def frame_head(code: Any) -> _Head:
     depends on the code alone, so every recorder of the program shares it."""
     params = tuple(code.param_names)
     clean = frozenset(p for p in params if p[:2] != "__")
-    head: _Head = (code.name, code.kind, params, clean, {}, {})
+    # (a destructive def's journal adds hidden locals to its frame before it is logged)
+    plain = len(clean) == len(params) and not code.modifiers
+    head: _Head = (code.name, code.kind, params, clean, {}, {}, plain)
     code.rec_head = head
     return head
 
@@ -311,17 +316,24 @@ class Recorder:
             if got is None:
                 got = below[4][caller.stmt_pc] = stmt_position(caller)
             at = got
-        vals = f.locals.copy()
-        for k, v in vals.items():
-            if type(v) not in _PRIMITIVE or k[:2] == "__":
-                vals = {k: self.enc(x, wlog) for k, x in vals.items() if k[:2] != "__"}
-                wlog.append((6, head[0], head[1], head[2], vals, at[0], at[1]))
+        if head[6]:  # a frame's locals are its parameters, none hidden, when it starts
+            # A def's arguments as bound, kept apart from its locals (which change), or else
+            # a copy of its locals.
+            vals = f.entry
+            if vals is None:
+                vals = f.locals.copy()
+            for v in vals.values():
+                if type(v) not in _PRIMITIVE:
+                    break
+            else:
+                site = head[5].get(at)
+                if site is None:
+                    site = head[5][at] = (6, head[0], head[1], head[2], None, at[0], at[1])
+                wlog.append(site)
+                wlog.append(vals)
                 return
-        site = head[5].get(at)
-        if site is None:
-            site = head[5][at] = (6, head[0], head[1], head[2], None, at[0], at[1])
-        wlog.append(site)
-        wlog.append(vals)
+        vals = {k: self.enc(x, wlog) for k, x in f.locals.items() if k[:2] != "__"}
+        wlog.append((6, head[0], head[1], head[2], vals, at[0], at[1]))
 
     def position(self, f: Any) -> tuple[int, int]:
         """`stmt_position(f)`, remembered per code object and statement."""
