@@ -726,7 +726,9 @@ class Recorder:
         m.on_step = m.on_flush = m.on_mark = m.on_event = m.on_reset = None
 
 
-def _compressed(raw: bytes, verdict: tuple[bool, int, int] | None) -> tuple[bytes, Any]:
+def _compressed(
+    raw: bytes, verdict: tuple[bool, int, int] | None
+) -> tuple[bytes, tuple[bool, int, int]]:
     """A large keyframe, zlib-compressed if that pays, and the verdict that said so: long
     message histories shrink to a third, while a long list of numbers barely shrinks and costs
     more to compress (~4 ms for 150 KB) than to store, so a sample of it is compressed first.
