@@ -403,21 +403,21 @@ class Timeline:
             # containers other ids, keyframes the state at the step it resumed from and marks
             # the next step: a cursor that reached that keyframe's step by the old process's
             # deltas must not go on by the new one's.
-            replaced = self._marks_resets and self._reset_between(cur.step + 1, step)
-            if kf_step <= cur.step and not replaced:
+            # Past a keyframe on deltas alone: fine unless the state was replaced on the way
+            # or the lineage changes branch, and only when that is shorter than from the
+            # keyframe (loading one costs about as much as _KF_LOAD_STEPS steps of deltas):
+            # random reads still start from keyframes.
+            if kf_step <= cur.step:
+                on = True
+            else:
+                near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
+                on = near and self._marks_resets and not self._fork_between(cur.step, step)
+            # Asked last: it reads every batch on the way (a run of LLM calls stores one a
+            # call), which the keyframe's way does not need.
+            if on and not (self._marks_resets and self._reset_between(cur.step + 1, step)):
                 self._replay(cur, cur.step + 1, step)
                 cur.step = step
                 return cur
-            # Past a keyframe on deltas alone: fine unless the state was replaced on the way
-            # or the lineage changes branch.
-            # Only when that is shorter than from the keyframe (loading one costs about as
-            # much as _KF_LOAD_STEPS steps of deltas): random reads still start from keyframes.
-            near = step - cur.step <= step - kf_step + _KF_LOAD_STEPS
-            if near and self._marks_resets and not replaced:
-                if not self._fork_between(cur.step, step):
-                    self._replay(cur, cur.step + 1, step)
-                    cur.step = step
-                    return cur
         kf = self._span_kfs.get(kf_step)
         if kf is None:
             kf = self.store.keyframe_at_or_before(self.run_id, self.branch, step)

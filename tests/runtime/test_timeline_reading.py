@@ -148,3 +148,29 @@ def test_a_read_cut_short_by_a_damaged_batch_leaves_no_half_moved_state() -> Non
         tl.state_at(last)
     for k in (first - 1, first - 2, first - 5):
         assert i_at(tl, k) == want[k]
+
+
+def test_a_far_read_with_a_keyframe_nearer_reads_no_batch_before_it(
+    chat_run: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read ahead of the last one, with a keyframe between them, starts from the keyframe;
+    # the batches between the two reads (one a call in an LLM run) are not read to learn
+    # whether a restore replaced the state there: the keyframe's way does not need to know.
+    path, run_id = chat_run
+    with SQLiteStore(path, read_only=True) as store:
+        tl = Timeline.open(store, run_id)
+        far = len(tl) - 1
+        tl.state_at(1)
+        kf = tl._keyframe_step(far)  # noqa: SLF001
+        assert kf > 1 + 64, "the run should keep keyframes well apart from its start"
+        asked: list[tuple[int, int]] = []
+        scan = Timeline._reset_between  # noqa: SLF001
+
+        def spy(self: Timeline, a: int, b: int) -> bool:
+            asked.append((a, b))
+            return scan(self, a, b)
+
+        monkeypatch.setattr(Timeline, "_reset_between", spy)
+        view = tl.state_at(far)
+        assert all(a > kf for a, _ in asked), asked
+        assert view == Timeline.open(store, run_id).state_at(far)
