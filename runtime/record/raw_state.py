@@ -4,9 +4,11 @@ the caches that let consecutive views share what did not change."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import json
+from collections import OrderedDict
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -582,6 +584,66 @@ class DecodedBatch:
                 depths[-1] = self.depth_after
             self.depths = depths
         return int(self.depths[i])
+
+
+class BatchCache:
+    """The decoded batches a timeline keeps, found by the step they hold: a batch by bisection
+    over each branch's first steps (a random read of an LLM run asks for a few dozen batches of
+    a step or two each), the least recently used dropped first. Bounded by entries, what they
+    cost to keep, as much as by count: a loop's batches hold ~2,000 entries each, an LLM run's
+    a handful, so many more of those fit in the same memory."""
+
+    __slots__ = ("_by_key", "_firsts", "_entries", "max_batches", "max_entries")
+
+    def __init__(self, max_batches: int = 4096, max_entries: int = 1 << 19) -> None:
+        self._by_key: OrderedDict[tuple[int, int], DecodedBatch] = OrderedDict()
+        self._firsts: dict[int, list[int]] = {}  # branch -> its batches' first steps, sorted
+        self._entries = 0
+        self.max_batches = max_batches
+        self.max_entries = max_entries
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __contains__(self, key: tuple[int, int]) -> bool:
+        return key in self._by_key
+
+    def find(self, branch: int, step: int) -> DecodedBatch | None:
+        """The kept batch of `branch` that holds `step`, if any."""
+        firsts = self._firsts.get(branch)
+        if not firsts:
+            return None
+        i = bisect.bisect_right(firsts, step) - 1
+        if i < 0:
+            return None
+        key = (branch, firsts[i])
+        batch = self._by_key[key]
+        if step > batch.last:
+            return None
+        self._by_key.move_to_end(key)
+        return batch
+
+    def keep(self, branch: int, first: int, batch: DecodedBatch) -> None:
+        key = (branch, first)
+        old = self._by_key.pop(key, None)
+        if old is not None:
+            self._entries -= len(old.entries)
+        else:
+            bisect.insort(self._firsts.setdefault(branch, []), first)
+        self._by_key[key] = batch
+        self._entries += len(batch.entries)
+        while len(self._by_key) > 1 and (
+            len(self._by_key) > self.max_batches or self._entries > self.max_entries
+        ):
+            (b, f), dropped = self._by_key.popitem(last=False)
+            self._entries -= len(dropped.entries)
+            firsts = self._firsts[b]
+            del firsts[bisect.bisect_left(firsts, f)]
+
+    def clear(self) -> None:
+        self._by_key.clear()
+        self._firsts.clear()
+        self._entries = 0
 
 
 def marker_of(entry: Any) -> int:

@@ -33,6 +33,7 @@ from runtime.record.format import (
 )
 from runtime.record.index import ERA_SHIFT, WriteIndex
 from runtime.record.raw_state import (
+    BatchCache,
     DecodedBatch,
     RawState,
     SharedParts,
@@ -83,7 +84,7 @@ class Timeline:
             table = (run.meta or {}).get("locations", []) if run else []
             locations = [Location(*row) for row in table]
         self.locations = locations
-        self._batches: OrderedDict[tuple[int, int], DecodedBatch] = OrderedDict()
+        self._batches = BatchCache()
         self._last_batch: tuple[int, DecodedBatch] | None = None
         self._views: OrderedDict[int, StateView] = OrderedDict()
         self._cursor: RawState | None = None
@@ -180,10 +181,10 @@ class Timeline:
         last = self._last_batch
         if last is not None and last[0] == branch and last[1].first <= step <= last[1].last:
             return last[1]
-        for (b, first), batch in reversed(self._batches.items()):
-            if b == branch and first <= step <= batch.last:
-                self._last_batch = (b, batch)
-                return batch
+        batch = self._batches.find(branch, step)
+        if batch is not None:
+            self._last_batch = (branch, batch)
+            return batch
         # Read ahead: short batches (a run of LLM calls stores one per call) would otherwise
         # cost a query each when walking forward.
         found = None
@@ -200,9 +201,7 @@ class Timeline:
 
     def _keep_batch(self, stored: Batch) -> DecodedBatch:
         batch = DecodedBatch(stored.blob, stored.last_step)
-        self._batches[(stored.branch, stored.first_step)] = batch
-        if len(self._batches) > 256:
-            self._batches.popitem(last=False)
+        self._batches.keep(stored.branch, stored.first_step, batch)
         return batch
 
     def _segment(self, step: int) -> Segment | None:

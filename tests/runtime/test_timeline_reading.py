@@ -174,3 +174,33 @@ def test_a_far_read_with_a_keyframe_nearer_reads_no_batch_before_it(
         view = tl.state_at(far)
         assert all(a > kf for a, _ in asked), asked
         assert view == Timeline.open(store, run_id).state_at(far)
+
+
+def test_batch_cache_finds_a_batch_by_any_step_it_holds_and_drops_the_least_used() -> None:
+    from runtime.record.format import BATCH_PUSHES, encode_record
+    from runtime.record.raw_state import BatchCache, DecodedBatch
+
+    def batch(first: int, steps: int, writes: int = 0) -> DecodedBatch:
+        entries: list[object] = []
+        for k in range(steps):
+            entries += ["x", k] * writes
+            entries.append(8)  # a step marker
+        return DecodedBatch(encode_record((first, 1, 1, entries, BATCH_PUSHES)))
+
+    cache = BatchCache(max_batches=3, max_entries=100)
+    a, b, c = batch(0, 5), batch(5, 5), batch(20, 2)
+    cache.keep(0, 0, a)
+    cache.keep(0, 5, b)
+    cache.keep(1, 20, c)  # another branch
+    assert cache.find(0, 0) is a and cache.find(0, 4) is a and cache.find(0, 9) is b
+    assert cache.find(0, 10) is None  # past the last batch's last step
+    assert cache.find(0, 20) is None and cache.find(1, 21) is c and cache.find(1, 19) is None
+    cache.find(0, 0)  # a is now the most recently used: b goes first
+    cache.keep(0, 10, batch(10, 5))
+    assert len(cache) == 3 and (0, 5) not in cache and cache.find(0, 7) is None
+    assert cache.find(0, 3) is a
+    big = batch(30, 4, writes=12)  # 100 entries: the others go to make room
+    cache.keep(0, 30, big)
+    assert len(cache) == 1 and cache.find(0, 33) is big
+    cache.clear()
+    assert len(cache) == 0 and cache.find(0, 33) is None
