@@ -3,12 +3,14 @@ checking that each key does what the footer says it does. Skipped when tmux is a
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -158,6 +160,12 @@ def test_sigterm_quits_and_saves_the_recording_as_interrupted(tmp_path) -> None:
     term = Terminal(f"cd {ROOT} && env -u COLUMNS -u LINES TERM=xterm-256color {command}; sleep 30")
     try:
         term.wait_for("recording a run")
+        # The screen says so before the run's first step: wait until steps are in the store
+        # (a SIGTERM before then saves a run of no steps, which resume starts afresh).
+        deadline = time.monotonic() + 60
+        while not _recorded_steps(db):
+            assert time.monotonic() < deadline, term.screen()
+            time.sleep(0.05)
         shell = subprocess.run(
             [*term.tmux, "display", "-p", "-t", term.name, "#{pane_pid}"],
             capture_output=True,
@@ -177,3 +185,17 @@ def test_sigterm_quits_and_saves_the_recording_as_interrupted(tmp_path) -> None:
         assert "recording a run" not in term.screen()  # the terminal was given back
     finally:
         term.close()
+
+
+def _recorded_steps(db: Path) -> int:
+    """The step count of the one run in the store at `db` (0 while there is none yet)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            row = conn.execute("SELECT step_count FROM runs").fetchone()
+    except sqlite3.Error:  # the schema is not there yet
+        return 0
+    return int(row[0]) if row else 0
