@@ -65,7 +65,7 @@ def packable(request: Any) -> bool:
         type(request) is dict
         and list(request) == _KEYS
         and type(request["messages"]) is list
-        and all(type(m) is dict for m in request["messages"])
+        and set(map(type, request["messages"])) <= {dict}
     )
 
 
@@ -79,7 +79,8 @@ class _Run:
         self.next_seq: dict[int, int] = {}
         self.texts: dict[str, Ref] = {}  # tool lists and schemas, by text
         self.values: dict[int, list[Any]] = {}  # branch -> parsed parts by seq
-        self.recent: list[tuple[list[Any], list[Ref]]] = []
+        # The last few requests: (messages, their refs, those as runs: `_add_range`)
+        self.recent: list[tuple[list[Any], list[Ref], list[list[int]]]] = []
 
 
 class RequestPacker:
@@ -123,18 +124,25 @@ class RequestPacker:
         run = self._run(run_id)
         messages = request["messages"]
         new: list[Part] = []
-        base: list[Ref] = []
-        for prev, refs in run.recent:
-            k = common_prefix(prev, messages)
-            if k > len(base):
-                base = refs[:k]
-        refs = base + [
-            self._new_part(run, run_id, branch, _dumps(m), new) for m in messages[len(base) :]
-        ]
-        run.recent.append((messages, refs))
+        # The longest prefix shared with a recent request, and its refs and ranges: O(the new
+        # messages) but for comparing the prefix (in C), since a thread only grows. A recent
+        # request too short to share more than the best so far is not compared.
+        k, refs, ranges = 0, [], []
+        for prev, prev_refs, prev_ranges in reversed(run.recent):
+            if min(len(prev), len(messages)) > k:
+                n = common_prefix(prev, messages)
+                if n > k:
+                    k, refs, ranges = n, prev_refs, prev_ranges
+        refs = refs[:k]
+        ranges = _prefix_ranges(ranges, k)
+        for m in messages[k:]:
+            ref = self._new_part(run, run_id, branch, _dumps(m), new)
+            refs.append(ref)
+            _add_range(ranges, ref)
+        run.recent.append((messages, refs, ranges))
         del run.recent[:-RECENT]
         packed = {
-            "messages": _ranges(refs),
+            "messages": [list(r) for r in ranges],
             "tools": list(self._shared_part(run, run_id, branch, request["tools"], new)),
             "schema": list(self._shared_part(run, run_id, branch, request["schema"], new)),
             "params": request["params"],
@@ -200,12 +208,23 @@ def common_prefix(a: list[Any], b: list[Any]) -> int:
     return lo
 
 
-def _ranges(refs: list[Ref]) -> list[list[int]]:
-    """Runs of consecutive references as `[branch, first seq, last seq]`."""
+def _add_range(ranges: list[list[int]], ref: Ref) -> None:
+    """Add `ref` after `ranges`, runs of consecutive references as `[branch, first seq, last
+    seq]`: its last run grown if `ref` follows it."""
+    b, s = ref
+    if ranges and ranges[-1][0] == b and ranges[-1][2] == s - 1:
+        ranges[-1][2] = s
+    else:
+        ranges.append([b, s, s])
+
+
+def _prefix_ranges(ranges: list[list[int]], k: int) -> list[list[int]]:
+    """The runs of the first `k` references of those `ranges` are the runs of (new lists)."""
     out: list[list[int]] = []
-    for b, s in refs:
-        if out and out[-1][0] == b and out[-1][2] == s - 1:
-            out[-1][2] = s
-        else:
-            out.append([b, s, s])
+    for b, lo, hi in ranges:
+        if k <= 0:
+            break
+        take = min(hi - lo + 1, k)
+        out.append([b, lo, lo + take - 1])
+        k -= take
     return out
