@@ -589,18 +589,30 @@ class DecodedBatch:
 class BatchCache:
     """The decoded batches a timeline keeps, found by the step they hold: a batch by bisection
     over each branch's first steps (a random read of an LLM run asks for a few dozen batches of
-    a step or two each), the least recently used dropped first. Bounded by entries, what they
-    cost to keep, as much as by count: a loop's batches hold ~2,000 entries each, an LLM run's
-    a handful, so many more of those fit in the same memory."""
+    a step or two each), the least recently used dropped first. Bounded by what they hold as
+    much as by count: a loop's batches hold ~2,000 entries each, an LLM run's a handful (so
+    many more of those fit in the same memory) but maybe long messages (their stored bytes)."""
 
-    __slots__ = ("_by_key", "_firsts", "_entries", "max_batches", "max_entries")
+    __slots__ = (
+        "_by_key",
+        "_firsts",
+        "_entries",
+        "_bytes",
+        "max_batches",
+        "max_entries",
+        "max_bytes",
+    )
 
-    def __init__(self, max_batches: int = 4096, max_entries: int = 1 << 19) -> None:
-        self._by_key: OrderedDict[tuple[int, int], DecodedBatch] = OrderedDict()
+    def __init__(
+        self, max_batches: int = 4096, max_entries: int = 1 << 19, max_bytes: int = 32 << 20
+    ) -> None:
+        self._by_key: OrderedDict[tuple[int, int], tuple[DecodedBatch, int]] = OrderedDict()
         self._firsts: dict[int, list[int]] = {}  # branch -> its batches' first steps, sorted
         self._entries = 0
+        self._bytes = 0
         self.max_batches = max_batches
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -617,26 +629,32 @@ class BatchCache:
         if i < 0:
             return None
         key = (branch, firsts[i])
-        batch = self._by_key[key]
+        batch = self._by_key[key][0]
         if step > batch.last:
             return None
         self._by_key.move_to_end(key)
         return batch
 
-    def keep(self, branch: int, first: int, batch: DecodedBatch) -> None:
+    def keep(self, branch: int, first: int, batch: DecodedBatch, nbytes: int = 0) -> None:
+        """Keep `batch` (stored in `nbytes`), dropping the least recently used over the bounds."""
         key = (branch, first)
         old = self._by_key.pop(key, None)
         if old is not None:
-            self._entries -= len(old.entries)
+            self._entries -= len(old[0].entries)
+            self._bytes -= old[1]
         else:
             bisect.insort(self._firsts.setdefault(branch, []), first)
-        self._by_key[key] = batch
+        self._by_key[key] = (batch, nbytes)
         self._entries += len(batch.entries)
+        self._bytes += nbytes
         while len(self._by_key) > 1 and (
-            len(self._by_key) > self.max_batches or self._entries > self.max_entries
+            len(self._by_key) > self.max_batches
+            or self._entries > self.max_entries
+            or self._bytes > self.max_bytes
         ):
-            (b, f), dropped = self._by_key.popitem(last=False)
+            (b, f), (dropped, size) = self._by_key.popitem(last=False)
             self._entries -= len(dropped.entries)
+            self._bytes -= size
             firsts = self._firsts[b]
             del firsts[bisect.bisect_left(firsts, f)]
 
@@ -644,6 +662,7 @@ class BatchCache:
         self._by_key.clear()
         self._firsts.clear()
         self._entries = 0
+        self._bytes = 0
 
 
 def marker_of(entry: Any) -> int:

@@ -201,7 +201,7 @@ class Timeline:
 
     def _keep_batch(self, stored: Batch) -> DecodedBatch:
         batch = DecodedBatch(stored.blob, stored.last_step)
-        self._batches.keep(stored.branch, stored.first_step, batch)
+        self._batches.keep(stored.branch, stored.first_step, batch, len(stored.blob))
         return batch
 
     def _segment(self, step: int) -> Segment | None:

@@ -187,7 +187,7 @@ def test_batch_cache_finds_a_batch_by_any_step_it_holds_and_drops_the_least_used
             entries.append(8)  # a step marker
         return DecodedBatch(encode_record((first, 1, 1, entries, BATCH_PUSHES)))
 
-    cache = BatchCache(max_batches=3, max_entries=100)
+    cache = BatchCache(max_batches=3, max_entries=100, max_bytes=100)
     a, b, c = batch(0, 5), batch(5, 5), batch(20, 2)
     cache.keep(0, 0, a)
     cache.keep(0, 5, b)
@@ -202,5 +202,8 @@ def test_batch_cache_finds_a_batch_by_any_step_it_holds_and_drops_the_least_used
     big = batch(30, 4, writes=12)  # 100 entries: the others go to make room
     cache.keep(0, 30, big)
     assert len(cache) == 1 and cache.find(0, 33) is big
+    cache.keep(0, 40, batch(40, 1), nbytes=60)
+    cache.keep(0, 41, batch(41, 1), nbytes=60)  # long messages: the bytes bound holds too
+    assert len(cache) == 1 and cache.find(0, 41) is not None and cache.find(0, 40) is None
     cache.clear()
-    assert len(cache) == 0 and cache.find(0, 33) is None
+    assert len(cache) == 0 and cache.find(0, 41) is None
