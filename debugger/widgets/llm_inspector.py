@@ -20,6 +20,9 @@ ROLE_STYLE = {
     "tool": "$text-warning",
 }
 
+FIRST, LAST = 2, 8  # messages of a long prompt shown: its first and its last
+MAX_CHARS = 2000  # of one message shown (`e` on the messages panel shows a thread's whole)
+
 
 def describe_call(call: dict[str, Any] | None, step: int) -> Content:
     """The call as text for the panel."""
@@ -38,9 +41,27 @@ def describe_call(call: dict[str, Any] | None, step: int) -> Content:
         ("prompt\n", "bold"),
     ]
     request = call.get("request") or {}
-    for m in request.get("messages", []) if isinstance(request, dict) else []:
+    messages = request.get("messages", []) if isinstance(request, dict) else []
+    if not isinstance(messages, list):
+        messages = []
+    # A long conversation is sent whole with every call: its first messages (the system
+    # prompt) and its last ones (what this call added) are what tell calls apart, and drawing
+    # them all took most of a second at 800 messages. The messages panel has the thread.
+    if len(messages) > FIRST + LAST + 1:
+        skipped = len(messages) - FIRST - LAST
+        shown: list[Any] = [*messages[:FIRST], skipped, *messages[-LAST:]]
+    else:
+        shown = messages
+    for m in shown:
+        if type(m) is int:
+            parts.append(
+                (f"  … {m} more messages (the messages panel has them all)\n", "$text-muted")
+            )
+            continue
         role = str(m.get("role", "?")) if isinstance(m, dict) else "?"
         text = str(m.get("content", "")) if isinstance(m, dict) else str(m)
+        if len(text) > MAX_CHARS:
+            text = text[:MAX_CHARS] + "…"
         parts += [(f"  {role}: ", ROLE_STYLE.get(role, "bold")), text + "\n"]
     tools = request.get("tools") if isinstance(request, dict) else None
     if tools:

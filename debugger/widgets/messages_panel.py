@@ -33,6 +33,10 @@ class MessagesPanel(OptionList):
         self._thread = ""
         self._count = 0
         self.messages: tuple[Message, ...] = ()
+        # Options made before, by (index, message, its edit): consecutive steps share most of a
+        # thread's messages (the same objects), and an option keeps its rendering, so a thread
+        # that grew or shrank by a call costs its new messages to show, not the whole thread.
+        self._made: dict[tuple[int, int, str | None], tuple[Message, Option]] = {}
 
     @property
     def selected(self) -> int | None:
@@ -65,7 +69,14 @@ class MessagesPanel(OptionList):
         self.messages = messages
         keep = self.highlighted
         options = []
+        made, kept = self._made, {}
         for i, m in enumerate(messages):
+            key = (i, id(m), edited.get(i))
+            found = made.get(key)
+            if found is not None and found[0] is m:
+                kept[key] = found
+                options.append(found[1])
+                continue
             text = edited.get(i, m.content)
             if len(text) > MAX_CHARS:
                 text = text[:MAX_CHARS] + "…"
@@ -78,7 +89,11 @@ class MessagesPanel(OptionList):
             for call in m.tool_calls:
                 name = call.get("name") if isinstance(call, dict) else str(call)
                 parts.append((f"  → calls {name}", "$text-warning"))
-            options.append(Option(Content.assemble(*parts), id=str(i)))
+            option = Option(Content.assemble(*parts), id=str(i))
+            kept[key] = (m, option)
+            options.append(option)
+        # (what the last two threads shown had: stepping back and forth reuses both)
+        self._made = {**made, **kept} if len(made) <= 2 * len(kept) else kept
         if not options:
             options.append(
                 Option(

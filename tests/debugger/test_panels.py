@@ -363,3 +363,50 @@ async def test_y_and_z_at_a_step_without_variables_say_there_are_none(dice: Sess
         await pilot.press("s", "s")
         await settle(pilot)
         assert app.variables.has_variables
+
+
+def test_a_long_prompt_shows_its_first_and_last_messages_each_cut_short() -> None:
+    # A 400-call conversation's prompt was drawn whole at every call: ~0.6 s a keypress
+    from debugger.widgets.llm_inspector import FIRST, LAST, MAX_CHARS, describe_call
+
+    messages = [{"role": "user", "content": f"message {i}"} for i in range(100)]
+    messages[-1]["content"] = "long " + "x" * (3 * MAX_CHARS)
+    call = {"step": 7, "request": {"messages": messages}, "response": {"text": "ok"}}
+    text = describe_call(call, 7).plain
+    shown = [f"message {i}\n" in text for i in range(100)]
+    assert shown[:FIRST] == [True] * FIRST and not any(shown[FIRST : 100 - LAST])
+    assert all(shown[100 - LAST : 99])
+    assert f"… {100 - FIRST - LAST} more messages" in text
+    assert "long " + "x" * (MAX_CHARS - 5) + "…\n" in text
+    short = describe_call({**call, "request": {"messages": messages[:5]}}, 7).plain
+    assert "more messages" not in short and all(f"message {i}\n" in short for i in range(4))
+
+
+async def test_the_messages_panel_shows_a_thread_again_with_its_edits_as_they_are() -> None:
+    # Options are kept from one thread shown to the next (a thread that grew by a call costs
+    # its new messages); an edit staged or dropped still changes what its message shows.
+    from textual.app import App, ComposeResult
+
+    from debugger.widgets.messages_panel import MessagesPanel
+    from runtime.record.views import Message
+
+    thread = tuple(Message("user" if i % 2 else "assistant", f"text {i}") for i in range(6))
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield MessagesPanel()
+
+    def texts(panel: MessagesPanel) -> list[str]:
+        return [str(panel.get_option_at_index(i).prompt) for i in range(panel.option_count)]
+
+    async with Host().run_test(size=(80, 20)) as pilot:
+        panel = pilot.app.query_one(MessagesPanel)
+        panel.show("0", thread[:4], {})
+        first = panel.get_option_at_index(0)
+        panel.show("0", thread, {})
+        assert panel.get_option_at_index(0) is first  # made once
+        assert [t.split()[-1] for t in texts(panel)] == [str(i) for i in range(6)]
+        panel.show("0", thread, {2: "changed"})
+        assert "✎" in texts(panel)[2] and texts(panel)[2].endswith("changed")
+        panel.show("0", thread[:3], {})
+        assert texts(panel)[2].endswith("text 2") and "✎" not in texts(panel)[2]
