@@ -166,7 +166,7 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
             id="search_previous",
         ),
         Binding("y", "why", "Why this value?", show=False, id="why"),
-        Binding("z", "zoom", "Zoom a value full-screen", show=False, id="zoom"),
+        Binding("z", "zoom", "Zoom a value (or the LLM call) full-screen", show=False, id="zoom"),
         Binding("m", "cycle_strip", "Timeline strip: tokens / LLM latency", show=False, id="strip"),
         Binding("t", "next_thread", "Next message thread", show=False, id="next_thread"),
         Binding("T", "prev_thread", "Previous message thread", show=False, id="prev_thread"),
@@ -891,6 +891,15 @@ class DebuggerApp(Commands, EditingKeys, OrderedKeys, App[None]):
             return
         s = self.session
         assert s is not None
+        if isinstance(self.focused, LLMInspector):  # the whole request, which the panel cuts
+            call = s.llm_call()
+            if call is None:
+                self._fail("there is no LLM call at or before this step")
+                return
+            at = call.get("step", s.step)
+            save_as = f"{Path(s.source_path).stem or 'run'}.step{at}.llm.json"
+            self.push_screen(ValueScreen(f"LLM call at step {at}", call, save_as))
+            return
         ref = self.variables.selected
         if ref is None:
             self._fail(self._no_variable_selected())

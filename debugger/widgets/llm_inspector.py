@@ -21,7 +21,7 @@ ROLE_STYLE = {
 }
 
 FIRST, LAST = 2, 8  # messages of a long prompt shown: its first and its last
-MAX_CHARS = 2000  # of one message shown (`e` on the messages panel shows a thread's whole)
+MAX_CHARS = 2000  # of one message shown (z shows the whole request)
 
 
 def describe_call(call: dict[str, Any] | None, step: int) -> Content:
@@ -46,7 +46,7 @@ def describe_call(call: dict[str, Any] | None, step: int) -> Content:
         messages = []
     # A long conversation is sent whole with every call: its first messages (the system
     # prompt) and its last ones (what this call added) are what tell calls apart, and drawing
-    # them all took most of a second at 800 messages. The messages panel has the thread.
+    # them all took most of a second at 800 messages. `z` shows the whole request.
     if len(messages) > FIRST + LAST + 1:
         skipped = len(messages) - FIRST - LAST
         shown: list[Any] = [*messages[:FIRST], skipped, *messages[-LAST:]]
@@ -54,9 +54,7 @@ def describe_call(call: dict[str, Any] | None, step: int) -> Content:
         shown = messages
     for m in shown:
         if type(m) is int:
-            parts.append(
-                (f"  … {m} more messages (the messages panel has them all)\n", "$text-muted")
-            )
+            parts.append((f"  … {m} more messages (z shows them all)\n", "$text-muted"))
             continue
         role = str(m.get("role", "?")) if isinstance(m, dict) else "?"
         text = str(m.get("content", "")) if isinstance(m, dict) else str(m)

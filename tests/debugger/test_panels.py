@@ -410,3 +410,30 @@ async def test_the_messages_panel_shows_a_thread_again_with_its_edits_as_they_ar
         assert "✎" in texts(panel)[2] and texts(panel)[2].endswith("changed")
         panel.show("0", thread[:3], {})
         assert texts(panel)[2].endswith("text 2") and "✎" not in texts(panel)[2]
+
+
+async def test_z_on_the_llm_panel_shows_the_whole_call() -> None:
+    # The panel cuts a long prompt short; z with it focused shows the call whole, to read or save
+    from debugger.widgets.llm_inspector import LLMInspector
+    from debugger.widgets.value_screen import ValueScreen
+    from tests.debugger.conftest import ROOT
+
+    tools = make_session(ROOT / "examples" / "tools.agency", ROOT / "examples" / "tools.mocks.json")
+    app = DebuggerApp(tools)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one(LLMInspector).focus()
+        await pilot.press("z")
+        await settle(pilot)
+        assert not isinstance(app.screen, ValueScreen)  # no call yet at step 0
+        await pilot.press("]")
+        await settle(pilot)
+        app.query_one(LLMInspector).focus()
+        await pilot.press("z")
+        await settle(pilot)
+        assert isinstance(app.screen, ValueScreen)
+        assert "LLM call at step" in screen_text(app) and '"messages"' in app.screen.text
+        assert app.screen.save_as.endswith(".llm.json")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, ValueScreen)
