@@ -17,6 +17,9 @@ Search and last writer answer from the run's write index, built once per session
 p95 of searches for fresh texts and of last-writer jumps from random steps. Then, once each:
 the scrubber's breakpoint marks for a line reached 250,000 times, and a `:trace` over a
 variable written every iteration (one pass over the run; the app runs it in a worker).
+
+Last, a run of `--calls` llm() calls in one growing conversation (mock answers): keypress to
+updated screen for `[`, `]` and steps across calls, where the LLM and messages panels change.
 """
 
 from __future__ import annotations
@@ -185,6 +188,37 @@ async def act(app, fn) -> float:  # noqa: ANN001 - DebuggerApp, a callable
     return time.perf_counter() - started
 
 
+async def measure_conversation(folder: Path, calls: int) -> list[float]:
+    """Keypress latencies moving between the calls of a recorded `calls`-call conversation."""
+    from benchmarks.bench_llm_runs import PAD, answers
+    from benchmarks.bench_llm_runs import PROGRAM as CHAT
+    from debugger.debug_command import build_app
+    from runtime.language.program import load_program
+    from runtime.record.sqlite_store import SQLiteStore
+    from runtime.runs.recording import record_program
+    from runtime.runs.runner import RunConfig
+    from tests.debugger.conftest import SIZE
+
+    source = folder / "chat.agency"
+    source.write_text(CHAT % (calls, PAD))
+    db = folder / "chat.db"
+    store = SQLiteStore(db)
+    record_program(load_program(str(source)), RunConfig(mocks=answers(calls), quiet=True), store)
+    store.close()
+    app = build_app(None, trace=str(db))
+    latencies: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        while app.session is None or app.renders == 0:
+            await asyncio.sleep(0.001)
+        await pilot.pause()
+        await pilot.press("end")
+        rng = random.Random(11)
+        for _ in range(60):
+            key = rng.choice(["left_square_bracket", "right_square_bracket", "s", "S"])
+            latencies.append(await press(app, key))
+    return latencies
+
+
 queries: dict[str, list[float]] = {}
 once: dict[str, tuple[float, int]] = {}  # label -> (seconds, how many found)
 
@@ -193,11 +227,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=400)
+    parser.add_argument("--calls", type=int, default=400, help="llm() calls in the conversation")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
         db, length = record(Path(tmp), options.steps)
         opened, latencies, pilot_each = asyncio.run(measure(db, length, options.keys))
+        chat = asyncio.run(measure_conversation(Path(tmp), options.calls))
     ms = [x * 1000 for x in latencies]
     p50, p95, worst = percentile(ms, 0.5), percentile(ms, 0.95), max(ms)
     print(f"opened a {length:,}-step run in {opened:.2f} s (budget {OPEN_BUDGET_S:.0f} s)")
@@ -220,6 +256,14 @@ def main() -> None:
         ok = ok and q95 <= QUERY_BUDGET_MS
     for label, (seconds, found) in once.items():
         print(f"{label}: {seconds * 1000:.0f} ms ({found:,} found; in a worker, with Esc)")
+    ms = [x * 1000 for x in chat]
+    c95 = percentile(ms, 0.95)
+    print(
+        f"a {options.calls}-call conversation, [ ] s S over {len(ms)} keys: p50 "
+        f"{percentile(ms, 0.5):.1f} ms, p95 {c95:.1f} ms, max {max(ms):.1f} ms "
+        f"(budget p95 {BUDGET_MS:.0f} ms)"
+    )
+    ok = ok and c95 <= BUDGET_MS
     print("PASS" if ok else "FAIL")
     sys.exit(0 if ok else 1)
 

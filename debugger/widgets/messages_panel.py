@@ -6,6 +6,7 @@ messages, a restore that rolled some back, another branch), not on every step.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from textual.content import Content
@@ -100,7 +101,13 @@ class MessagesPanel(OptionList):
                     Content.styled("no messages in this thread yet", "$text-muted"), disabled=True
                 )
             )
-        self.set_options(options)
+        shown = self.options
+        if messages and 0 < len(shown) < len(options) and all(map(operator.is_, shown, options)):
+            # The thread grew (a step on past a call): the options shown are its first ones,
+            # the same objects, and adding the rest measures only those.
+            self.add_options(options[len(shown) :])
+        else:
+            self.set_options(options)
         if messages:
             self.highlighted = (
                 keep if keep is not None and keep < len(messages) else len(messages) - 1

@@ -410,6 +410,11 @@ async def test_the_messages_panel_shows_a_thread_again_with_its_edits_as_they_ar
         assert "✎" in texts(panel)[2] and texts(panel)[2].endswith("changed")
         panel.show("0", thread[:3], {})
         assert texts(panel)[2].endswith("text 2") and "✎" not in texts(panel)[2]
+        panel.show("0", thread, {1: "staged as it grew"})  # grown, and an earlier one edited
+        assert len(texts(panel)) == 6 and texts(panel)[1].endswith("staged as it grew")
+        panel.show("0", thread[:2], {})
+        panel.show("0", thread, {})
+        assert [t.split()[-1] for t in texts(panel)] == [str(i) for i in range(6)]
 
 
 async def test_z_on_the_llm_panel_shows_the_whole_call() -> None:
