@@ -47,20 +47,16 @@ def describe_call(call: dict[str, Any] | None, step: int) -> Content:
     # A long conversation is sent whole with every call: its first messages (the system
     # prompt) and its last ones (what this call added) are what tell calls apart, and drawing
     # them all took most of a second at 800 messages. `z` shows the whole request.
+    opening, closing = messages, []
     if len(messages) > FIRST + LAST + 1:
+        opening, closing = messages[:FIRST], messages[-LAST:]
+    for m in opening:
+        parts += _message_parts(m)
+    if closing:
         skipped = len(messages) - FIRST - LAST
-        shown: list[Any] = [*messages[:FIRST], skipped, *messages[-LAST:]]
-    else:
-        shown = messages
-    for m in shown:
-        if type(m) is int:
-            parts.append((f"  … {m} more messages (z shows them all)\n", "$text-muted"))
-            continue
-        role = str(m.get("role", "?")) if isinstance(m, dict) else "?"
-        text = str(m.get("content", "")) if isinstance(m, dict) else str(m)
-        if len(text) > MAX_CHARS:
-            text = text[:MAX_CHARS] + "…"
-        parts += [(f"  {role}: ", ROLE_STYLE.get(role, "bold")), text + "\n"]
+        parts.append((f"  … {skipped} more messages (z shows them all)\n", "$text-muted"))
+        for m in closing:
+            parts += _message_parts(m)
     tools = request.get("tools") if isinstance(request, dict) else None
     if tools:
         names = [t.get("name", "?") if isinstance(t, dict) else str(t) for t in tools]
@@ -74,6 +70,15 @@ def describe_call(call: dict[str, Any] | None, step: int) -> Content:
         parts.append((f"  → {describe_value(tc, 100)}\n", "$text-warning"))
     parts += [("value ", "bold"), describe_value(call.get("value"), 200)]
     return Content.assemble(*parts)
+
+
+def _message_parts(m: Any) -> list[tuple[str, str] | str]:
+    """One prompt message: its role, then its text (at most MAX_CHARS of it)."""
+    role = str(m.get("role", "?")) if isinstance(m, dict) else "?"
+    text = str(m.get("content", "")) if isinstance(m, dict) else str(m)
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS] + "…"
+    return [(f"  {role}: ", ROLE_STYLE.get(role, "bold")), text + "\n"]
 
 
 class LLMInspector(VerticalScroll, can_focus=True):

@@ -34,9 +34,10 @@ class MessagesPanel(OptionList):
         self._thread = ""
         self._count = 0
         self.messages: tuple[Message, ...] = ()
-        # Options made before, by (index, message, its edit): consecutive steps share most of a
-        # thread's messages (the same objects), and an option keeps its rendering, so a thread
-        # that grew or shrank by a call costs its new messages to show, not the whole thread.
+        # Options made before, by (index, message, its edit), each with its message (which
+        # keeps the id in the key its own): consecutive steps share most of a thread's messages
+        # (the same objects), so a thread that grew or shrank by a call makes only its new
+        # messages' options, and one that grew has only those measured (`show`).
         self._made: dict[tuple[int, int, str | None], tuple[Message, Option]] = {}
 
     @property
@@ -74,7 +75,7 @@ class MessagesPanel(OptionList):
         for i, m in enumerate(messages):
             key = (i, id(m), edited.get(i))
             found = made.get(key)
-            if found is not None and found[0] is m:
+            if found is not None:
                 kept[key] = found
                 options.append(found[1])
                 continue
