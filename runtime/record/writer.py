@@ -16,6 +16,7 @@ the writer waits for the server to come back and commits the group again.
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -24,13 +25,33 @@ from typing import Any
 
 from runtime.record.store import StoreError, format_ts
 
-__all__ = ["Connection", "Dialect", "NoWriter", "Op", "Writer", "WriteResult"]
+__all__ = ["Connection", "Dialect", "NoWriter", "Op", "Writer", "WriteResult", "start_background"]
 
 GROUP_WINDOW = 0.05  # seconds a queued write may wait for company before it is committed
 GROUP_BYTES = 4 << 20  # commit early once this much is queued
 MAX_QUEUED_BYTES = 64 << 20  # beyond this, writers wait for the database (bounded memory)
 
 Connection = Any  # a DB-API connection: sqlite3.Connection or psycopg.Connection
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def start_background(target: Callable[[], Any], name: str) -> threading.Thread:
+    """Start a daemon thread that never receives Ctrl-C or SIGTERM. The kernel may hand a
+    signal sent to the process to any thread that does not block it; Python then runs the
+    handler in the main thread, but a main thread blocked in a read (a person's answer, a
+    model's stream) is not woken, and the stop is lost until the read ends. The thread is made
+    with the signals blocked, which it inherits, so there is no moment it could take one."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows: signals go to the main thread)
+        thread.start()
+        return thread
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        thread.start()  # (returns once the thread runs, with the mask it was made with)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return thread
 
 
 class Dialect:
@@ -165,8 +186,7 @@ class Writer:
         self._closing = False
         self._errors: list[BaseException] = []
         self._transaction: Any = None  # the group's transaction id, where the database has one
-        self._thread = threading.Thread(target=self._main, name="agency-store-writer", daemon=True)
-        self._thread.start()
+        self._thread = start_background(self._main, "agency-store-writer")
 
     # called by store users (any thread)
 

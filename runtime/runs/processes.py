@@ -22,6 +22,7 @@ from typing import Any
 from runtime.errors import AgencyError
 from runtime.language.files import read_text
 from runtime.record.store import LEASE_LEFT, StoreError
+from runtime.record.writer import start_background
 
 HOST_ENV = "AGENCY_HOST_ID"  # this machine's name in run owners (default: its hostname)
 LEASE_ENV = "AGENCY_LEASE_SECONDS"  # how long a run's claim outlives its last heartbeat
@@ -263,8 +264,7 @@ class Heartbeat:
         with self._cond:
             self._leases[key] = _Lease(store, run_id, owner, lease, time.monotonic() + lease / 3)
             if self._thread is None or not self._thread.is_alive():  # first, or after a fork
-                self._thread = threading.Thread(target=self._main, name="agency-lease", daemon=True)
-                self._thread.start()
+                self._thread = start_background(self._main, "agency-lease")
             self._cond.notify_all()
 
     def remove(self, key: tuple[int, str]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from runtime.errors import EXIT_STOPPED, EXIT_TERMINATED, AgencyError, Terminated, UsageError
 from runtime.record.sqlite_store import file_size
+from runtime.record.writer import start_background
 from runtime.vm.frames import Decision
 from runtime.vm.machine import Machine
 from runtime.vm.values import to_plain
@@ -240,7 +241,7 @@ class GracefulStop:
             except AgencyError:
                 self._grace = DEFAULT_STOP_GRACE
             self._deadline = time.monotonic() + self._grace
-        threading.Thread(target=self._watch, daemon=True).start()
+        start_background(self._watch, "agency-stop-watch")
 
     def reached(self) -> None:
         """The run has stopped (or ended): what is left is completing its record, which gets a

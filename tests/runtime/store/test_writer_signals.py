@@ -18,12 +18,14 @@ import sqlite3
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from runtime.record.sqlite_store import SQLITE
+from runtime.record.sqlite_store import SQLITE, SQLiteStore
 from runtime.record.writer import Op, Writer
+from runtime.runs.processes import Heartbeat
 
 pytestmark = pytest.mark.skipif(
     not hasattr(signal, "pthread_kill"), reason="needs POSIX signals to a thread"
@@ -103,3 +105,31 @@ def test_stopping_the_writer_lets_go_of_a_lock_a_raising_handler_left_held() -> 
     closer.join(10)
     assert not closer.is_alive(), "stop() waited for a writer that could not take its lock"
     assert released == [True] and not writer._thread.is_alive()  # noqa: SLF001
+
+
+def _blocked(thread: threading.Thread) -> set[int]:
+    """The signals a thread blocks, from the kernel's view of it."""
+    with open(f"/proc/self/task/{thread.native_id}/status", encoding="ascii") as fh:
+        mask = next(int(line.split()[1], 16) for line in fh if line.startswith("SigBlk:"))
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="needs POSIX signal masks")
+def test_the_writer_thread_leaves_ctrl_c_and_sigterm_to_the_main_thread(tmp_path: Path) -> None:
+    # The kernel hands a signal sent to the process to any thread not blocking it; Python then
+    # runs the handler in the main thread, but one blocked in a read is not woken, and a Ctrl-C
+    # taken by the writer thread was lost until the read ended (a hung interrupted agent).
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with SQLiteStore(tmp_path / "runs.db") as store:
+        beat = Heartbeat()
+        beat.add((0, "r"), store, "r", {}, 3600.0)
+        background = [store._writer._thread, beat._thread]  # noqa: SLF001
+        if not Path(f"/proc/self/task/{threading.get_native_id()}/status").exists():
+            pytest.skip("needs /proc")
+        for thread in background:
+            assert thread is not None
+            assert {signal.SIGINT, signal.SIGTERM} <= _blocked(thread), thread.name
+        main = _blocked(threading.current_thread())
+        assert signal.SIGINT not in main and signal.SIGTERM not in main
+        beat.remove((0, "r"))
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
