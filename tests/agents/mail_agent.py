@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -65,6 +66,11 @@ if NO_DONE:  # nothing tells whether an email in doubt went out
 else:
     send_email = side_effect(done=lambda to: to in sent())(send_email)
 
+
+# Ctrl-C raises KeyboardInterrupt, as in a terminal. A job a non-interactive shell starts in the
+# background (`pytest … &`) ignores SIGINT, and so does every process it starts, Python included:
+# the agent would never see the test's Ctrl-C.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 client = wrap_openai(OpenAI(base_url=BASE_URL, api_key="test-key", max_retries=0))
 asked = 0
