@@ -60,6 +60,51 @@ class MessagesPanel(OptionList):
     def on_resize(self) -> None:
         fit_title(self, self.titles())
 
+    def _cut(self, n: int) -> bool:
+        """Drop the options from index `n` on, keeping what was measured of the others; False
+        if this Textual keeps its lines otherwise (then the caller sets the options anew).
+
+        A step back past a call shrinks the thread by its last messages. Textual's way to
+        remove an option forgets the height of every option and measures them all again,
+        O(thread) a keypress on a long conversation. Textual 8.2 (pinned in pyproject.toml)
+        keeps those heights in a private line cache, by option index, and its renders by option
+        object: cutting both lists at `n` leaves the rest as measured."""
+        cache = getattr(self, "_line_cache", None)
+        lines = getattr(cache, "lines", None)
+        heights = getattr(cache, "heights", None)
+        index_to_line = getattr(cache, "index_to_line", None)
+        options = getattr(self, "_options", None)
+        to_index = getattr(self, "_option_to_index", None)
+        by_id = getattr(self, "_id_to_option", None)
+        if not (
+            isinstance(lines, list)
+            and isinstance(heights, dict)
+            and isinstance(index_to_line, dict)
+            and isinstance(options, list)
+            and isinstance(to_index, dict)
+            and isinstance(by_id, dict)
+        ):
+            return False
+        if lines and lines[-1][0] >= n:  # lines were laid out for options being dropped
+            first = index_to_line.get(n)
+            if first is None:
+                return False
+            del lines[first:]
+        for index in range(n, len(options)):
+            heights.pop(index, None)
+            index_to_line.pop(index, None)
+        for option in options[n:]:
+            to_index.pop(option, None)
+            if option.id is not None:
+                by_id.pop(option.id, None)
+        del options[n:]
+        self._mouse_hovering_over = None
+        if self.highlighted is not None and self.highlighted >= n:
+            self.highlighted = n - 1 if n else None
+        self.refresh(layout=self.styles.auto_dimensions)
+        self._update_lines()  # (the virtual size, from the lines kept)
+        return True
+
     def show(self, thread: str, messages: Sequence[Message], edited: dict[int, str]) -> None:
         messages = tuple(messages)
         shape = (thread, len(messages), messages[-1] if messages else None, tuple(edited.items()))
@@ -107,7 +152,12 @@ class MessagesPanel(OptionList):
             # The thread grew (a step on past a call): the options shown are its first ones,
             # the same objects, and adding the rest measures only those.
             self.add_options(options[len(shown) :])
-        else:
+        elif not (
+            messages
+            and len(options) < len(shown)
+            and all(map(operator.is_, options, shown))
+            and self._cut(len(options))
+        ):
             self.set_options(options)
         if messages:
             self.highlighted = (
