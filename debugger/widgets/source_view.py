@@ -108,7 +108,7 @@ class SourceView(ScrollView, can_focus=False):
             self._shown_line = new.line
             self._follow(new)
         elif new is not None:  # another statement of the same line: maybe across
-            self.scroll_to(x=self._code_x(new), animate=False, immediate=True)
+            self.scroll_to(x=self._code_x(new), animate=False, immediate=True, force=True)
 
     def watch_breakpoints(self, old: frozenset[int], new: frozenset[int]) -> None:
         for line in old ^ new:
@@ -125,13 +125,15 @@ class SourceView(ScrollView, can_focus=False):
             return
         if y < top + 1 or y >= top + height - 1:
             wanted = min(max(y - height // 3, 0), max(len(self._source_lines) - height, 0))
-            self.scroll_to(y=wanted, animate=False, immediate=True)
+            # (forced: until a layout shows the scrollbar that the lines just set call for,
+            # Textual refuses to scroll; the position is still kept within the lines)
+            self.scroll_to(y=wanted, animate=False, immediate=True, force=True)
             if self.scroll_offset.y < wanted and not self._refollow:
                 # The lines were set since the last layout (a run that opens at a statement
                 # below the fold): the scroll stopped at the old bottom. Again once laid out.
                 self._refollow = True
                 self.call_after_refresh(self._follow_again)
-        self.scroll_to(x=self._code_x(loc), animate=False, immediate=True)
+        self.scroll_to(x=self._code_x(loc), animate=False, immediate=True, force=True)
 
     def _follow_again(self) -> None:
         self._refollow = False

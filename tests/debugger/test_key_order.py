@@ -4,6 +4,8 @@ window."""
 
 from __future__ import annotations
 
+import time
+
 from textual import events
 from textual.widgets import Input
 
@@ -132,9 +134,10 @@ async def test_a_run_that_opens_below_the_fold_shows_its_statement() -> None:
             top = view.scroll_offset.y
             return top < view.current_line <= top + view.scrollable_content_region.height
 
-        for _ in range(20):  # the scroll comes with a refresh after the session: on a loaded
-            await settle(pilot)  # machine, a few frames later
-            if shown():
-                break
+        # The scroll comes with a refresh after the session: on a loaded machine, some frames
+        # later. A view that never scrolls (the bug) still fails, after the deadline.
+        deadline = time.monotonic() + 10
+        while not shown() and time.monotonic() < deadline:
+            await settle(pilot)
         assert view.current_line == 10
         assert shown(), (view.scroll_offset.y, view.scrollable_content_region.height)
