@@ -69,21 +69,11 @@ class MessagesPanel(OptionList):
         O(thread) a keypress on a long conversation. Textual 8.2 (pinned in pyproject.toml)
         keeps those heights in a private line cache, by option index, and its renders by option
         object: cutting both lists at `n` leaves the rest as measured."""
-        cache = getattr(self, "_line_cache", None)
-        lines = getattr(cache, "lines", None)
-        heights = getattr(cache, "heights", None)
-        index_to_line = getattr(cache, "index_to_line", None)
-        options = getattr(self, "_options", None)
-        to_index = getattr(self, "_option_to_index", None)
-        by_id = getattr(self, "_id_to_option", None)
-        if not (
-            isinstance(lines, list)
-            and isinstance(heights, dict)
-            and isinstance(index_to_line, dict)
-            and isinstance(options, list)
-            and isinstance(to_index, dict)
-            and isinstance(by_id, dict)
-        ):
+        try:
+            cache, options = self._line_cache, self._options
+            lines, heights, index_to_line = cache.lines, cache.heights, cache.index_to_line
+            to_index, by_id = self._option_to_index, self._id_to_option
+        except AttributeError:
             return False
         if lines and lines[-1][0] >= n:  # lines were laid out for options being dropped
             first = index_to_line.get(n)
