@@ -10,8 +10,11 @@ paste) read while an earlier one is still on its way up waits for it; a key is d
 queue it bubbles through has had its turn, which a callback posted behind it, queue by queue,
 tells, pass after pass while a queue on that path still holds something the key set off
 (enter in the command line posts the line typed, then the command: `:goto 7` then `s` ran
-`s` first, typed into the closing command line). A key whose widget went away meanwhile (its queue closed, so the callback never runs) is
-let go after `KEY_PATIENCE` seconds, so the keys behind it are never stuck.
+`s` first, typed into the closing command line). A key whose widget went away meanwhile (its
+queue closed, so the callback never runs) is let go after `KEY_PATIENCE` seconds, so the keys
+behind it are never stuck; one whose widget is still there is waited for up to `KEY_LIMIT`
+seconds, as a loaded machine may take longer than the patience to hand a key up (the `e` behind
+`g 3 enter` went into the command line, still open, and the edit dialog never opened).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from typing import TYPE_CHECKING
 from textual import events
 from textual.message_pump import MessagePump
 
-__all__ = ["KEY_PATIENCE", "OrderedKeys"]
+__all__ = ["KEY_LIMIT", "KEY_PATIENCE", "OrderedKeys"]
 
-KEY_PATIENCE = 0.5  # seconds a key may take to bubble up before the next one goes anyway
+KEY_PATIENCE = 0.5  # seconds a key whose widget went away holds up the keys behind it
+KEY_LIMIT = 5.0  # seconds any key may take to bubble up before the next one goes anyway
 KEY_DEFERRALS = 8  # times the next key lets the app's queue go first (it may never empty)
 KEY_ROUNDS = 6  # passes up behind a key at most: the later ones follow what it set off
 
@@ -143,7 +147,12 @@ class OrderedKeys(_App):
         await self._send_keys()
 
     async def _release_overdue_key(self) -> None:
-        """Let the next keys go when the key before them has been on its way too long (its
-        widget was removed under it); an interval calls this."""
-        if self._key_ticket and time.monotonic() - self._key_since > KEY_PATIENCE:
+        """Let the next keys go when the key before them has been on its way too long: its
+        widget was removed under it, or it never came up; an interval calls this."""
+        if not self._key_ticket:
+            return
+        waited = time.monotonic() - self._key_since
+        target = self._key_target
+        gone = target is None or target._closing or target._closed or not target.is_attached
+        if waited > (KEY_PATIENCE if gone else KEY_LIMIT):
             await self._key_done(self._key_ticket)

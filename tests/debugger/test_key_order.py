@@ -141,3 +141,36 @@ async def test_a_run_that_opens_below_the_fold_shows_its_statement() -> None:
             await settle(pilot)
         assert view.current_line == 10
         assert shown(), (view.scroll_offset.y, view.scrollable_content_region.height)
+
+
+async def test_a_key_is_waited_for_while_its_widget_is_there_and_let_go_once_it_is_gone(
+    dice: Session,
+) -> None:
+    # A key stuck on its way up (here: its look up the queues never posted) holds the keys
+    # behind it only briefly when its widget went away, and longer while it is still there (a
+    # loaded machine may simply be slow to hand it up).
+    from textual.widget import Widget
+
+    from debugger import app_keys
+
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        start = app.session.step if app.session else 0
+        for widget_there in (True, False):
+            stuck = Widget()
+            await app.screen.mount(stuck)
+            app._key_ticket, app._key_target = 1, stuck  # noqa: SLF001
+            app._key_since = time.monotonic() - app_keys.KEY_PATIENCE - 0.1  # noqa: SLF001
+            type_fast(app, "s")
+            await settle(pilot)
+            if not widget_there:
+                await stuck.remove()
+            await app._release_overdue_key()  # noqa: SLF001
+            await drain(pilot)
+            assert app.keys_waiting() is widget_there
+            app._key_since -= app_keys.KEY_LIMIT  # noqa: SLF001
+            await app._release_overdue_key()  # noqa: SLF001
+            await drain(pilot)
+            assert not app.keys_waiting()
+        assert app.session is not None and app.session.step == start + 2
