@@ -76,11 +76,31 @@ def _raised(call: A.Call) -> str | None:
     return "unknown"
 
 
+# The calls in each function of a `base` (the prelude, whose parsed tree is made once and kept),
+# by the base's identity: each type check follows them for every function again, and walking the
+# prelude's bodies was 23 ms of every check. Each entry is the decl beside its calls, so a name
+# the module defines again is walked afresh.
+_BASE_CALLS: dict[int, tuple[object, dict[str, tuple[A.FuncDecl, list[A.Call]]]]] = {}
+
+
+def _shared_calls(base: Iterable[Any]) -> dict[str, tuple[A.FuncDecl, list[A.Call]]]:
+    if not isinstance(base, (list, tuple)):
+        return {}
+    kept = _BASE_CALLS.get(id(base))
+    if kept is None or kept[0] is not base:
+        if len(_BASE_CALLS) >= 4:
+            _BASE_CALLS.clear()
+        kept = _BASE_CALLS[id(base)] = (base, {})
+    return kept[1]
+
+
 class _Effects:
     """Effects of the functions of one module and the modules it imports."""
 
     def __init__(self, tree: A.Program, source: str, base: Iterable[Any] = ()) -> None:
         self.funcs: dict[str, A.FuncDecl] = {i.name: i for i in base if type(i) is A.FuncDecl}
+        self.base_funcs = dict(self.funcs)
+        self.base_calls = _shared_calls(base)
         for sub, _text in gather_imports(tree, source):
             for item in sub.items:
                 if type(item) is A.FuncDecl:
@@ -99,7 +119,15 @@ class _Effects:
             return self.memo[name]
         calls = self.calls.get(name)
         if calls is None:
-            calls = self.calls[name] = list(_calls(self.funcs[name].body))
+            decl = self.funcs[name]
+            shared = self.base_calls.get(name)
+            if shared is not None and shared[0] is decl:
+                calls = shared[1]
+            else:
+                calls = list(_calls(decl.body))
+                if self.base_funcs.get(name) is decl:
+                    self.base_calls[name] = (decl, calls)
+            self.calls[name] = calls
         found: list[str] = []
         for call in calls:
             effects: list[str] = []
