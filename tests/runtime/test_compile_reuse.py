@@ -5,7 +5,10 @@ is always compiled afresh, and a caller that reads the instructions as compiled 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from runtime.language.program import compile_source, load_program
 from runtime.vm.builtins import World
@@ -87,3 +90,94 @@ def test_what_validation_derives_is_kept_on_the_program(tmp_path: Path) -> None:
     again.run()
     m.run()
     assert again.result == m.result == 10
+
+
+# -- the prelude, compiled once for programs that see it alike ---------------------------------
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _as_compiled(program: object) -> list[tuple[object, ...]]:
+    """Every function of `program` in order, as the machine and the recorder read it."""
+    return [
+        (
+            name,
+            code.kind,
+            code.file,
+            code.params,
+            code.ops,
+            [_nan_free(arg) for arg in code.args],
+            code.locations,
+            code.step_pcs,
+            code.markers,
+            code.finalize,
+            code.span,
+        )
+        for name, code in [("<module>", program.module), *program.functions.items()]  # type: ignore[attr-defined]
+    ]
+
+
+def _nan_free(value: object) -> object:
+    """`value` with NaN (a constant `NaN`, unequal to itself) spelled as text."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, tuple):
+        return tuple(_nan_free(v) for v in value)
+    return value
+
+
+def _compiled_or_error(path: Path) -> object:
+    from runtime.errors import AgencyError
+
+    try:
+        return _as_compiled(load_program(path))
+    except AgencyError as exc:
+        return str(exc)
+
+
+def test_the_prelude_compiled_for_other_programs_is_what_this_one_would_compile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every program of the suite and the examples, compiled one after the other (each given the
+    # kept prelude of whichever program saw its names alike), then the first three of each such
+    # view and every seventh program again with nothing kept: the same code.
+    from runtime.language import program_compiler
+
+    kept = program_compiler._PRELUDE  # noqa: SLF001
+    keys: list[object] = []
+    key = kept.key
+    monkeypatch.setattr(kept, "key", lambda *a: keys.append(key(*a)) or keys[-1])
+    paths = sorted(PROGRAMS.rglob("*.agency")) + sorted(EXAMPLES.rglob("*.agency"))
+    assert len(paths) > 300
+    warm = []
+    for path in paths:
+        keys.clear()
+        warm.append((path, _compiled_or_error(path), tuple(keys)))
+    views = Counter(view for _, _, view in warm)
+    assert views.most_common(1)[0][1] > len(paths) // 2  # most programs share one
+    seen: Counter[object] = Counter()
+    for i, (path, was, view) in enumerate(warm):
+        seen[view] += 1
+        if seen[view] <= 3 or i % 7 == 0:
+            kept.made.clear()
+            assert _compiled_or_error(path) == was, path
+
+
+def test_a_global_named_as_a_prelude_variable_gets_the_prelude_of_its_own(tmp_path: Path) -> None:
+    # A prelude function's undeclared assignment to a name the program declares at module level
+    # compiles differently; such a program is kept apart from the others.
+    from runtime.language import program_compiler
+
+    kept = program_compiler._PRELUDE  # noqa: SLF001
+    plain = compile_source("node main() {\n  return 1\n}\n", str(tmp_path / "a.agency"))
+    names = sorted(kept.names & {"seen", "out", "result", "acc", "i", "total"})
+    assert names
+    source = "".join(f"let {n} = 0\n" for n in names) + "node main() {\n  return 1\n}\n"
+    shadowed = compile_source(source, str(tmp_path / "b.agency"))
+    assert len(kept.made) >= 2
+    kept.made.clear()
+    assert _as_compiled(compile_source(source, str(tmp_path / "b.agency"))) == _as_compiled(
+        shadowed
+    )
+    assert plain.functions.keys() <= shadowed.functions.keys()
