@@ -3,7 +3,8 @@ that nothing was lost and nothing was done twice.
 
 The program makes 40 model calls and 121 effects (a `write` per item, a `destructive` def per
 item that writes a file of its own, a `saveToDisk` at the end). It is first run without
-interruption, as `agency run` in a subprocess, for the reference result, files and steps. Then,
+interruption, as `agency run` in a process of its own, for the reference result, files and
+steps. Then,
 for each of 50 kill points drawn with `random.Random(1234)` (a step count, plus a few
 milliseconds), a fresh run is started, the store is polled until it has recorded that many
 steps, the process gets SIGKILL, and `agency resume` finishes the run; every fifth resume is
@@ -19,6 +20,10 @@ Checked for every kill point:
 - no completed step was lost: the resume continued after the last step the store had when the
   process died, and the finished run has the reference run's steps, statement for statement;
 - the killed run shows as `interrupted` (its process is gone) before it is resumed.
+
+Each command is a process of its own, forked from a server that has imported the `agency`
+command once (`tests/runtime/agency_forks.py`): the kills and the resumes are those of real
+processes, without the Python start-up that was most of this test's CPU.
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.runtime.agency_forks import Forked, Forks
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 1234
@@ -74,7 +81,18 @@ def _env() -> dict[str, str]:
     return env
 
 
-AGENCY = [sys.executable, "-c", "from debugger.cli import main; main()"]
+_FORKS: list[Forks] = []  # the module's one fork server per thread (see `forks`)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forks]:
+    made = Forks(_env(), tmp_path_factory.mktemp("crash-output"))
+    _FORKS.append(made)
+    try:
+        yield made
+    finally:
+        _FORKS.remove(made)
+        made.close()
 
 
 def _workdir(path: Path) -> Path:
@@ -114,19 +132,12 @@ def _timeline(work: Path) -> dict[str, Any]:
         }
 
 
-def _start(work: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*AGENCY, *args, "--db", "runs.db", "--json"],
-        cwd=work,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start(work: Path, *args: str) -> Forked:
+    return _FORKS[-1].start(work, *args, "--db", "runs.db", "--json")
 
 
 def _kill_after(
-    proc: subprocess.Popen[str], work: Path, steps: int, delay: float, floor: int = 0
+    proc: Forked, work: Path, steps: int, delay: float, floor: int = 0
 ) -> tuple[int | None, str, str]:
     """SIGKILL `proc` once the store holds `steps` steps (then `delay` seconds more). Returns
     the steps the store held when it died (None if the process ended first) and its output."""
@@ -173,14 +184,7 @@ def _stamp(work: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def _resume(work: Path, run_id: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*AGENCY, "resume", run_id, "--db", "runs.db", "--json"],
-        cwd=work,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return _FORKS[-1].run(work, "resume", run_id, "--db", "runs.db", "--json", timeout=120)
 
 
 def _reaped(work: Path, run_id: str) -> str:
@@ -245,7 +249,7 @@ def _case(
         if second is not None and _reaped(work, run_id) == "finished":
             second = None  # the signal landed as the finished process was exiting
         if second is None:  # it finished first: that is the resume to check
-            done = subprocess.CompletedProcess(proc.args, 0, out, err)
+            done = subprocess.CompletedProcess(["agency", "resume", run_id], 0, out, err)
         else:
             kills.append(second)
             for name, (data, ino) in _stamp(work).items():
