@@ -299,7 +299,9 @@ def _moves(op: int, arg: Any) -> tuple[int, int] | None:
     return None  # a jump, a MATCH, a DUP or SWAP: the search gives up
 
 
-def static_callee(code: Code, call_pc: int, targets: set[int] | None = None) -> str | None:
+def static_callee(
+    code: Code, call_pc: int, targets: set[int] | frozenset[int] | None = None
+) -> str | None:
     """The function a CALL at `call_pc` calls, when the code that pushes its callee runs
     straight to the call (no jump in between, none into it) and the callee is a constant
     function (`f(…)` for a def `f`); else None."""
@@ -331,7 +333,9 @@ def callee_local(code: Code, call_pc: int) -> str | None:
     return str(name)
 
 
-def _callee_pusher(code: Code, call_pc: int, targets: set[int] | None = None) -> int | None:
+def _callee_pusher(
+    code: Code, call_pc: int, targets: set[int] | frozenset[int] | None = None
+) -> int | None:
     """The pc of the instruction that pushed the callee of the CALL at `call_pc`, when the
     code runs straight from there to the call; else None."""
     ops, args = code.ops, code.args
@@ -339,7 +343,7 @@ def _callee_pusher(code: Code, call_pc: int, targets: set[int] | None = None) ->
     if op != B.CALL:
         return None
     if targets is None:
-        targets = _targets(code)
+        targets = _known_targets(code)
     # From the last place another path may come in (a jump's target, the instruction after
     # one that may jump), the code runs straight to the call.
     pc = call_pc
@@ -360,6 +364,22 @@ def _callee_pusher(code: Code, call_pc: int, targets: set[int] | None = None) ->
     if size > len(pushed):
         return None
     return pushed[-size]
+
+
+# The jump targets of the codes asked about last, by identity: reading a checkpoint asks them
+# of the code of every frame waiting on a call, and a run's checkpoints hold frames of the same
+# few codes (restoring one walked its function's instructions once per frame). They are the
+# same linked or not (`unfused`).
+_TARGETS: dict[int, tuple[Code, frozenset[int]]] = {}
+
+
+def _known_targets(code: Code) -> frozenset[int]:
+    known = _TARGETS.get(id(code))
+    if known is None or known[0] is not code:
+        if len(_TARGETS) >= 256:
+            _TARGETS.clear()
+        known = _TARGETS[id(code)] = (code, frozenset(_targets(code)))
+    return known[1]
 
 
 def _targets(code: Code) -> set[int]:

@@ -425,9 +425,10 @@ def _check_functions(data: dict[str, Any], program: CompiledProgram, origin: str
             code = program.functions.get(v["scope"]) if isinstance(v.get("scope"), str) else None
             prelude_frame = code is not None and code.kind == "prelude"
             for k, item in v.items():
-                todo.append((item, prelude_frame and k == "stack"))
+                if isinstance(item, (dict, list)):  # (nothing else can name a function)
+                    todo.append((item, prelude_frame and k == "stack"))
         elif isinstance(v, list):
-            todo.extend((item, internal_ok) for item in v)
+            todo.extend((item, internal_ok) for item in v if isinstance(item, (dict, list)))
 
 
 def trial_decode(data: dict[str, Any], program: CompiledProgram, origin: str) -> None:
