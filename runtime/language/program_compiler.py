@@ -177,8 +177,8 @@ class ProgramCompiler:
     def _compile_prelude(self, prelude: A.Program | None, decls: list[A.FuncDecl]) -> None:
         """The prelude's functions (first, so its blocks and handlers are numbered from 1), as
         compiled for an earlier program whose names look the same from inside the prelude."""
-        key = _PRELUDE.key(self, prelude) if prelude is not None and not self.functions else None
-        kept = _PRELUDE.made.get(key) if key is not None else None
+        shared = prelude is not None and not self.functions
+        kept = _PRELUDE.find(self, prelude) if shared and prelude is not None else None
         if kept is not None:
             codes, self.handlers, self.blocks = kept
             self.functions.update((name, _copy(code)) for name, code in codes.items())
@@ -186,9 +186,9 @@ class ProgramCompiler:
         errors = len(self.diagnostics)
         for d in decls:
             self.functions[d.name] = self.compile_function(d, "<prelude>", kind="prelude")
-        if key is not None and len(self.diagnostics) == errors:
+        if shared and prelude is not None and len(self.diagnostics) == errors:
             made = {name: _copy(code) for name, code in self.functions.items()}
-            _PRELUDE.keep(key, (made, self.handlers, self.blocks))
+            _PRELUDE.keep(self, prelude, (made, self.handlers, self.blocks))
 
     def compile_function(self, d: A.FuncDecl, file: str, kind: str) -> Code:
         params = [
@@ -420,6 +420,21 @@ def _strings(node: object, out: set[str]) -> None:
             stack.extend(getattr(item, name) for name in item._fields if name != "span")
 
 
+View = tuple[frozenset[str], ...]
+
+
+def _view(unit: ProgramCompiler) -> View:
+    """The program's declarations as compiling the prelude may look them up."""
+    return (
+        frozenset(unit.global_names),
+        frozenset(unit.shared_names),
+        frozenset(unit.function_names),
+        frozenset(unit.module_consts),
+        frozenset(unit.signatures),
+        frozenset(unit.types),
+    )
+
+
 class _CompiledPrelude:
     """The prelude's functions compiled, kept for the next program: compiling them was most of
     compiling a small program (16 ms of dice.agency's 17).
@@ -429,29 +444,58 @@ class _CompiledPrelude:
     module constant), so the compiled code is kept under exactly that view of them: a program
     that declares no name the prelude uses (nearly all) shares one entry. A program whose own
     defs or type aliases carry a name the prelude holds (a call there would fill a left-out
-    `Schema` parameter or a typed `llm()` from them) compiles the prelude afresh."""
+    `Schema` parameter or a typed `llm()` from them) compiles the prelude afresh.
+
+    Finding the names the prelude's tree holds takes as long as compiling it, so a process
+    looks for them only when it compiles a second program (most `agency` commands compile
+    one): the first program's prelude waits with that program's view until then."""
 
     def __init__(self) -> None:
         self.prelude: A.Program | None = None
-        self.names: frozenset[str] = frozenset()
-        self.made: dict[tuple[frozenset[str], ...], tuple[dict[str, Code], int, int]] = {}
+        self.names: frozenset[str] | None = None
+        self.waiting: tuple[View, tuple[dict[str, Code], int, int]] | None = None
+        self.made: dict[View, tuple[dict[str, Code], int, int]] = {}
 
-    def key(self, unit: ProgramCompiler, prelude: A.Program) -> tuple[frozenset[str], ...] | None:
+    def find(
+        self, unit: ProgramCompiler, prelude: A.Program
+    ) -> tuple[dict[str, Code], int, int] | None:
+        """The prelude compiled for a program that saw it as `unit` does, if one was."""
         if prelude is not self.prelude:
+            self.prelude, self.names, self.waiting, self.made = prelude, None, None, {}
+            return None
+        if self.names is None:
+            if self.waiting is None:
+                return None
             found: set[str] = set()
             _strings(prelude.items, found)
-            self.prelude, self.names, self.made = prelude, frozenset(found), {}
-        names = self.names
-        if not names.isdisjoint(unit.signatures) or not names.isdisjoint(unit.types):
-            return None
-        return (
-            names & unit.global_names,
-            names & unit.shared_names,
-            names & unit.function_names,
-            names & unit.module_consts,
-        )
+            self.names = frozenset(found)
+            view, made = self.waiting
+            self.waiting = None
+            self.keep_as(self.key(view), made)
+        key = self.key(_view(unit))
+        return self.made.get(key) if key is not None else None
 
-    def keep(self, key: tuple[frozenset[str], ...], made: tuple[dict[str, Code], int, int]) -> None:
+    def keep(
+        self, unit: ProgramCompiler, prelude: A.Program, made: tuple[dict[str, Code], int, int]
+    ) -> None:
+        if prelude is not self.prelude:
+            return
+        if self.names is None:
+            self.waiting = (_view(unit), made)
+        else:
+            self.keep_as(self.key(_view(unit)), made)
+
+    def key(self, view: View) -> View | None:
+        """What of `view` compiling the prelude depends on (None: more than is kept apart)."""
+        names = self.names
+        assert names is not None
+        if not names.isdisjoint(view[4]) or not names.isdisjoint(view[5]):
+            return None
+        return tuple(names & part for part in view[:4])
+
+    def keep_as(self, key: View | None, made: tuple[dict[str, Code], int, int]) -> None:
+        if key is None:
+            return
         if len(self.made) >= 16:
             self.made.pop(next(iter(self.made)))
         self.made[key] = made

@@ -146,8 +146,14 @@ def test_the_prelude_compiled_for_other_programs_is_what_this_one_would_compile(
 
     kept = program_compiler._PRELUDE  # noqa: SLF001
     keys: list[object] = []
-    key = kept.key
-    monkeypatch.setattr(kept, "key", lambda *a: keys.append(key(*a)) or keys[-1])
+    find = kept.find
+
+    def finding(unit: object, prelude: object) -> object:
+        found = find(unit, prelude)  # type: ignore[arg-type]
+        keys.append(kept.key(program_compiler._view(unit)) if kept.names else None)  # type: ignore[arg-type]  # noqa: SLF001
+        return found
+
+    monkeypatch.setattr(kept, "find", finding)
     paths = sorted(PROGRAMS.rglob("*.agency")) + sorted(EXAMPLES.rglob("*.agency"))
     assert len(paths) > 300
     warm = []
@@ -171,6 +177,8 @@ def test_a_global_named_as_a_prelude_variable_gets_the_prelude_of_its_own(tmp_pa
 
     kept = program_compiler._PRELUDE  # noqa: SLF001
     plain = compile_source("node main() {\n  return 1\n}\n", str(tmp_path / "a.agency"))
+    compile_source("node main() {\n  return 2\n}\n", str(tmp_path / "a.agency"))
+    assert kept.names is not None  # looked for at the second program
     names = sorted(kept.names & {"seen", "out", "result", "acc", "i", "total"})
     assert names
     source = "".join(f"let {n} = 0\n" for n in names) + "node main() {\n  return 1\n}\n"
@@ -181,3 +189,31 @@ def test_a_global_named_as_a_prelude_variable_gets_the_prelude_of_its_own(tmp_pa
         shadowed
     )
     assert plain.functions.keys() <= shadowed.functions.keys()
+
+
+def test_the_prelude_is_looked_through_only_once_a_second_program_is_compiled(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Most `agency` commands compile one program: finding the prelude's names (as long as
+    # compiling it) waits for a second, which then gets the first one's prelude.
+    from runtime.language import program_compiler
+
+    fresh = program_compiler._CompiledPrelude()  # noqa: SLF001
+    monkeypatch.setattr(program_compiler, "_PRELUDE", fresh)
+    first = compile_source("node main() {\n  return 1\n}\n", str(tmp_path / "a.agency"))
+    assert fresh.names is None and fresh.waiting is not None and not fresh.made
+    found = []
+    find = fresh.find
+    monkeypatch.setattr(fresh, "find", lambda *a: found.append(find(*a)) or found[-1])
+    second = compile_source("node main() {\n  return 2\n}\n", str(tmp_path / "b.agency"))
+    assert fresh.names and fresh.waiting is None and len(fresh.made) == 1
+    assert found[0] is not None  # the first program's prelude, copied
+    prelude = [name for name, code in first.functions.items() if code.kind == "prelude"]
+    assert [_as_compiled_code(second.functions[n]) for n in prelude] == [
+        _as_compiled_code(first.functions[n]) for n in prelude
+    ]
+    assert all(second.functions[n] is not first.functions[n] for n in prelude)
+
+
+def _as_compiled_code(code: object) -> tuple[object, ...]:
+    return (code.ops, [_nan_free(a) for a in code.args], code.locations)  # type: ignore[attr-defined]
