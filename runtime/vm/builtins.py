@@ -104,7 +104,9 @@ class World:
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, quiet: bool = False) -> None:
-        self.root = Path(root or os.getcwd()).resolve()
+        # (the working directory as the kernel gives it is resolved already: POSIX's getcwd
+        # names no `.`, `..` or symbolic link, and resolving it again stats every component)
+        self.root = Path(root).resolve() if root else Path(os.getcwd())
         self.quiet = quiet
         self.writable: tuple[Path, ...] = ()
         self.announced = False  # the simulated-model notice was printed
