@@ -217,3 +217,18 @@ def test_the_prelude_is_looked_through_only_once_a_second_program_is_compiled(
 
 def _as_compiled_code(code: object) -> tuple[object, ...]:
     return (code.ops, [_nan_free(a) for a in code.args], code.locations)  # type: ignore[attr-defined]
+
+
+def test_a_kept_prelude_function_copies_whole(tmp_path: Path) -> None:
+    # Every field the compiler sets comes through the copy (a field added to `Code` and left
+    # out of `_copy` would be lost for every program but the first).
+    from runtime.language import program_compiler
+
+    for n in range(2):
+        compile_source(f"node main() {{\n  return {n}\n}}\n", str(tmp_path / "a.agency"))
+    made = program_compiler._PRELUDE.made  # noqa: SLF001
+    assert made
+    for codes, _handlers, _blocks in made.values():
+        for code in codes.values():
+            twin = program_compiler._copy(code)  # noqa: SLF001
+            assert twin == code and twin.ops is not code.ops and twin.args is not code.args
