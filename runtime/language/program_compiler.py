@@ -6,6 +6,7 @@ into a `CompiledProgram`."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -455,6 +456,7 @@ class _CompiledPrelude:
     one): the first program's prelude waits with that program's view until then."""
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()  # programs may be compiled on several threads at once
         self.prelude: A.Program | None = None
         self.names: frozenset[str] | None = None
         self.waiting: tuple[View, tuple[dict[str, Code], int, int]] | None = None
@@ -464,6 +466,12 @@ class _CompiledPrelude:
         self, unit: ProgramCompiler, prelude: A.Program
     ) -> tuple[dict[str, Code], int, int] | None:
         """The prelude compiled for a program that saw it as `unit` does, if one was."""
+        with self.lock:
+            return self._find(unit, prelude)
+
+    def _find(
+        self, unit: ProgramCompiler, prelude: A.Program
+    ) -> tuple[dict[str, Code], int, int] | None:
         if prelude is not self.prelude:
             self.prelude, self.names, self.waiting, self.made = prelude, None, None, {}
             return None
@@ -482,12 +490,13 @@ class _CompiledPrelude:
     def keep(
         self, unit: ProgramCompiler, prelude: A.Program, made: tuple[dict[str, Code], int, int]
     ) -> None:
-        if prelude is not self.prelude:
-            return
-        if self.names is None:
-            self.waiting = (_view(unit), made)
-        else:
-            self.keep_as(self.key(_view(unit)), made)
+        with self.lock:
+            if prelude is not self.prelude:
+                return
+            if self.names is None:
+                self.waiting = (_view(unit), made)
+            else:
+                self.keep_as(self.key(_view(unit)), made)
 
     def key(self, view: View) -> View | None:
         """What of `view` compiling the prelude depends on (None: more than is kept apart)."""
