@@ -104,6 +104,9 @@ class VariablesPanel(Tree[VarRef]):
         self._scope = ""
         self._sections: dict[str, TreeNode[VarRef]] = {}
         self._var_nodes: dict[tuple[str, str], TreeNode[VarRef]] = {}
+        # The node the cursor goes to once the rebuilt tree has its lines (its next refresh);
+        # until then it is what is selected: a key typed right after a move edits it.
+        self._cursor_due: TreeNode[VarRef] | None = None
         self._open_paths: set[tuple[str, str, tuple[str | int, ...]]] = set()
 
     @property
@@ -114,7 +117,8 @@ class VariablesPanel(Tree[VarRef]):
     @property
     def selected(self) -> VarRef | None:
         """The variable (or part of one) under the cursor."""
-        node = self.cursor_node
+        due = self._cursor_due
+        node = due if due is not None and due.tree is self else self.cursor_node
         return node.data if node is not None and node.data is not None else None
 
     def show(
@@ -194,10 +198,13 @@ class VariablesPanel(Tree[VarRef]):
                     line_of_cursor = node
         if line_of_cursor is None and self._var_nodes:
             line_of_cursor = next(iter(self._var_nodes.values()))  # the first variable
+        self._cursor_due = line_of_cursor
         if line_of_cursor is not None:
             self.call_after_refresh(self._restore_cursor, line_of_cursor)
 
     def _restore_cursor(self, node: TreeNode[VarRef]) -> None:
+        if self._cursor_due is node:
+            self._cursor_due = None
         if node.tree is self and node.line >= 0:
             self.cursor_line = node.line
 

@@ -174,3 +174,21 @@ async def test_a_key_is_waited_for_while_its_widget_is_there_and_let_go_once_it_
             await drain(pilot)
             assert not app.keys_waiting()
         assert app.session is not None and app.session.step == start + 2
+
+
+async def test_e_right_after_a_goto_edits_the_variable_the_panel_is_about_to_select(
+    dice: Session,
+) -> None:
+    # At the first step no variable is shown; `g 3 enter e` typed at once went to step 3 and
+    # said "select a variable": the panel, rebuilt, put its cursor on the first variable only
+    # after its next refresh, which came after the `e`.
+    app = DebuggerApp(dice)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        assert app.variables.selected is None
+        type_fast(app, "g", "3", "enter", "e")
+        await drain(pilot)
+        assert app.session is not None and app.session.step == 3
+        assert isinstance(app.screen, EditScreen)
