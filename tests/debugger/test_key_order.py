@@ -167,7 +167,7 @@ async def test_a_key_is_waited_for_while_its_widget_is_there_and_let_go_once_it_
             if not widget_there:
                 await stuck.remove()
             await app._release_overdue_key()  # noqa: SLF001
-            await drain(pilot)
+            await settle(pilot)  # (not `drain`, which waits while the key is held)
             assert app.keys_waiting() is widget_there
             app._key_since -= app_keys.KEY_LIMIT  # noqa: SLF001
             await app._release_overdue_key()  # noqa: SLF001
