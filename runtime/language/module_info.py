@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from runtime.language.identity import ByIdentity
 from runtime.language.program import gather_imports
 from runtime.language.syntax import ast as A
 from runtime.language.syntax.nodes import Node
@@ -80,18 +81,13 @@ def _raised(call: A.Call) -> str | None:
 # by the base's identity: each type check follows them for every function again, and walking the
 # prelude's bodies was 23 ms of every check. Each entry is the decl beside its calls, so a name
 # the module defines again is walked afresh.
-_BASE_CALLS: dict[int, tuple[object, dict[str, tuple[A.FuncDecl, list[A.Call]]]]] = {}
+_BASE_CALLS: ByIdentity[object, dict[str, tuple[A.FuncDecl, list[A.Call]]]] = ByIdentity(4)
 
 
 def _shared_calls(base: Iterable[Any]) -> dict[str, tuple[A.FuncDecl, list[A.Call]]]:
     if not isinstance(base, (list, tuple)):
         return {}
-    kept = _BASE_CALLS.get(id(base))
-    if kept is None or kept[0] is not base:
-        if len(_BASE_CALLS) >= 4:
-            _BASE_CALLS.clear()
-        kept = _BASE_CALLS[id(base)] = (base, {})
-    return kept[1]
+    return _BASE_CALLS.get(base, lambda _: {})
 
 
 class _Effects:

@@ -20,6 +20,7 @@ from typing import Any
 
 from runtime.language import bytecode as B
 from runtime.language.bytecode import Code
+from runtime.language.identity import ByIdentity
 
 # (depth, what is known of the top value: True truthy, False falsy, None nothing)
 State = tuple[int, bool | None]
@@ -370,16 +371,11 @@ def _callee_pusher(
 # of the code of every frame waiting on a call, and a run's checkpoints hold frames of the same
 # few codes (restoring one walked its function's instructions once per frame). They are the
 # same linked or not (`unfused`).
-_TARGETS: dict[int, tuple[Code, frozenset[int]]] = {}
+_TARGETS: ByIdentity[Code, frozenset[int]] = ByIdentity(256)
 
 
 def _known_targets(code: Code) -> frozenset[int]:
-    known = _TARGETS.get(id(code))
-    if known is None or known[0] is not code:
-        if len(_TARGETS) >= 256:
-            _TARGETS.clear()
-        known = _TARGETS[id(code)] = (code, frozenset(_targets(code)))
-    return known[1]
+    return _TARGETS.get(code, lambda c: frozenset(_targets(c)))
 
 
 def _targets(code: Code) -> set[int]:
