@@ -24,7 +24,8 @@ def exact(r: int) -> int | float:
 
 
 def int_mul(a: int, b: int) -> int | float:
-    return exact(a * b)
+    r = a * b  # (`exact`, inlined: a call is a third of a loop statement's time)
+    return r if -(2**53) <= r <= 2**53 else int_to_double(r)
 
 
 def int_mod(a: int, b: int) -> int | float:

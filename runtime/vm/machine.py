@@ -240,6 +240,18 @@ class Machine(CallingMachine):
                                             pc = after
                                             continue
                                 wlog.append(markers[at])
+                            elif derived is not None:  # unrecorded: the same shortcut, which
+                                # saves `name = a <op> (c <op> d)` two dispatches
+                                dw = derived
+                                entry, x, b, fast, name, after, b_local = dw
+                                if fast is not None:
+                                    a = L.get(x)
+                                    if b_local:
+                                        b = L.get(b) if b_local is True else b_local(L)
+                                    if type(a) is int and type(b) is int:
+                                        L[name] = fast(a, b)
+                                        pc = after
+                                        continue
                             arg = next_arg
                             pc = next_pc
                         if op >= 63:  # (a STEP_NEXT's next instruction may be one)

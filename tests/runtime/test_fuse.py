@@ -112,6 +112,25 @@ node main() {
   return [xs.length, frozen]
 }
 """,
+    "nested writes": """node main() {
+  let big = 4503599627370490
+  let k = 0
+  let total = 0
+  let f = 1.5
+  let s = "x"
+  while (k < 8) {
+    k = k + 1
+    big = big + k * 1000000000
+    total = total - k % 3
+    total = total + k * k
+    f = f + k * f
+    s = s + k * 2
+  }
+  let neg = -7
+  neg = neg + neg % 4
+  return [big, total, f, s, neg, big * big]
+}
+""",
 }
 
 
@@ -175,6 +194,22 @@ def test_fused_runs_step_for_step_like_unfused(name: str, monkeypatch: pytest.Mo
     assert plain[-1][0] == "finished", plain[-1]
     assert len(plain) > 10
     assert fused == plain
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_unrecorded_runs_end_like_unfused(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with no recorder and no per-step hook takes the shortcuts `_trace` never does
+    (a STEP_NEXT's derived write done without its instructions)."""
+
+    def run(fused: bool) -> Any:
+        if not fused:
+            monkeypatch.setattr(link_module, "fuse", lambda code: None)
+        m = Machine(compile_source(PROGRAMS[name], "fuse.agency"))
+        m.run()
+        monkeypatch.undo()
+        return (m.status, repr(m.result), m.error and m.error.message, m.output, m.step_index)
+
+    assert run(True) == run(False)
 
 
 def test_fusing_keeps_every_other_instruction_in_place() -> None:
