@@ -143,12 +143,21 @@ class RawState:
                     if frames:  # (inline: a replay is mostly these, in an int loop)
                         vals = frames[-1][3]
                         try:
-                            a = vals.get(w[3])
-                            b = vals.get(w[4]) if w[6] else w[4]
+                            _, _, name, x, b, op, b_local = w
+                            a = vals.get(x)
+                            if b_local is True:
+                                b = vals.get(b)
+                            elif b_local:  # `a <op> (c <op> d)`: (c, d, op, d is a local)
+                                c, d, inner, d_local = b
+                                c = vals.get(c)
+                                if d_local:
+                                    d = vals.get(d)
+                                ok = type(c) is int and type(d) is int
+                                b = INT_OP_LIST[inner](c, d) if ok else None
                             if type(a) is int and type(b) is int:
-                                vals[w[2]] = INT_OP_LIST[w[5]](a, b)
+                                vals[name] = INT_OP_LIST[op](a, b)
                                 continue
-                        except (IndexError, TypeError):
+                        except (IndexError, TypeError, ValueError):
                             pass
                         _derive(vals, w)  # (it says what is wrong)
                     continue
