@@ -57,6 +57,9 @@ from runtime.vm.values import (
 from runtime.vm.writelog import FAILED, HALTED, INTERRUPTED
 
 MIN_KEYFRAME_GAP = 4096  # bytes of deltas, at least, between two keyframes
+# ... and at most: what a reader replays from a keyframe (~5,000 entries, a few milliseconds),
+# however large the last keyframe was (`flush_chunk`).
+MAX_KEYFRAME_GAP = 16384
 ENTRY_WEIGHT = 3  # ... counting an entry as this many bytes at least (`flush_chunk`)
 # Time between full keyframes, in times what one cost. Wall time (`perf_counter`, 0.1 µs a
 # call): `process_time` costs 5-15 µs a call on these machines, more than a small keyframe.
@@ -153,6 +156,7 @@ class Recorder:
         self.depth = len(machine.frames)  # frames at the step before `first_step`
         self.since_keyframe = 0
         self.keyframe_size = 0
+        self.steady = False  # the last two incremental keyframes were large and alike
         self.force_keyframe = True
         # Incremental keyframes: what changed since the last full one (`capture_changes`).
         self.full_step: int | None = None  # the step of the last full keyframe
@@ -600,12 +604,15 @@ class Recorder:
         self.depth = depth_after
         m.wlog_limit = self.chunk_limit
         # A keyframe once the deltas since the last one outweigh it twice: keyframes then cost
-        # at most half of what the deltas cost, whatever the size of the state.
-        if not rest and (
-            self.force_keyframe
-            or self.since_keyframe > max(2 * self.keyframe_size, MIN_KEYFRAME_GAP)
-        ):
-            self.write_keyframe(last)
+        # at most half of what the deltas cost, whatever the size of the state. But never more
+        # than MAX_KEYFRAME_GAP of deltas apart, which is what bounds a random read: after a
+        # large incremental keyframe (a thread grown since the full one, which every keyframe
+        # on it holds until the next full one) a loop of small steps would otherwise go tens of
+        # thousands of steps without one. Those keyframes add up to a full one's size soon,
+        # and the next full one makes them small again (`write_keyframe`).
+        due = self.since_keyframe > max(2 * self.keyframe_size, MIN_KEYFRAME_GAP)
+        if not rest and (self.force_keyframe or due or self.since_keyframe > MAX_KEYFRAME_GAP):
+            self.write_keyframe(last, early=not due)
         for listener in self.listeners:
             listener(last)
 
@@ -619,7 +626,7 @@ class Recorder:
         m.wlog.append(self.marker("step"))  # type: ignore[union-attr]
         self.flush_chunk(m)
 
-    def write_keyframe(self, step: int) -> None:
+    def write_keyframe(self, step: int, early: bool = False) -> None:
         """Store a keyframe at `step`: a full one when forced (the first, after a restore),
         once recording has spent FULL_KEYFRAME_BUDGET times what the last full one cost
         to make since it (so full captures take a bounded share of the run's CPU however
@@ -629,7 +636,12 @@ class Recorder:
         (which every keyframe holds whole); else an incremental one on the last full one.
         Sizes are encoded bytes, what capturing costs: incremental keyframes cost at most half
         the deltas (the next comes once the deltas outweigh the last twice), full ones at most
-        what the incremental ones cost, or a small share of the time."""
+        what the incremental ones cost, or a small share of the time.
+
+        An `early` one (MAX_KEYFRAME_GAP, before the deltas outweigh the last one twice) is a
+        full one when the last two incremental ones were large and as large as each other:
+        what they hold since the full one has stopped changing, so every one on it would hold
+        it again, and after a full one they are small."""
         started = time.perf_counter()
         full = (
             self.force_keyframe
@@ -641,6 +653,7 @@ class Recorder:
                     started - self.full_at > FULL_KEYFRAME_BUDGET * self.full_cost
                     or 2 * self.keyframe_size > self.full_size
                     or self.since_full > self.full_size
+                    or (early and self.steady)
                 )
                 and self._changed_since_full()
             )
@@ -657,7 +670,11 @@ class Recorder:
         self.store.put_keyframe(self.run_id, self.branch, step, blob, base)
         # The next one comes once the deltas outweigh this one twice; after a full one, what
         # the next (incremental) one costs is what counts, and that starts small.
+        was = self.keyframe_size
         self.keyframe_size = 0 if full and self.incremental else len(raw)
+        self.steady = (
+            not full and len(raw) >= MIN_KEYFRAME_GAP and abs(len(raw) - was) * 32 <= len(raw)
+        )
         self.since_full = 0 if full else self.since_full + len(raw)
         self.bytes_written += len(blob)
         self.since_keyframe = 0

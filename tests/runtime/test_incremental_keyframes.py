@@ -204,3 +204,39 @@ def test_no_full_keyframe_comes_while_nothing_changes(monkeypatch: pytest.Monkey
         timeline.state_at(len(timeline) - 2).frames[-1].locals["total"]
         == sum(range(0, 3000, 3)) - 20 * 3000
     )
+
+
+def test_keyframes_stay_within_a_readers_reach_after_a_large_incremental_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A list grows after the first full keyframe, then a long loop of small steps changes only
+    # a local: every keyframe on the full one holds the list's tail, and with keyframes only
+    # once the deltas outweigh the last one twice, the loop would go far between them.
+    source = """node main() {
+  let grown = []
+  for (k in range(1500)) {
+    grown.push("a message of a long conversation, one that goes on for a while before it comes to its point, which is that it is message number " + k + " of many, each as long as the one before and the one after, to make a keyframe that holds them large")
+  }
+  let i = 0
+  while (i < 60000) {
+    i = i + 1
+  }
+  return i
+}
+"""
+    ticks = itertools.count()  # (full keyframes at the pace of keyframes: see above)
+    clock = types.SimpleNamespace(perf_counter=lambda: float(next(ticks)))
+    monkeypatch.setattr(recorder_module, "time", clock)
+
+    def widest_gap() -> int:
+        store = MemoryStore()
+        rec = record_program(compile_source(source, "p.agency"), RunConfig(), store)
+        assert rec.machine.result == 60000
+        steps = store._runs[rec.run_id].branches[0].kf_steps  # noqa: SLF001
+        return max(b - a for a, b in zip(steps, steps[1:]))
+
+    # A step of the loop is one entry at least; a keyframe comes at a flush, after a chunk.
+    reach = recorder_module.MAX_KEYFRAME_GAP // recorder_module.ENTRY_WEIGHT + Recorder.chunk_limit
+    assert widest_gap() <= reach
+    monkeypatch.setattr(recorder_module, "MAX_KEYFRAME_GAP", 1 << 40)
+    assert widest_gap() > 2 * reach  # (the case above is one the bound is for)
