@@ -66,6 +66,10 @@ R_DERIVED = 20  # (R_DERIVED, name, a, b, op, b_local)
 # per statement and list (`BATCH_PUSHES`).
 R_STEP_PUSH = 21  # (R_STEP_PUSH, marker, oid, name)
 R_PUSHED = 22  # (R_PUSHED, oid, name): the push alone, as R_DERIVED is a derived write alone
+# A step marker and a write to a local of the innermost frame, the value being the next entry: a
+# loop head's step and its variable (`for (x in xs)`). One tuple per loop head, so a batch pickles
+# it once and refers to it in two bytes after that (`BATCH_STEP_LOCALS`).
+R_STEP_LOCAL = 23  # (R_STEP_LOCAL, marker, name), then the value
 
 KINDS = ("step", "llm", "tool", "interrupt", "end")
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
@@ -339,7 +343,15 @@ BATCH_APPENDS = 3  # ... and its appends as `(R_APPEND, oid), item` (older reade
 BATCH_CALLS = 4  # ... and calls as `(R_PUSH_FRAME, …, None, …), locals` (older readers refuse)
 BATCH_NESTED = 5  # ... and derived writes of `a <op> (c <op> d)` (R_NESTED; older readers refuse)
 BATCH_PUSHES = 6  # ... and pushes as R_STEP_PUSH, R_PUSHED (older readers refuse these)
-BATCH_VERSIONS = (BATCH_LOCALS, BATCH_APPENDS, BATCH_CALLS, BATCH_NESTED, BATCH_PUSHES)
+BATCH_STEP_LOCALS = 7  # ... and loop heads as R_STEP_LOCAL, value (older readers refuse these)
+BATCH_VERSIONS = (
+    BATCH_LOCALS,
+    BATCH_APPENDS,
+    BATCH_CALLS,
+    BATCH_NESTED,
+    BATCH_PUSHES,
+    BATCH_STEP_LOCALS,
+)
 
 
 def batch_entries(blob: bytes) -> tuple[int, int, int, list[Any], bool]:
@@ -378,7 +390,7 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
     with its locals; an `R_STEP_WRITE` its marker and
     an `R_LOCAL` whose value is None, which only a reader with the state can compute
     (`RawState.apply`), as an `R_DERIVED` is; an `R_STEP_PUSH` its marker and an `R_APPEND`
-    whose item is None, as an `R_PUSHED` is."""
+    whose item is None, as an `R_PUSHED` is; an `R_STEP_LOCAL` its marker and an `R_LOCAL`."""
     out: list[Any] = []
     append = out.append
     items = iter(entries)
@@ -407,6 +419,13 @@ def expand_locals(depth: int, entries: list[Any]) -> list[Any]:
                 if marked:
                     append(e[1])
                 append((R_APPEND, e[-2], None))
+                continue
+            if code == R_STEP_LOCAL:  # a marker, then a local write whose value follows
+                v = next(items, _END)
+                if len(e) != 3 or type(e[2]) is not str or v is _END:
+                    raise BlobError("damaged step batch: a loop head of another shape")
+                append(e[1])
+                append((R_LOCAL, depth - 1, e[2], v))
                 continue
             if code == R_APPEND and len(e) == 2:
                 v = next(items, _END)

@@ -33,6 +33,7 @@ from runtime.record.format import (
     R_SHARED,
     R_SPLICE,
     R_STATUS,
+    R_STEP_LOCAL,
     R_STEP_PUSH,
     R_STEP_WRITE,
     R_THREAD,
@@ -160,6 +161,15 @@ class RawState:
                         except (IndexError, TypeError, ValueError):
                             pass
                         _derive(vals, w)  # (it says what is wrong)
+                    continue
+                if code == R_STEP_LOCAL:  # a loop head's step marker, then its variable
+                    if steps:
+                        steps -= 1
+                        if not steps:
+                            return w[1]  # type: ignore[no-any-return]
+                    v = next(items)
+                    if frames:
+                        frames[-1][3][w[2]] = v
                     continue
                 if code == R_DERIVED:  # the same write after its marker, in the next batch
                     if frames:
@@ -560,6 +570,10 @@ class DecodedBatch:
                 t = type(e)
                 if t is int or e[0] == R_STEP_WRITE or e[0] == R_STEP_PUSH:
                     step += 1
+                elif e[0] == R_STEP_LOCAL:
+                    step += 1
+                    if next(items, _MISSING) is _MISSING:  # its value
+                        raise BlobError("damaged step batch: a write without its value")
                 elif t is str or (e[0] == R_APPEND and len(e) == 2) or _site(e):
                     if next(items, _MISSING) is _MISSING:  # its value
                         raise BlobError("damaged step batch: a write without its value")
@@ -578,6 +592,10 @@ class DecodedBatch:
                 t = type(e)
                 if t is int or e[0] == R_STEP_WRITE or e[0] == R_STEP_PUSH:
                     depths.append(depth)
+                elif e[0] == R_STEP_LOCAL:
+                    depths.append(depth)
+                    if next(items, _MISSING) is _MISSING:  # its value
+                        raise BlobError("damaged step batch: a write without its value")
                 elif t is str or (e[0] == R_APPEND and len(e) == 2):
                     if next(items, _MISSING) is _MISSING:  # its value
                         raise BlobError("damaged step batch: a write without its value")
@@ -675,7 +693,8 @@ class BatchCache:
 
 
 def marker_of(entry: Any) -> int:
-    """The step marker an entry is: an int, or an `R_STEP_WRITE`'s or `R_STEP_PUSH`'s."""
+    """The step marker an entry is: an int, or an `R_STEP_WRITE`'s, `R_STEP_PUSH`'s or
+    `R_STEP_LOCAL`'s."""
     return entry if type(entry) is int else int(entry[1])
 
 
@@ -721,6 +740,10 @@ def _marks(entries: list[Any], pairs: bool) -> list[int]:
             raise BlobError("damaged step batch: an entry is neither a marker nor a write")
         elif e[0] == R_STEP_WRITE or e[0] == R_STEP_PUSH:
             add(i)
+        elif e[0] == R_STEP_LOCAL:
+            add(i)
+            if next(items, None) is None:
+                raise BlobError("damaged step batch: a loop head without its value")
         elif e[0] == R_APPEND and len(e) == 2 and pairs:
             if next(items, None) is None:
                 raise BlobError("damaged step batch: an append without its item")

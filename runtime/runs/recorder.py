@@ -28,13 +28,14 @@ from typing import Any
 
 from runtime.language.bytecode import CompiledProgram, FuncRef
 from runtime.record.format import (
-    BATCH_PUSHES,
+    BATCH_STEP_LOCALS,
     KIND_CODES,
     R_APPEND,
     R_CONTENTS,
     R_DERIVED,
     R_PUSHED,
     R_RESET,
+    R_STEP_LOCAL,
     R_STEP_PUSH,
     R_STEP_WRITE,
     ZLIB_PREFIX,
@@ -123,7 +124,7 @@ class Recorder:
     and calls `flush_chunk` when the log is long. Writes are encoded as they are made
     (containers by id, defined the first time they are met: `enc`), so a chunk is plain data,
     pickled as it is, in C. A batch blob is `(first_step, depth_before, depth_after, entries,
-    BATCH_PUSHES)` (`runtime.record.format`).
+    BATCH_STEP_LOCALS)` (`runtime.record.format`).
     """
 
     per_step = False  # call `on_step` at every step (tests that probe the live machine)
@@ -580,20 +581,23 @@ class Recorder:
             chunk = wlog[: end + 1]
             rest = wlog[end + 1 :]
             last_mark = chunk[-1]
-            if type(last_mark) is not int:  # an R_STEP_WRITE (R_STEP_PUSH): its write goes
-                # with the rest, where a reader finds it on the state before it, to recompute it
+            if type(last_mark) is not int:  # the marker and a write in one: the write goes
+                # with the rest (a reader recomputes a derived write on the state before it)
                 chunk[-1] = last_mark[1]
-                alone = R_DERIVED if last_mark[0] == R_STEP_WRITE else R_PUSHED
-                rest.insert(0, (alone, *last_mark[2:]))
+                if last_mark[0] == R_STEP_LOCAL:  # its value begins the rest: a local write
+                    rest.insert(0, last_mark[2])
+                else:  # an R_STEP_WRITE, an R_STEP_PUSH
+                    alone = R_DERIVED if last_mark[0] == R_STEP_WRITE else R_PUSHED
+                    rest.insert(0, (alone, *last_mark[2:]))
             del wlog[:]
             wlog.extend(rest)
             depth_after -= undo  # the frames pushed after the marker are the next step's
         last = m.step_index  # every step appends its marker, so the last one is this step's
         head = (self.first_step, self.depth, depth_after)
         try:
-            blob = encode_record((*head, chunk, BATCH_PUSHES), memo=True)
+            blob = encode_record((*head, chunk, BATCH_STEP_LOCALS), memo=True)
         except ValueError:  # something the machine logged unencoded: make it plain
-            blob = encode_record((*head, _plain_data(chunk), BATCH_PUSHES), memo=True)
+            blob = encode_record((*head, _plain_data(chunk), BATCH_STEP_LOCALS), memo=True)
         self.store.append_batch(self.run_id, self.branch, self.first_step, last, blob)
         self.bytes_written += len(blob)
         # What a reader pays to replay it: its bytes, or ENTRY_WEIGHT an entry (a derived write
@@ -775,6 +779,9 @@ def _last_marker(wlog: list[Any]) -> tuple[int, int]:
         t = type(w)
         if t is int or w[0] == R_STEP_WRITE or w[0] == R_STEP_PUSH:
             end, pushed = i, 0
+        elif w[0] == R_STEP_LOCAL:  # a marker, then its variable's value
+            end, pushed = i, 0
+            next(items, None)
         elif t is str or (w[0] == R_APPEND and len(w) == 2):
             next(items, None)  # its value
         elif w[0] == 6:

@@ -18,6 +18,8 @@ without it.
   `total = total + i` log a third of the entries they did, so cost a third as much to store.
   The same for `name = a <op> (c <op> d)` (LOAD_LOCAL a, then `c <op> d` as one
   `LOCAL_OP_*`, then BINARY_STORE): `total = total + i * 2` is one entry too (`W_NESTED`).
+  A loop head (FOR_RANGE, FOR_EACH next) logs its step and the loop variable's name as one
+  entry, then the value (`W_STEP_LOCAL`): three entries an iteration become two.
 - `LOCAL_OP_{LOCAL,CONST}_STORE (a, b, fn, int fn, name, next pc)`: `name = a <op> b` from
   LOAD_LOCAL a; LOAD_LOCAL b | CONST b; BINARY; STORE_LOCAL.
 - `LOCAL_OP_{LOCAL,CONST}_JUMP (a, b, fn, int fn, target, next pc)`: a loop or `if` test,
@@ -82,7 +84,7 @@ from runtime.vm.values import (
     js_ne,
     js_sub,
 )
-from runtime.vm.writelog import W_NESTED, W_STEP_PUSH, W_STEP_WRITE
+from runtime.vm.writelog import W_NESTED, W_STEP_LOCAL, W_STEP_PUSH, W_STEP_WRITE
 
 # JavaScript operators on two ints, as plain Python (`runtime.language.int_ops`).
 INT_FAST: dict[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = {
@@ -139,8 +141,10 @@ def _derived_write(
     as one entry without the value, when a and b are ints (`W_STEP_WRITE`). The same for
     `name = a <op> (c <op> d)`, b being the inner pair (`_nested_write`). For `xs.push(v)`
     (PUSH_LOCAL): ({oid: its entry}, xs, None, None, v, next pc, False), which the machine
-    logs as one `W_STEP_PUSH` when the recorder lets it log xs's pushes (`step_push`). Else
-    None."""
+    logs as one `W_STEP_PUSH` when the recorder lets it log xs's pushes (`step_push`). For a
+    loop head (FOR_RANGE, FOR_EACH): (its `W_STEP_LOCAL` entry, None, the op, None, the loop
+    variable, None, False), which the machine logs with the variable's value when the loop goes
+    on. Else None."""
     if at >= len(code.markers):
         return None
     if op == PUSH_LOCAL:  # `xs.push(v)`: the machine logs its step and push as one entry
@@ -148,6 +152,11 @@ def _derived_write(
         if _hidden(xs) or _hidden(v):
             return None
         return ({}, xs, None, None, v, next_pc, False)  # ({oid: entry}, list, -, -, item)
+    if op == FOR_RANGE or op == FOR_EACH:  # a loop head: its step and the variable's write
+        var = arg[2]
+        if _hidden(var):
+            return None
+        return ((W_STEP_LOCAL, code.markers[at], var), None, op, None, var, None, False)
     if op == LOAD_LOCAL:
         return _nested_write(code, at, arg, ops, args, pc + 2)
     if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE):

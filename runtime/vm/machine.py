@@ -220,7 +220,32 @@ class Machine(CallingMachine):
                                         wlog.append(entry)
                                         pc = after
                                         continue
-                                    if fast is None:  # `a.push(v)`, v the local `name`: the
+                                    if x is None:  # a loop head, b its FOR_RANGE or FOR_EACH:
+                                        # the step and the loop variable's write as one entry
+                                        # (W_STEP_LOCAL), then the value
+                                        target, slot, var, end = next_arg  # (FOR_EACH: index)
+                                        if b == 70:
+                                            v = L[slot]
+                                            if not v >= L[end]:  # (as FOR_RANGE: NaN too)
+                                                L[slot] = v + 1
+                                                L[var] = v
+                                                wlog.append(entry)
+                                                wlog.append(v)
+                                                pc = next_pc
+                                                continue
+                                        else:
+                                            seq = L[slot]
+                                            i = L[end]
+                                            if i < len(seq):
+                                                L[end] = i + 1
+                                                v = L[var] = seq[i]
+                                                if type(v) not in PLAIN:  # (defines it first)
+                                                    v = self.rec.enc_now(v)
+                                                wlog.append(entry)
+                                                wlog.append(v)
+                                                pc = next_pc
+                                                continue
+                                    elif fast is None:  # `a.push(v)`, v the local `name`: the
                                         # step and the push as one entry (W_STEP_PUSH) when
                                         # the recorder lets the machine log a's pushes
                                         lst: Any = a  # (a list, if the recorder knows it)

@@ -40,6 +40,9 @@ W_DERIVED = 20  # (W_DERIVED, name, a, b, op, b is a local): the write alone (th
 # of the local v in the state before the step.
 W_STEP_PUSH = 21
 W_PUSHED = 22  # (W_PUSHED, list, item's name): the push alone (the recorder's, as W_DERIVED)
+# A loop head's step marker and its variable's write in one: (W_STEP_LOCAL, marker, name), then
+# the value, logged for FOR_RANGE and FOR_EACH (`runtime.vm.fuse`).
+W_STEP_LOCAL = 23
 
 PLAIN = frozenset({type(None), bool, int, float, str})  # written to the log as they are
 POPPED = (W_POP_FRAME,)  # one tuple for every return: a batch pickles it once, then refers to it

@@ -24,6 +24,7 @@ from runtime.record.format import (
     R_NESTED,
     R_OUTPUT,
     R_PUSHED,
+    R_STEP_LOCAL,
     R_STEP_PUSH,
     R_STEP_WRITE,
     batch_entries,
@@ -254,6 +255,73 @@ def test_a_push_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
         assert fresh.state_at(step) == after
 
 
+LOOP_HEADS = """node main() {
+  let total = 0
+  for (i in range(250)) {
+    total = total + i
+  }
+  let seen = []
+  for (v in [3, "three", [3], { n: 3 }, null, 2.5, [[1]], 7]) {
+    seen.push(v)
+  }
+  for (c in "abc") {
+    total = total + 1
+  }
+  for (j in range(2)) {
+  }
+  return [total, seen.length]
+}
+"""
+
+
+def test_a_loop_head_is_its_step_and_its_variable_in_one_entry() -> None:
+    # `for (i in …)`: the head's step and `i`'s name are one entry, the value the next
+    # (R_STEP_LOCAL), whatever the value is (a number, a string, a list, an object, null);
+    # a loop's last test, which ends it, is a marker alone.
+    got = _record(LOOP_HEADS, False, MemoryStore())
+    want = _record(LOOP_HEADS, True, MemoryStore())
+    heads = [e for e in _entries(got) if type(e) is tuple and e[0] == R_STEP_LOCAL]
+    assert {e[2] for e in heads} == {"i", "v", "c", "j"}
+    assert len(heads) >= 250 + 8 + 3 + 2 - 10  # (steps where the machine flushed go apart)
+    assert not any(type(e) is tuple and e[0] == R_STEP_LOCAL for e in _entries(want))
+    _same_reading(got, want)
+    last = got.state_at(len(got) - 2)
+    assert last.frames[-1].locals["total"] == sum(range(250)) + 3
+    lines = [getattr(want.location_at(k), "line", None) for k in range(len(want))]
+    k = lines.index(3, 20)  # a step of the loop head, some way into the loop
+    assert got.changed_names(k + 1) == want.changed_names(k + 1) == {"i"}
+
+
+def test_a_loop_head_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
+    # As a derived write does (above): its marker ends the batch, and its variable's write,
+    # name and value, begins the next.
+    program = compile_source("node main() {\n  let x = 1\n  x = 2\n  return x\n}\n", "l.agency")
+    with tempfile.TemporaryDirectory() as tmp:
+        machine = new_machine(program, RunConfig(model_spec="sim", root=tmp, quiet=True))
+        store = MemoryStore()
+        rec = start_run(program, machine, store)
+        machine.step(2)  # at `x = 2`'s step, before it runs
+        wlog = machine.wlog
+        assert wlog is not None and type(wlog[-1]) is int
+        marker = wlog.pop()
+        machine.frames[-1].locals["x"] = "four"
+        wlog.append((R_STEP_LOCAL, marker, "x"))
+        wlog.append("four")
+        wlog.append((R_OUTPUT, "hi"))  # the step goes on, and stops
+        rec.recorder.flush_chunk(machine, at_marker=False)
+        assert wlog[:2] == ["x", "four"]
+        machine.step_index += 1
+        wlog.append(rec.recorder.marker("step"))
+        rec.recorder.flush_chunk(machine)
+        tl, step = rec.timeline, machine.step_index
+        before, after = tl.state_at(step - 1), tl.state_at(step)
+        assert before.frames[-1].locals["x"] == 1
+        assert after.frames[-1].locals["x"] == "four" and after.output[-1:] == ("hi",)
+        assert tl.changed_names(step) == {"x"}
+        fresh = Timeline(store, rec.run_id, 0, locations=tl.locations)
+        assert fresh.state_at(step) == after
+
+
 _VARS = ["a", "b", "c"]
 
 
@@ -265,7 +333,7 @@ def _stmt(draw: Any, depth: int = 0) -> str:
     u = draw(st.sampled_from(_VARS))
     op2 = draw(st.sampled_from(["+", "-", "*", "%", "<", "/"]))
     kinds = ["local", "const", "mixed", "call", "push", "add", "nested", "nested-local"]
-    kinds += ["while", "if", "for", "for-var"] if depth < 2 else []
+    kinds += ["while", "if", "for", "for-var", "for-each"] if depth < 2 else []
     kind = draw(st.sampled_from(kinds))
     if kind == "local":
         return f"{v} = {v} {op} {w}"
@@ -292,6 +360,8 @@ def _stmt(draw: Any, depth: int = 0) -> str:
         # range of fractions
         start = f"{n} + 0.5" if n % 3 == 0 else str(n)
         return f"for ({v} in range({start}, {n + 3})) {{\n{inner}\n}}"
+    if kind == "for-each":  # numbers and a list as the loop variable's values
+        return f"for ({v} in [{n}, [{w}], {u} + 1]) {{\n{inner}\n}}"
     counter = f"k{depth}"
     return f"let {counter} = 0\nwhile ({counter} < 3) {{\n{counter} = {counter} + 1\n{inner}\n}}"
 

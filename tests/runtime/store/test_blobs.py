@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from debugger.cli import cli
 from runtime.record.format import (
     BATCH_LOCALS,
-    BATCH_PUSHES,
+    BATCH_VERSIONS,
     MAX_INT_DIGITS,
     ZLIB_PREFIX,
     BlobError,
@@ -124,7 +124,7 @@ def test_a_batch_of_local_writes_as_names_and_values_reads_as_tuples() -> None:
     with pytest.raises(BlobError, match="without its value"):
         decode_batch(encode_record((5, 1, 1, [8, "x"], BATCH_LOCALS)))
     with pytest.raises(BlobError, match="damaged step batch"):  # a flag it does not know
-        decode_batch(encode_record((5, 1, 1, [8], BATCH_PUSHES + 1)))
+        decode_batch(encode_record((5, 1, 1, [8], max(BATCH_VERSIONS) + 1)))
 
 
 def test_batches_and_keyframes() -> None:
