@@ -142,9 +142,9 @@ def _derived_write(
     `name = a <op> (c <op> d)`, b being the inner pair (`_nested_write`). For `xs.push(v)`
     (PUSH_LOCAL): ({oid: its entry}, xs, None, None, v, next pc, False), which the machine
     logs as one `W_STEP_PUSH` when the recorder lets it log xs's pushes (`step_push`). For a
-    loop head (FOR_RANGE, FOR_EACH): (its `W_STEP_LOCAL` entry, None, the op, None, the loop
-    variable, None, False), which the machine logs with the variable's value when the loop goes
-    on. Else None."""
+    loop head (FOR_RANGE, FOR_EACH): (its `W_STEP_LOCAL` entry, "" (no operand), the op, None,
+    the loop variable, 0, False), which the machine logs with the variable's value when the
+    loop goes on. Else None."""
     if at >= len(code.markers):
         return None
     if op == PUSH_LOCAL:  # `xs.push(v)`: the machine logs its step and push as one entry
@@ -156,7 +156,7 @@ def _derived_write(
         var = arg[2]
         if _hidden(var):
             return None
-        return ((W_STEP_LOCAL, code.markers[at], var), None, op, None, var, None, False)
+        return ((W_STEP_LOCAL, code.markers[at], var), "", op, None, var, 0, False)
     if op == LOAD_LOCAL:
         return _nested_write(code, at, arg, ops, args, pc + 2)
     if op not in (LOCAL_OP_LOCAL_STORE, LOCAL_OP_CONST_STORE):

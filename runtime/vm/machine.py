@@ -220,7 +220,7 @@ class Machine(CallingMachine):
                                         wlog.append(entry)
                                         pc = after
                                         continue
-                                    if x is None:  # a loop head, b its FOR_RANGE or FOR_EACH:
+                                    if not x:  # a loop head, b its FOR_RANGE or FOR_EACH:
                                         # the step and the loop variable's write as one entry
                                         # (W_STEP_LOCAL), then the value
                                         target, slot, var, end = next_arg  # (FOR_EACH: index)
