@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -141,21 +142,28 @@ def test_a_statement_a_op_c_op_d_on_ints_is_one_entry_too() -> None:
     assert (last.frames[-1].locals["total"], last.frames[-1].locals["k"]) == (total, k + 1)
 
 
+@contextmanager
+def _before_statement(src: str, steps: int) -> Iterator[tuple[Any, MemoryStore, Any, int]]:
+    """A recorded run of `src` stepped `steps` times, to a statement's step before it runs:
+    (the machine, its store, the recording, that step's marker, taken off the write log)."""
+    program = compile_source(src, "s.agency")
+    with tempfile.TemporaryDirectory() as tmp:
+        machine = new_machine(program, RunConfig(model_spec="sim", root=tmp, quiet=True))
+        store = MemoryStore()
+        rec = start_run(program, machine, store)
+        machine.step(steps)
+        wlog = machine.wlog
+        assert wlog is not None and type(wlog[-1]) is int
+        yield machine, store, rec, wlog.pop()
+
+
 def test_a_derived_write_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
     # A run stopped within a step stores the steps started so far (`finish`); when the last
     # one's marker is an R_STEP_WRITE, its write is the stopped step's, which goes on in the
     # next batch: stored there as an R_DERIVED, read on the state before it. (No program stops
     # that way today: a stop within a step comes after a step of the prelude's own.)
-    program = compile_source("node main() {\n  let a = 1\n  a = a + 5\n  return a\n}\n", "d.agency")
-    with tempfile.TemporaryDirectory() as tmp:
-        machine = new_machine(program, RunConfig(model_spec="sim", root=tmp, quiet=True))
-        store = MemoryStore()
-        rec = start_run(program, machine, store)
-        machine.step(1)
-        machine.step(1)  # at `a = a + 5`'s step, before it runs
-        wlog = machine.wlog
-        assert wlog is not None and type(wlog[-1]) is int
-        marker = wlog.pop()
+    source = "node main() {\n  let a = 1\n  a = a + 5\n  return a\n}\n"
+    with _before_statement(source, 2) as (machine, store, rec, marker):  # `a = a + 5`
         entry = (R_STEP_WRITE, marker, "a", "a", 5, INT_OP_INDEX[INT_OPS["+"]], False)
         tl, step = _stopped_within_step(machine, rec, entry, (R_DERIVED, *entry[2:]))
         before, after = tl.state_at(step - 1), tl.state_at(step)
@@ -230,17 +238,8 @@ def test_a_frozen_list_is_not_pushed_to_by_the_one_entry_push() -> None:
 
 def test_a_push_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
     # As a derived write does (above): stored there as an R_PUSHED, read on the state before it.
-    program = compile_source(
-        "node main() {\n  let xs = [7]\n  let v = 5\n  xs.push(v)\n  return xs\n}\n", "p.agency"
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        machine = new_machine(program, RunConfig(model_spec="sim", root=tmp, quiet=True))
-        store = MemoryStore()
-        rec = start_run(program, machine, store)
-        machine.step(3)  # at `xs.push(v)`'s step, before it runs
-        wlog = machine.wlog
-        assert wlog is not None and type(wlog[-1]) is int
-        marker = wlog.pop()
+    source = "node main() {\n  let xs = [7]\n  let v = 5\n  xs.push(v)\n  return xs\n}\n"
+    with _before_statement(source, 3) as (machine, store, rec, marker):  # `xs.push(v)`
         xs = machine.frames[-1].locals["xs"]
         oid = rec.recorder.oid_of(xs)
         xs.append(5)
@@ -295,15 +294,9 @@ def test_a_loop_head_is_its_step_and_its_variable_in_one_entry() -> None:
 def test_a_loop_head_that_ends_a_stopped_step_goes_on_in_the_next_batch() -> None:
     # As a derived write does (above): its marker ends the batch, and its variable's write,
     # name and value, begins the next.
-    program = compile_source("node main() {\n  let x = 1\n  x = 2\n  return x\n}\n", "l.agency")
-    with tempfile.TemporaryDirectory() as tmp:
-        machine = new_machine(program, RunConfig(model_spec="sim", root=tmp, quiet=True))
-        store = MemoryStore()
-        rec = start_run(program, machine, store)
-        machine.step(2)  # at `x = 2`'s step, before it runs
+    source = "node main() {\n  let x = 1\n  x = 2\n  return x\n}\n"
+    with _before_statement(source, 2) as (machine, store, rec, marker):  # `x = 2`
         wlog = machine.wlog
-        assert wlog is not None and type(wlog[-1]) is int
-        marker = wlog.pop()
         machine.frames[-1].locals["x"] = "four"
         wlog.append((R_STEP_LOCAL, marker, "x"))
         wlog.append("four")
