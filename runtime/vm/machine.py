@@ -224,7 +224,7 @@ class Machine(CallingMachine):
                                         # the step and the loop variable's write as one entry
                                         # (W_STEP_LOCAL), then the value
                                         target, slot, var, end = next_arg  # (FOR_EACH: index)
-                                        if b == 70:
+                                        if b == 70:  # FOR_RANGE (else FOR_EACH)
                                             v = L[slot]
                                             if not v >= L[end]:  # (as FOR_RANGE: NaN too)
                                                 L[slot] = v + 1
