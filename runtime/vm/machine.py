@@ -223,7 +223,7 @@ class Machine(CallingMachine):
                                     if not x:  # a loop head, b its FOR_RANGE or FOR_EACH:
                                         # the step and the loop variable's write as one entry
                                         # (W_STEP_LOCAL), then the value
-                                        target, slot, var, end = next_arg  # (FOR_EACH: index)
+                                        _, slot, var, end = next_arg  # (FOR_EACH: end is its index)
                                         if b == 70:  # FOR_RANGE (else FOR_EACH)
                                             v = L[slot]
                                             if not v >= L[end]:  # (as FOR_RANGE: NaN too)
